@@ -1,0 +1,85 @@
+import datetime
+
+from buf.validate import validate_pb2 as _validate_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Item(_message.Message):
+    __slots__ = ("item_id", "tenant_id", "vault_id", "version", "kind", "title_hash", "updated_at", "encrypted_payload", "wrapped_keys", "deleted")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TITLE_HASH_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    tenant_id: str
+    vault_id: str
+    version: int
+    kind: str
+    title_hash: str
+    updated_at: _timestamp_pb2.Timestamp
+    encrypted_payload: EncryptedPayload
+    wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
+    deleted: bool
+    def __init__(self, item_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., vault_id: _Optional[str] = ..., version: _Optional[int] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., deleted: _Optional[bool] = ...) -> None: ...
+
+class EncryptedPayload(_message.Message):
+    __slots__ = ("alg", "nonce", "aad", "ciphertext", "version")
+    ALG_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    AAD_FIELD_NUMBER: _ClassVar[int]
+    CIPHERTEXT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    alg: str
+    nonce: str
+    aad: str
+    ciphertext: str
+    version: int
+    def __init__(self, alg: _Optional[str] = ..., nonce: _Optional[str] = ..., aad: _Optional[str] = ..., ciphertext: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class WrappedKey(_message.Message):
+    __slots__ = ("recipient_id", "wrap_alg", "wrapped_key")
+    RECIPIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    WRAP_ALG_FIELD_NUMBER: _ClassVar[int]
+    WRAPPED_KEY_FIELD_NUMBER: _ClassVar[int]
+    recipient_id: str
+    wrap_alg: str
+    wrapped_key: str
+    def __init__(self, recipient_id: _Optional[str] = ..., wrap_alg: _Optional[str] = ..., wrapped_key: _Optional[str] = ...) -> None: ...
+
+class Cursor(_message.Message):
+    __slots__ = ("vault_id", "sequence")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    sequence: int
+    def __init__(self, vault_id: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
+
+class DeleteItemRequest(_message.Message):
+    __slots__ = ("vault_id", "item_id", "base_version")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    item_id: str
+    base_version: int
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., base_version: _Optional[int] = ...) -> None: ...
+
+class DeleteItemResponse(_message.Message):
+    __slots__ = ("item", "cursor")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    item: Item
+    cursor: Cursor
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
