@@ -1,0 +1,71 @@
+# zkplatform: `make run` serves, `make test` checks everything CI checks.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# buf runs the local plugins (protoc-gen-connectrpc, scripts/protoc) from the venv.
+export PATH := $(BIN):$(PATH)
+STAMP := $(VENV)/.installed
+ARGS ?=
+
+.PHONY: help
+help: ## Show this help
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	@touch $@
+
+.PHONY: install
+install: $(STAMP) ## Create the venv and install pinned dependencies
+
+.PHONY: gen
+gen: $(STAMP) ## Regenerate gen/ from proto/
+	buf generate
+
+.PHONY: check-gen-clean
+check-gen-clean: gen ## Fail when regeneration changes anything under gen/
+	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
+	  git status --short -- gen; git --no-pager diff --stat -- gen; \
+	  echo "gen/ is stale: run 'make gen' and commit the result" >&2; exit 1; fi
+	@echo "gen/ is up to date"
+
+.PHONY: fmt
+fmt: $(STAMP) ## Format protos and Python
+	buf format -w
+	ruff format src tests scripts
+	ruff check --fix src tests scripts
+
+.PHONY: lint
+lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
+	buf lint
+	buf format -d --exit-code
+	ruff check src tests scripts
+	ruff format --check src tests scripts
+	$(BIN)/python scripts/check_layers.py
+
+.PHONY: typecheck
+typecheck: $(STAMP) ## mypy --strict
+	mypy
+
+.PHONY: breaking
+breaking: $(STAMP) ## buf breaking against the main branch
+	@if git rev-parse --verify -q main >/dev/null && [ -n "$$(git ls-tree -r --name-only main -- proto)" ]; then \
+	  buf breaking --against '.git#branch=main'; \
+	else echo "breaking: skipped, main has no proto/ yet"; fi
+
+.PHONY: pytest
+pytest: $(STAMP) ## Run the test suite only
+	pytest $(ARGS)
+
+.PHONY: test
+test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
+
+.PHONY: run
+run: $(STAMP) ## Serve on 127.0.0.1:8080
+	zkplatform serve $(ARGS)

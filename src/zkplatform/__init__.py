@@ -1,0 +1,1 @@
+"""zkplatform: the server side of the zero-knowledge platform's public API."""

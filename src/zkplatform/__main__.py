@@ -1,0 +1,3 @@
+from zkplatform.cli import main
+
+raise SystemExit(main())

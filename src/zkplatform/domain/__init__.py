@@ -1,0 +1,1 @@
+"""The domain: models, errors and use cases. No protobuf, no transport."""

@@ -1,0 +1,61 @@
+"""Errors the use cases raise. rpc/errors.py is the one place that maps them
+to Connect codes and details; nothing here knows about the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class DomainError(Exception):
+    """A refusal the caller can act on. Its message is safe to show them."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One malformed field: its JSON path and what is wrong with it."""
+
+    field: str
+    description: str
+
+
+class InvalidArgument(DomainError):
+    def __init__(self, violations: Sequence[FieldViolation]) -> None:
+        super().__init__("invalid request: " + "; ".join(f"{v.field}: {v.description}" for v in violations))
+        self.violations = tuple(violations)
+
+
+class Unauthenticated(DomainError):
+    """No usable credentials. The message names the failed check, never the token."""
+
+
+class PermissionDenied(DomainError):
+    """Authenticated, but not allowed to do this."""
+
+
+class ScopesNotHeld(PermissionDenied):
+    def __init__(self, refused: Sequence[str]) -> None:
+        self.refused = tuple(sorted(refused))
+        super().__init__("requested scopes are not held by the caller: " + ", ".join(self.refused))
+
+
+class NotFound(DomainError):
+    pass
+
+
+class VersionMismatch(DomainError):
+    def __init__(self, current_version: int) -> None:
+        super().__init__(f"the item is at version {current_version}")
+        self.current_version = current_version
+
+
+class ParentExpiresSoon(DomainError):
+    """The calling token expires before the shortest lifetime a new token may have."""
+
+
+class LimitReached(DomainError):
+    """A rate limit or quota; retrying after `retry_after_seconds` may succeed."""
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds

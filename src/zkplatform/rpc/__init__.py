@@ -1,0 +1,1 @@
+"""The RPC layer: protobuf <-> domain, and the behaviour every call shares."""

@@ -1,0 +1,174 @@
+"""The HTTP edge: what happens before a request reaches connectrpc.
+
+- routes each procedure path to its service's Connect application, and answers
+  unknown paths 404 `unimplemented` and `GET /healthz` with 200;
+- buffers a unary call's body, refusing one over the size limit before anything
+  else is looked at (the contract's first check). Reading the whole body first
+  also sidesteps hypercorn 0.18 dropping an HTTP/2 connection when a call is
+  refused before its body was read (hypercorn issue 329);
+- records the request's query string for the checks that need it (a token in
+  the URL), which connectrpc's request context does not carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from connectrpc._protocol import ConnectWireError
+from connectrpc._protocol_grpc import GRPCServerProtocol
+from connectrpc._protocol_server import negotiate_server_protocol
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
+    """What the edge saw of the HTTP request, for interceptors."""
+
+    query_string: bytes
+
+
+request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
+
+
+class Edge:
+    """The one ASGI application the server runs."""
+
+    def __init__(
+        self,
+        unary_procedures: Mapping[str, ASGIApp],
+        *,
+        max_body_bytes: int,
+        lifespan: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self._procedures = dict(unary_procedures)
+        self._max_body_bytes = max_body_bytes
+        self._lifespan = lifespan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._serve_lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        app = self._procedures.get(path)
+        if app is None:
+            if path == "/healthz" and scope["method"] in ("GET", "HEAD"):
+                await _send_plain(send, 200, b"ok\n")
+                return
+            unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
+            await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
+            return
+        request_facts.set(RequestFacts(query_string=scope.get("query_string", b"")))
+        if scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = await self._read_body(scope, receive)
+        if body is None:
+            limit = self._max_body_bytes
+            error = ConnectError(Code.RESOURCE_EXHAUSTED, f"request body exceeds {limit} bytes")
+            await send_error(send, scope, error)
+            return
+        await app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The whole body, or None when it is over the limit."""
+        limit = self._max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # disconnected: connectrpc sees the end of the body and answers canceled
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        return b"".join(chunks)
+
+    async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            phase = message["type"].removeprefix("lifespan.")
+            try:
+                if self._lifespan is not None:
+                    await self._lifespan(phase)
+            except Exception as error:  # noqa: BLE001 # reported to the server, which refuses to start
+                await send({"type": f"lifespan.{phase}.failed", "message": str(error)})
+                return
+            await send({"type": f"lifespan.{phase}.complete"})
+            if phase == "shutdown":
+                return
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if delivered:
+            return await receive()  # after the body: only a disconnect can come
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def send_error(send: Send, scope: Scope, error: ConnectError, *, http_status: int | None = None) -> None:
+    """Answer with a Connect error in the protocol of the request (Connect, gRPC, gRPC-Web)."""
+    protocol = negotiate_server_protocol(_header(scope, b"content-type") or "")
+    if isinstance(protocol, GRPCServerProtocol):
+        headers = protocol.trailers_only_headers(None, error)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(k.encode(), v.encode()) for k, v in headers.allitems()],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+        return
+    wire = ConnectWireError.from_exception(error)
+    body = wire.to_json_bytes()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": http_status or wire.to_http_status().code,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_plain(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,82 @@
+"""The one place that turns failures into Connect errors.
+
+Every RPC runs inside ErrorMapping, the first interceptor: domain errors get
+their code and google.rpc details here, and anything unexpected becomes
+`internal` with a generic message, its details going only to the server log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from connectrpc.request import RequestContext
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2
+
+from zkplatform.domain import errors as domain
+from zkplatform.rpc.details import error_detail
+
+log = logging.getLogger(__name__)
+
+# ErrorInfo.domain of every detail this service raises.
+ERROR_DOMAIN: Final = "zkplatform"
+
+
+def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
+    return error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata)
+
+
+def bad_request(
+    violations: list[domain.FieldViolation] | tuple[domain.FieldViolation, ...], message: str
+) -> ConnectError:
+    detail = error_details_pb2.BadRequest(
+        field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in violations
+        ]
+    )
+    return ConnectError(Code.INVALID_ARGUMENT, message, [error_detail(detail)])
+
+
+def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: PLR0911 # one arm per row
+    """The Connect form of a domain error (the table of contract.md)."""
+    match error:
+        case domain.InvalidArgument():
+            return bad_request(error.violations, str(error))
+        case domain.Unauthenticated():
+            return ConnectError(Code.UNAUTHENTICATED, str(error))
+        case domain.ScopesNotHeld():
+            info = _info("SCOPES_NOT_HELD", refusedScopes=",".join(error.refused))
+            return ConnectError(Code.PERMISSION_DENIED, str(error), [error_detail(info)])
+        case domain.PermissionDenied():
+            return ConnectError(Code.PERMISSION_DENIED, str(error))
+        case domain.NotFound():
+            return ConnectError(Code.NOT_FOUND, str(error))
+        case domain.VersionMismatch():
+            info = _info("VERSION_MISMATCH", currentVersion=str(error.current_version))
+            return ConnectError(Code.ABORTED, str(error), [error_detail(info)])
+        case domain.ParentExpiresSoon():
+            info = _info("PARENT_EXPIRES_SOON")
+            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+        case domain.LimitReached():
+            retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=error.retry_after_seconds))
+            return ConnectError(Code.RESOURCE_EXHAUSTED, str(error), [error_detail(retry)])
+    log.error("no Connect mapping for domain error %s", type(error).__name__)
+    return ConnectError(Code.INTERNAL, "internal error")
+
+
+class ErrorMapping:
+    """Metadata interceptor whose on_end sees, and replaces, every RPC's error."""
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        return None
+
+    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
+        if error is None or isinstance(error, ConnectError):
+            return
+        if isinstance(error, domain.DomainError):
+            raise to_connect_error(error) from error
+        log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
+        raise ConnectError(Code.INTERNAL, "internal error") from error

@@ -1,0 +1,63 @@
+"""A minimal Connect unary caller for tests: real HTTP requests, both codecs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+M = TypeVar("M", bound=Message)
+
+VAULT_DELETE = "/platform.v1.VaultService/DeleteItem"
+BROKER_MINT = "/platform.v1.BrokerService/MintUserApiToken"
+
+
+@dataclass(frozen=True)
+class Codec:
+    name: str
+    content_type: str
+
+    def encode(self, message: Message) -> bytes:
+        if self.name == "json":
+            return json_format.MessageToJson(message).encode()
+        return message.SerializeToString()
+
+    def decode(self, data: bytes, message_class: type[M]) -> M:
+        message = message_class()
+        if self.name == "json":
+            json_format.Parse(data, message)
+        else:
+            message.ParseFromString(data)
+        return message
+
+
+JSON = Codec("json", "application/json")
+PROTO = Codec("proto", "application/proto")
+CODECS = (JSON, PROTO)
+
+
+def headers(codec: Codec, token: str | None = None, **extra: str) -> dict[str, str]:
+    result = {"Content-Type": codec.content_type, "Connect-Protocol-Version": "1"}
+    if token is not None:
+        result["Authorization"] = f"Bearer {token}"
+    result.update(extra)
+    return result
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    """The Connect error body (always JSON, whatever the codec)."""
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    body: dict[str, Any] = json.loads(response.content)
+    return body
+
+
+def detail(error: dict[str, Any], type_name: str) -> dict[str, Any]:
+    """The `debug` form of the one detail of that type."""
+    matching = [d for d in error.get("details", []) if d["type"] == type_name]
+    assert len(matching) == 1, error
+    debug: dict[str, Any] = matching[0]["debug"]
+    return debug

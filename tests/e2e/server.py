@@ -1,0 +1,87 @@
+"""Run a real `zkplatform serve` on 127.0.0.1 for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    base_url: str
+    log_path: Path
+    process: subprocess.Popen[bytes]
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def zkplatform_command() -> str:
+    """The console script of the environment running the tests."""
+    script = Path(sys.executable).parent / "zkplatform"
+    assert script.exists(), "the zkplatform console script is not installed (make install)"
+    return str(script)
+
+
+@contextmanager
+def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """Start the server, wait (bounded) until /healthz answers, stop it afterwards."""
+    port = free_port()
+    log_path = tmp_path / f"server-{port}.log"
+    command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            command, stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, **(env or {})}
+        )
+    server = Server(f"http://127.0.0.1:{port}", log_path, process)
+    try:
+        _wait_until_healthy(server)
+        yield server
+    finally:
+        stop(server)
+
+
+def _wait_until_healthy(server: Server) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            msg = f"server exited with {server.process.returncode}:\n{server.log()}"
+            raise AssertionError(msg)
+        try:
+            if httpx.get(f"{server.base_url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    msg = f"server did not answer /healthz within {START_TIMEOUT_S}s:\n{server.log()}"
+    raise AssertionError(msg)
+
+
+def stop(server: Server) -> None:
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=STOP_TIMEOUT_S)

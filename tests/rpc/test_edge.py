@@ -1,0 +1,237 @@
+"""The behaviour every call shares, through the whole ASGI app in-process."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from connectrpc.request import RequestContext
+from google.protobuf import timestamp_pb2
+
+from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, Codec, detail, error_of, headers
+from zkplatform.app import create_app
+from zkplatform.config import Settings
+from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+from zkplatform_api.platform.v1.vault_connect import VaultService
+
+VALID = vault_pb2.DeleteItemRequest(vault_id="vault-1", item_id="item-1", base_version=3)
+SECRET_TEXT = "db password is hunter2"
+
+
+@pytest.mark.parametrize("path", [VAULT_DELETE, BROKER_MINT])
+async def test_missing_protocol_version_is_invalid_argument(client: httpx.AsyncClient, codec: Codec, path: str) -> None:
+    request_headers = headers(codec)
+    del request_headers["Connect-Protocol-Version"]
+
+    response = await client.post(
+        path,
+        content=codec.encode(VALID if path == VAULT_DELETE else broker_pb2.MintUserApiTokenRequest()),
+        headers=request_headers,
+    )
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "invalid_argument"
+    assert "Connect-Protocol-Version" in error["message"]
+
+
+async def test_wrong_protocol_version_is_invalid_argument(client: httpx.AsyncClient, codec: Codec) -> None:
+    response = await client.post(
+        VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec, **{"Connect-Protocol-Version": "2"})
+    )
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "invalid_argument"
+
+
+@pytest.mark.parametrize("path", ["/platform.v1.VaultService/Nope", "/platform.v1.NoSuchService/DeleteItem", "/"])
+async def test_unknown_procedure_is_404_unimplemented(client: httpx.AsyncClient, codec: Codec, path: str) -> None:
+    response = await client.post(path, content=codec.encode(VALID), headers=headers(codec))
+
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "unimplemented"
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+async def test_other_verbs_are_405(client: httpx.AsyncClient, method: str) -> None:
+    response = await client.request(method, VAULT_DELETE, headers=headers(JSON))
+
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", "application/x-www-form-urlencoded"])
+async def test_unsupported_content_type_is_415(client: httpx.AsyncClient, content_type: str) -> None:
+    response = await client.post(VAULT_DELETE, content=b"{}", headers=headers(JSON, **{"Content-Type": content_type}))
+
+    assert response.status_code == 415
+
+
+async def test_body_over_limit_is_resource_exhausted_before_anything_else(
+    client: httpx.AsyncClient, codec: Codec
+) -> None:
+    # No protocol header and no token: the size is still what answers first.
+    request_headers = {"Content-Type": codec.content_type}
+
+    response = await client.post(VAULT_DELETE, content=b"x" * (64 * 1024 + 1), headers=request_headers)
+
+    assert response.status_code == 429
+    assert error_of(response)["code"] == "resource_exhausted"
+
+
+async def test_streamed_body_over_limit_without_content_length_is_refused(client: httpx.AsyncClient) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 1024
+
+    response = await client.post(VAULT_DELETE, content=chunks(), headers=headers(JSON))
+
+    assert "content-length" not in response.request.headers
+    assert response.status_code == 429
+    assert error_of(response)["code"] == "resource_exhausted"
+
+
+async def test_body_at_the_limit_is_read(client: httpx.AsyncClient) -> None:
+    body = json.dumps(
+        {"vaultId": "vault-1", "itemId": "item-1", "baseVersion": 3, "pad": "x" * (64 * 1024 - 80)}
+    ).encode()
+    assert len(body) <= 64 * 1024
+
+    response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON))
+
+    assert error_of(response)["code"] == "unimplemented"  # got past the edge and validation
+
+
+async def test_limit_is_configurable() -> None:
+    app = create_app(Settings(max_body_bytes=100))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+        response = await client.post(VAULT_DELETE, content=b"{" + b" " * 100 + b"}", headers=headers(JSON))
+
+    assert error_of(response)["code"] == "resource_exhausted"
+
+
+async def test_both_rpcs_answer_unimplemented_until_built(client: httpx.AsyncClient, codec: Codec) -> None:
+    mint = broker_pb2.MintUserApiTokenRequest(tenant_id="t1", requested_scopes=["vault.items.read"])
+    for path, request in [(VAULT_DELETE, VALID), (BROKER_MINT, mint)]:
+        response = await client.post(path, content=codec.encode(request), headers=headers(codec))
+
+        assert response.status_code == 501
+        assert error_of(response)["code"] == "unimplemented"
+
+
+async def test_malformed_fields_answer_bad_request_with_every_field(client: httpx.AsyncClient, codec: Codec) -> None:
+    request = vault_pb2.DeleteItemRequest(vault_id="-starts-with-dash", item_id="", base_version=0)
+
+    response = await client.post(VAULT_DELETE, content=codec.encode(request), headers=headers(codec))
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "invalid_argument"
+    violations = detail(error, "google.rpc.BadRequest")["fieldViolations"]
+    assert {v["field"] for v in violations} == {"vaultId", "itemId", "baseVersion"}
+    assert all(v["description"] for v in violations)
+
+
+async def test_malformed_json_is_invalid_argument(client: httpx.AsyncClient) -> None:
+    response = await client.post(VAULT_DELETE, content=b'{"vaultId": ', headers=headers(JSON))
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "invalid_argument"
+
+
+async def test_malformed_binary_is_invalid_argument(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        VAULT_DELETE, content=b"\xff\xff\xff", headers=headers(Codec("proto", "application/proto"))
+    )
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "invalid_argument"
+
+
+async def test_unknown_json_fields_are_ignored(client: httpx.AsyncClient) -> None:
+    body = {"vaultId": "vault-1", "itemId": "item-1", "baseVersion": "3", "somethingNew": [1, 2]}
+
+    response = await client.post(VAULT_DELETE, json=body, headers=headers(JSON))
+
+    assert error_of(response)["code"] == "unimplemented"
+
+
+async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient) -> None:
+    body = gzip.compress(json.dumps({"vaultId": "vault-1", "itemId": "item-1", "baseVersion": 3}).encode())
+
+    response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON, **{"Content-Encoding": "gzip"}))
+
+    assert error_of(response)["code"] == "unimplemented"
+
+
+async def test_healthz(client: httpx.AsyncClient) -> None:
+    response = await client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.text == "ok\n"
+
+
+class _Failing(VaultService):
+    async def delete_item(
+        self,
+        request: vault_pb2.DeleteItemRequest,
+        ctx: RequestContext[vault_pb2.DeleteItemRequest, vault_pb2.DeleteItemResponse],
+        /,
+    ) -> vault_pb2.DeleteItemResponse:
+        raise RuntimeError(SECRET_TEXT)
+
+
+class _Answering(VaultService):
+    async def delete_item(
+        self,
+        request: vault_pb2.DeleteItemRequest,
+        ctx: RequestContext[vault_pb2.DeleteItemRequest, vault_pb2.DeleteItemResponse],
+        /,
+    ) -> vault_pb2.DeleteItemResponse:
+        item = vault_pb2.Item(item_id=request.item_id, vault_id=request.vault_id, version=4, deleted=True)
+        item.updated_at.CopyFrom(timestamp_pb2.Timestamp(seconds=1_800_000_000))
+        return vault_pb2.DeleteItemResponse(item=item, cursor=vault_pb2.Cursor(vault_id=request.vault_id, sequence=9))
+
+
+async def test_unexpected_exception_is_internal_and_its_text_stays_in_the_log(
+    codec: Codec, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(Settings(), vault=_Failing())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+        with caplog.at_level(logging.ERROR):
+            response = await client.post(VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec))
+
+    assert response.status_code == 500
+    error = error_of(response)
+    assert error == {"code": "internal", "message": "internal error"}
+    assert SECRET_TEXT not in response.text
+    assert SECRET_TEXT in caplog.text  # the operator still learns what happened
+
+
+async def test_json_responses_are_compact() -> None:
+    app = create_app(Settings(), vault=_Answering())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+        response = await client.post(VAULT_DELETE, content=JSON.encode(VALID), headers=headers(JSON))
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert b"\n" not in response.content
+    assert b" " not in response.content
+    body = json.loads(response.content)
+    assert body["item"]["version"] == "4"  # int64 as a string
+    assert body["item"]["updatedAt"] == "2027-01-15T08:00:00Z"
+    assert body["cursor"] == {"vaultId": "vault-1", "sequence": "9"}
+
+
+async def test_binary_responses_use_the_proto_codec() -> None:
+    codec = Codec("proto", "application/proto")
+    app = create_app(Settings(), vault=_Answering())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+        response = await client.post(VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec))
+
+    assert response.headers["content-type"] == "application/proto"
+    assert codec.decode(response.content, vault_pb2.DeleteItemResponse).cursor.sequence == 9
