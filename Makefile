@@ -56,7 +56,7 @@ typecheck: $(STAMP) ## mypy --strict
 .PHONY: breaking
 breaking: $(STAMP) ## buf breaking against the main branch
 	@if git rev-parse --verify -q main >/dev/null && [ -n "$$(git ls-tree -r --name-only main -- proto)" ]; then \
-	  buf breaking --against '.git#branch=main'; \
+	  buf breaking --against '.git#branch=main' && echo "breaking: no breaking change against main"; \
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
 .PHONY: pytest

@@ -59,7 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
     # hypercorn runs a single worker in this process; N > 1 spawns N processes.
     config.workers = 0 if args.workers == 1 else args.workers
     config.accesslog = None  # an access log would record query strings, where tokens may leak
-    config.errorlog = "-"
+    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
     log.info(
         "serving platform.v1 on http://%s with %d worker(s), store %s", args.bind, args.workers, settings.store_url
     )
