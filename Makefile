@@ -69,3 +69,7 @@ test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
 .PHONY: run
 run: $(STAMP) ## Serve on 127.0.0.1:8080
 	zkplatform serve $(ARGS)
+
+.PHONY: dev
+dev: $(STAMP) ## Serve demo data on 127.0.0.1:8080; tokens in var/dev-credentials.json
+	zkplatform serve --dev $(ARGS)

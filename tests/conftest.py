@@ -6,8 +6,10 @@ import httpx
 import pytest
 
 from tests.connect import CODECS, Codec
-from zkplatform.app import create_app
+from tests.world import PEPPER, FakeClock, World
+from zkplatform.app import Platform, create_app
 from zkplatform.config import Settings
+from zkplatform.store.memory import MemoryStore
 
 
 @pytest.fixture(params=CODECS, ids=lambda codec: codec.name)
@@ -17,7 +19,23 @@ def codec(request: pytest.FixtureRequest) -> Codec:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(Settings())
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def platform(clock: FakeClock) -> Platform:
+    return Platform.build(MemoryStore(), PEPPER, clock)
+
+
+@pytest.fixture
+async def world(platform: Platform) -> World:
+    """The development data set, seeded into the memory store."""
+    return await World.seed(platform)
+
+
+@pytest.fixture
+async def client(platform: Platform, world: World) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(), platform=platform)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
         yield client

@@ -1,14 +1,25 @@
-"""Composition root: builds the one ASGI application from settings."""
+"""Composition root: builds the platform from settings and the one ASGI app around it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.interceptor import Interceptor
 from google.protobuf.descriptor import FileDescriptor
 
+from zkplatform import devmode
 from zkplatform.config import ConfigError, Settings
+from zkplatform.domain.auth import Authenticator
+from zkplatform.domain.clock import Clock, system_clock
+from zkplatform.domain.issuing import TokenIssuer
+from zkplatform.domain.tokens import TokenHasher
+from zkplatform.domain.vault import VaultUseCases
+from zkplatform.pepper import load_pepper
+from zkplatform.repository import Store
+from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
@@ -16,9 +27,34 @@ from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.protocol import RequireProtocolVersion
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
+from zkplatform.store import StoreURLError, open_store
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """The domain, wired to one store."""
+
+    store: Store
+    clock: Clock
+    authenticator: Authenticator
+    issuer: TokenIssuer
+    vault: VaultUseCases
+
+    @classmethod
+    def build(cls, store: Store, pepper: bytes, clock: Clock = system_clock) -> Platform:
+        hasher = TokenHasher(pepper)
+        return cls(
+            store=store,
+            clock=clock,
+            authenticator=Authenticator(store, store, hasher, clock),
+            issuer=TokenIssuer(store, hasher, clock),
+            vault=VaultUseCases(store, store, clock),
+        )
 
 
 def procedures(file: FileDescriptor) -> Iterable[str]:
@@ -28,27 +64,40 @@ def procedures(file: FileDescriptor) -> Iterable[str]:
             yield f"/{service.full_name}/{method.name}"
 
 
+def platform_from(settings: Settings) -> Platform:
+    try:
+        store = open_store(settings.store_url)
+    except StoreURLError as error:
+        raise ConfigError(str(error)) from None
+    return Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir))
+
+
 def create_app(
     settings: Settings | None = None,
     *,
+    platform: Platform | None = None,
     vault: VaultService | None = None,
     broker: BrokerService | None = None,
 ) -> Edge:
-    """The ASGI application. Tests may pass their own servicers."""
+    """The ASGI application. Tests may pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
-    if settings.store_url != "memory:":
-        msg = f"unsupported store {settings.store_url!r}: this build knows memory:"
-        raise ConfigError(msg)
+    platform = platform_from(settings) if platform is None else platform
     # Order matters: ErrorMapping starts first so its on_end runs last and sees
-    # every error; the metadata interceptors run before the body is parsed.
-    interceptors: list[Interceptor] = [ErrorMapping(), RequireProtocolVersion(), ValidateRequests()]
+    # every error; the metadata interceptors run, in order, before the body is
+    # parsed, so a bad token answers before a malformed body.
+    interceptors: list[Interceptor] = [
+        ErrorMapping(),
+        RequireProtocolVersion(),
+        Authenticate(platform.authenticator),
+        ValidateRequests(),
+    ]
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     limit = settings.max_body_bytes
     services: list[tuple[FileDescriptor, ASGIApp]] = [
         (
             vault_pb2.DESCRIPTOR,
             VaultServiceASGIApplication(
-                vault or VaultServicer(), interceptors=interceptors, read_max_bytes=limit, codecs=codecs
+                vault or VaultServicer(platform.vault), interceptors=interceptors, read_max_bytes=limit, codecs=codecs
             ),
         ),
         (
@@ -59,4 +108,13 @@ def create_app(
         ),
     ]
     routes = {path: app for file, app in services for path in procedures(file)}
-    return Edge(routes, max_body_bytes=settings.max_body_bytes)
+
+    async def lifespan(phase: str) -> None:
+        if phase == "startup" and settings.dev:
+            tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
+            path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
+            log.info("development mode: demo data seeded; credentials written to %s", path)
+        elif phase == "shutdown":
+            await platform.store.close()
+
+    return Edge(routes, max_body_bytes=settings.max_body_bytes, lifespan=lifespan)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.run import run as hypercorn_run
 
-from zkplatform.config import DEFAULT_BIND, ConfigError, Settings
+from zkplatform.config import DEFAULT_BIND, DEFAULT_DEV_CREDENTIALS, ConfigError, Settings
+from zkplatform.pepper import load_pepper
+from zkplatform.store import StoreURLError, check_store_url
 
 log = logging.getLogger("zkplatform")
 
@@ -25,6 +29,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--store", default=None, metavar="URL", help="storage (default: memory:)")
     serve.add_argument("--workers", type=_positive, default=1, metavar="N", help="worker processes (default 1)")
+    serve.add_argument(
+        "--dev",
+        action="store_true",
+        help="development mode: seed demo tenants, vaults and items in memory and write their tokens to a file",
+    )
+    serve.add_argument(
+        "--dev-credentials",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"where --dev writes the tokens (default {DEFAULT_DEV_CREDENTIALS})",
+    )
     return parser
 
 
@@ -40,18 +56,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return _serve(args)
-    except ConfigError as error:
+    except (ConfigError, StoreURLError) as error:
         print(f"zkplatform: {error}", file=sys.stderr)
         return 2
 
 
-def _serve(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
+    """The environment's settings, overridden by the command line."""
+    settings = dataclasses.replace(env, base_url=f"http://{args.bind}")
     if args.store is not None:
-        settings = Settings(store_url=args.store, max_body_bytes=settings.max_body_bytes)
-    from zkplatform.app import create_app  # noqa: PLC0415 # fail on bad settings before binding
+        settings = dataclasses.replace(settings, store_url=args.store)
+    if args.dev_credentials is not None and not args.dev:
+        raise ConfigError("--dev-credentials only makes sense with --dev")
+    if args.dev:
+        if settings.store_url not in ("memory:", "memory://"):
+            raise ConfigError("--dev seeds the in-memory store; it cannot be combined with --store")
+        if args.workers > 1:
+            raise ConfigError("--dev keeps its data in one process's memory; use --workers 1")
+        settings = dataclasses.replace(settings, dev=True, dev_credentials=args.dev_credentials or env.dev_credentials)
+    return settings
 
-    create_app(settings)
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = serve_settings(args, Settings.from_env())
+    # Fail on unusable settings here, before binding the port or spawning workers.
+    check_store_url(settings.store_url)
+    load_pepper(settings.token_pepper, settings.state_dir)
     os.environ.update(settings.to_env())  # hypercorn's worker processes read these
     config = HypercornConfig()
     config.bind = [args.bind]
@@ -61,6 +91,10 @@ def _serve(args: argparse.Namespace) -> int:
     config.accesslog = None  # an access log would record query strings, where tokens may leak
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
     log.info(
-        "serving platform.v1 on http://%s with %d worker(s), store %s", args.bind, args.workers, settings.store_url
+        "serving platform.v1 on http://%s with %d worker(s), store %s%s",
+        args.bind,
+        args.workers,
+        settings.store_url,
+        " (development mode)" if settings.dev else "",
     )
     return hypercorn_run(config)

@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 DEFAULT_BIND = "127.0.0.1:8080"
 DEFAULT_STORE = "memory:"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
+DEFAULT_STATE_DIR = Path("var")
+DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
 
 
 class ConfigError(ValueError):
@@ -23,6 +26,13 @@ class ConfigError(ValueError):
 class Settings:
     store_url: str = DEFAULT_STORE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Where the server keeps its own files (the token pepper, when none is configured).
+    state_dir: Path = DEFAULT_STATE_DIR
+    # base64url HMAC key for stored tokens; generated into state_dir when unset.
+    token_pepper: str | None = None
+    dev: bool = False
+    dev_credentials: Path = DEFAULT_DEV_CREDENTIALS
+    base_url: str = f"http://{DEFAULT_BIND}"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -30,12 +40,22 @@ class Settings:
         return cls(
             store_url=env.get("ZKPLATFORM_STORE", DEFAULT_STORE),
             max_body_bytes=_positive_int(env, "ZKPLATFORM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+            state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
+            token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
+            dev=env.get("ZKPLATFORM_DEV", "") == "1",
+            dev_credentials=Path(env.get("ZKPLATFORM_DEV_CREDENTIALS", str(DEFAULT_DEV_CREDENTIALS))),
+            base_url=env.get("ZKPLATFORM_BASE_URL", f"http://{DEFAULT_BIND}"),
         )
 
     def to_env(self) -> dict[str, str]:
+        """The settings as environment variables, for worker processes (the pepper stays where it was)."""
         return {
             "ZKPLATFORM_STORE": self.store_url,
             "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
+            "ZKPLATFORM_STATE_DIR": str(self.state_dir),
+            "ZKPLATFORM_DEV": "1" if self.dev else "0",
+            "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),
+            "ZKPLATFORM_BASE_URL": self.base_url,
         }
 
 

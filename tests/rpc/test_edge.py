@@ -12,8 +12,9 @@ import pytest
 from connectrpc.request import RequestContext
 from google.protobuf import timestamp_pb2
 
-from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, Codec, detail, error_of, headers
-from zkplatform.app import create_app
+from tests.connect import BROKER_MINT, JSON, PROTO, VAULT_DELETE, Codec, detail, error_of, headers
+from tests.world import World
+from zkplatform.app import Platform, create_app
 from zkplatform.config import Settings
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
@@ -95,38 +96,42 @@ async def test_streamed_body_over_limit_without_content_length_is_refused(client
     assert error_of(response)["code"] == "resource_exhausted"
 
 
-async def test_body_at_the_limit_is_read(client: httpx.AsyncClient) -> None:
+async def test_body_at_the_limit_is_read(client: httpx.AsyncClient, world: World) -> None:
     body = json.dumps(
         {"vaultId": "vault-1", "itemId": "item-1", "baseVersion": 3, "pad": "x" * (64 * 1024 - 80)}
     ).encode()
     assert len(body) <= 64 * 1024
 
-    response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON))
+    response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON, world.token("alice")))
 
-    assert error_of(response)["code"] == "unimplemented"  # got past the edge and validation
+    assert error_of(response)["code"] == "permission_denied"  # got past the edge, auth and validation
 
 
-async def test_limit_is_configurable() -> None:
-    app = create_app(Settings(max_body_bytes=100))
+async def test_limit_is_configurable(platform: Platform) -> None:
+    app = create_app(Settings(max_body_bytes=100), platform=platform)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
         response = await client.post(VAULT_DELETE, content=b"{" + b" " * 100 + b"}", headers=headers(JSON))
 
     assert error_of(response)["code"] == "resource_exhausted"
 
 
-async def test_both_rpcs_answer_unimplemented_until_built(client: httpx.AsyncClient, codec: Codec) -> None:
-    mint = broker_pb2.MintUserApiTokenRequest(tenant_id="t1", requested_scopes=["vault.items.read"])
-    for path, request in [(VAULT_DELETE, VALID), (BROKER_MINT, mint)]:
-        response = await client.post(path, content=codec.encode(request), headers=headers(codec))
+async def test_mint_answers_unimplemented_until_built(client: httpx.AsyncClient, codec: Codec, world: World) -> None:
+    mint = broker_pb2.MintUserApiTokenRequest(tenant_id="acme", requested_scopes=["vault.items.read"])
 
-        assert response.status_code == 501
-        assert error_of(response)["code"] == "unimplemented"
+    response = await client.post(BROKER_MINT, content=codec.encode(mint), headers=headers(codec, world.token("alice")))
+
+    assert response.status_code == 501
+    assert error_of(response)["code"] == "unimplemented"
 
 
-async def test_malformed_fields_answer_bad_request_with_every_field(client: httpx.AsyncClient, codec: Codec) -> None:
+async def test_malformed_fields_answer_bad_request_with_every_field(
+    client: httpx.AsyncClient, codec: Codec, world: World
+) -> None:
     request = vault_pb2.DeleteItemRequest(vault_id="-starts-with-dash", item_id="", base_version=0)
 
-    response = await client.post(VAULT_DELETE, content=codec.encode(request), headers=headers(codec))
+    response = await client.post(
+        VAULT_DELETE, content=codec.encode(request), headers=headers(codec, world.token("alice"))
+    )
 
     assert response.status_code == 400
     error = error_of(response)
@@ -136,36 +141,38 @@ async def test_malformed_fields_answer_bad_request_with_every_field(client: http
     assert all(v["description"] for v in violations)
 
 
-async def test_malformed_json_is_invalid_argument(client: httpx.AsyncClient) -> None:
-    response = await client.post(VAULT_DELETE, content=b'{"vaultId": ', headers=headers(JSON))
+async def test_malformed_json_is_invalid_argument(client: httpx.AsyncClient, world: World) -> None:
+    response = await client.post(VAULT_DELETE, content=b'{"vaultId": ', headers=headers(JSON, world.token("alice")))
 
     assert response.status_code == 400
     assert error_of(response)["code"] == "invalid_argument"
 
 
-async def test_malformed_binary_is_invalid_argument(client: httpx.AsyncClient) -> None:
+async def test_malformed_binary_is_invalid_argument(client: httpx.AsyncClient, world: World) -> None:
+    response = await client.post(VAULT_DELETE, content=b"\xff\xff\xff", headers=headers(PROTO, world.token("alice")))
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "invalid_argument"
+
+
+async def test_unknown_json_fields_are_ignored(client: httpx.AsyncClient, world: World) -> None:
+    body = {"vaultId": "acme-private", "itemId": "item-1", "baseVersion": "1", "somethingNew": [1, 2]}
+
+    response = await client.post(VAULT_DELETE, json=body, headers=headers(JSON, world.token("alice")))
+
+    assert response.status_code == 200
+    assert response.json()["item"]["deleted"] is True
+
+
+async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient, world: World) -> None:
+    body = gzip.compress(json.dumps({"vaultId": "acme-private", "itemId": "item-1", "baseVersion": 1}).encode())
+
     response = await client.post(
-        VAULT_DELETE, content=b"\xff\xff\xff", headers=headers(Codec("proto", "application/proto"))
+        VAULT_DELETE, content=body, headers=headers(JSON, world.token("alice"), **{"Content-Encoding": "gzip"})
     )
 
-    assert response.status_code == 400
-    assert error_of(response)["code"] == "invalid_argument"
-
-
-async def test_unknown_json_fields_are_ignored(client: httpx.AsyncClient) -> None:
-    body = {"vaultId": "vault-1", "itemId": "item-1", "baseVersion": "3", "somethingNew": [1, 2]}
-
-    response = await client.post(VAULT_DELETE, json=body, headers=headers(JSON))
-
-    assert error_of(response)["code"] == "unimplemented"
-
-
-async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient) -> None:
-    body = gzip.compress(json.dumps({"vaultId": "vault-1", "itemId": "item-1", "baseVersion": 3}).encode())
-
-    response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON, **{"Content-Encoding": "gzip"}))
-
-    assert error_of(response)["code"] == "unimplemented"
+    assert response.status_code == 200
+    assert response.json()["item"]["deleted"] is True
 
 
 async def test_healthz(client: httpx.AsyncClient) -> None:
@@ -198,12 +205,14 @@ class _Answering(VaultService):
 
 
 async def test_unexpected_exception_is_internal_and_its_text_stays_in_the_log(
-    codec: Codec, caplog: pytest.LogCaptureFixture
+    codec: Codec, caplog: pytest.LogCaptureFixture, platform: Platform, world: World
 ) -> None:
-    app = create_app(Settings(), vault=_Failing())
+    app = create_app(Settings(), platform=platform, vault=_Failing())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
         with caplog.at_level(logging.ERROR):
-            response = await client.post(VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec))
+            response = await client.post(
+                VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec, world.token("alice"))
+            )
 
     assert response.status_code == 500
     error = error_of(response)
@@ -212,10 +221,12 @@ async def test_unexpected_exception_is_internal_and_its_text_stays_in_the_log(
     assert SECRET_TEXT in caplog.text  # the operator still learns what happened
 
 
-async def test_json_responses_are_compact() -> None:
-    app = create_app(Settings(), vault=_Answering())
+async def test_json_responses_are_compact(platform: Platform, world: World) -> None:
+    app = create_app(Settings(), platform=platform, vault=_Answering())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
-        response = await client.post(VAULT_DELETE, content=JSON.encode(VALID), headers=headers(JSON))
+        response = await client.post(
+            VAULT_DELETE, content=JSON.encode(VALID), headers=headers(JSON, world.token("alice"))
+        )
 
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
@@ -227,11 +238,13 @@ async def test_json_responses_are_compact() -> None:
     assert body["cursor"] == {"vaultId": "vault-1", "sequence": "9"}
 
 
-async def test_binary_responses_use_the_proto_codec() -> None:
-    codec = Codec("proto", "application/proto")
-    app = create_app(Settings(), vault=_Answering())
+async def test_binary_responses_use_the_proto_codec(platform: Platform, world: World) -> None:
+    codec = PROTO
+    app = create_app(Settings(), platform=platform, vault=_Answering())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
-        response = await client.post(VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec))
+        response = await client.post(
+            VAULT_DELETE, content=codec.encode(VALID), headers=headers(codec, world.token("alice"))
+        )
 
     assert response.headers["content-type"] == "application/proto"
     assert codec.decode(response.content, vault_pb2.DeleteItemResponse).cursor.sequence == 9

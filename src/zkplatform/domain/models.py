@@ -1,0 +1,129 @@
+"""Domain models: plain frozen values, no protobuf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    VAULT_ITEMS_READ = "vault.items.read"
+    VAULT_ITEMS_WRITE = "vault.items.write"
+    VAULT_ITEMS_DELETE = "vault.items.delete"
+    BROKER_TOKENS_MINT = "broker.tokens.mint"
+
+
+VAULT_SCOPES = frozenset({Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE, Scope.VAULT_ITEMS_DELETE})
+ALL_SCOPES = frozenset(Scope)
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    SERVICE = "service"
+
+    @property
+    def scope_bound(self) -> frozenset[Scope]:
+        """The most a principal of this role may hold. A service holds only what
+        the operator grants it, so its bound is everything and its grant decides."""
+        return VAULT_SCOPES if self is Role.MEMBER else ALL_SCOPES
+
+    @property
+    def default_scopes(self) -> frozenset[Scope]:
+        """What a principal of this role is granted when the operator says nothing."""
+        return frozenset() if self is Role.SERVICE else self.scope_bound
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    tenant_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    principal_id: str
+    tenant_id: str
+    role: Role
+    allowed_scopes: frozenset[Scope]
+
+    @property
+    def scopes(self) -> frozenset[Scope]:
+        """The scopes this principal may hold: its grant, within its role's bound."""
+        return self.allowed_scopes & self.role.scope_bound
+
+
+@dataclass(frozen=True, slots=True)
+class Vault:
+    vault_id: str
+    tenant_id: str
+    members: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptedPayload:
+    alg: str
+    nonce: str
+    aad: str
+    ciphertext: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedKey:
+    recipient_id: str
+    wrap_alg: str
+    wrapped_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    item_id: str
+    tenant_id: str
+    vault_id: str
+    version: int
+    kind: str
+    title_hash: str
+    updated_at: int  # Unix seconds: the contract's timestamps are whole seconds
+    payload: EncryptedPayload | None
+    wrapped_keys: tuple[WrappedKey, ...]
+    deleted: bool = False
+
+    def tombstone(self, now: int) -> Item:
+        """This item deleted at `now`: crypto-shredded, one version later."""
+        return replace(
+            self,
+            version=self.version + 1,
+            title_hash="",
+            updated_at=now,
+            payload=None,
+            wrapped_keys=(),
+            deleted=True,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A deleted item and the vault sequence number of its delete."""
+
+    item: Item
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """What the server keeps of a token: never the secret, only its HMAC."""
+
+    token_id: str
+    secret_hash: bytes
+    tenant_id: str
+    principal_id: str
+    scopes: frozenset[Scope]
+    issued_at: int
+    expires_at: int
+    pop_key_id: str = ""
+    minted: bool = False  # minted through the API (counts against the cap), not issued by an operator
+    revoked: bool = False
+
+    def is_live(self, now: int) -> bool:
+        return not self.revoked and now < self.expires_at

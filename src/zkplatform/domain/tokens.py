@@ -1,0 +1,67 @@
+"""The opaque token format and how tokens are kept.
+
+A token is `zkp_` + 32 random bytes in base62 (43 characters) + their CRC32 in
+base62 (6 characters): the prefix and checksum let secret scanners recognise a
+leaked token without a database. The server stores only HMAC-SHA256(pepper,
+token), so a stolen store yields no usable token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import zlib
+from typing import Final
+
+PREFIX: Final = "zkp_"
+_ALPHABET: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_BODY_LEN: Final = 43  # ceil(256 / log2(62))
+_CHECK_LEN: Final = 6  # ceil(32 / log2(62))
+TOKEN_LENGTH: Final = len(PREFIX) + _BODY_LEN + _CHECK_LEN
+_SHAPE: Final = re.compile(rf"{PREFIX}[0-9A-Za-z]{{{_BODY_LEN + _CHECK_LEN}}}")
+PEPPER_BYTES: Final = 32
+
+
+def _base62(value: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        value, digit = divmod(value, 62)
+        digits.append(_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+def _checksum(body: str) -> str:
+    return _base62(zlib.crc32(body.encode()), _CHECK_LEN)
+
+
+def new_token() -> str:
+    body = _base62(int.from_bytes(secrets.token_bytes(32), "big"), _BODY_LEN)
+    return PREFIX + body + _checksum(body)
+
+
+def is_well_formed(candidate: str) -> bool:
+    """Has the token format, checksum included. Says nothing of whether it exists."""
+    if len(candidate) != TOKEN_LENGTH or not _SHAPE.fullmatch(candidate):
+        return False
+    body = candidate[len(PREFIX) : len(PREFIX) + _BODY_LEN]
+    return hmac.compare_digest(_checksum(body), candidate[-_CHECK_LEN:])
+
+
+def new_token_id() -> str:
+    """A public handle of a token, safe to log."""
+    return "tok_" + secrets.token_hex(12)
+
+
+class TokenHasher:
+    """HMAC-SHA256 with the server's pepper: the only form in which tokens are stored."""
+
+    def __init__(self, pepper: bytes) -> None:
+        if len(pepper) < PEPPER_BYTES:
+            msg = f"the token pepper must have at least {PEPPER_BYTES} bytes"
+            raise ValueError(msg)
+        self._pepper = pepper
+
+    def __call__(self, token: str) -> bytes:
+        return hmac.new(self._pepper, token.encode(), hashlib.sha256).digest()

@@ -1,0 +1,85 @@
+"""The ports: what the domain needs from storage.
+
+Each method is one atomic step of the store, so that a SQL store can implement
+it as one transaction and stay correct across processes and hosts. In
+particular the delete is a single compare-and-set on (item, version) that also
+takes the vault's next sequence number: never a read followed by a write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
+
+
+class AlreadyExists(ValueError):
+    """An add for a key that is taken; the message names it."""
+
+
+class UnknownReference(ValueError):
+    """An add that refers to something the store does not have (a vault, a principal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """No such item in that vault (or its tombstone was purged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """The item is live at another version."""
+
+    current_version: int
+
+
+DeleteOutcome = Tombstone | Stale | Missing
+
+
+class DirectoryRepository(Protocol):
+    """Tenants, principals and vaults."""
+
+    async def add_tenant(self, tenant: Tenant) -> None: ...
+
+    async def add_principal(self, principal: Principal) -> None: ...
+
+    async def add_vault(self, vault: Vault) -> None: ...
+
+    async def get_principal(self, principal_id: str) -> Principal | None: ...
+
+    async def get_vault(self, vault_id: str) -> Vault | None: ...
+
+
+class ItemRepository(Protocol):
+    async def add_item(self, item: Item) -> None:
+        """Store a new live item; its change takes the vault's next sequence number."""
+        ...
+
+    async def get_item(self, vault_id: str, item_id: str) -> Item | None: ...
+
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+        """Atomically: if the item is live at base_version, make it a tombstone
+        at `now` with the vault's next sequence number. A tombstone answers as
+        it was first deleted, whatever base_version says."""
+        ...
+
+    async def vault_sequence(self, vault_id: str) -> int:
+        """The sequence number of the vault's latest change (0 before any)."""
+        ...
+
+
+class TokenRepository(Protocol):
+    async def add_token(self, token: TokenRecord) -> None: ...
+
+    async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...
+
+    async def revoke_token(self, secret_hash: bytes) -> bool:
+        """Revoke the token with that HMAC; False when there is none."""
+        ...
+
+
+class Store(DirectoryRepository, ItemRepository, TokenRepository, Protocol):
+    """Everything a store adapter provides."""
+
+    async def close(self) -> None: ...

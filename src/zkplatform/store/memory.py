@@ -1,0 +1,118 @@
+"""The in-memory store: the default for development and the fake for tests.
+
+It must behave exactly like the durable stores. Atomicity comes from asyncio:
+no method awaits between reading and writing, so each runs as one step that no
+other task can interleave with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
+from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(slots=True)
+class _Stored:
+    item: Item
+    sequence: int  # the vault sequence number of the item's latest change
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._tenants: dict[str, Tenant] = {}
+        self._principals: dict[str, Principal] = {}
+        self._vaults: dict[str, Vault] = {}
+        self._sequences: dict[str, int] = {}
+        self._items: dict[tuple[str, str], _Stored] = {}
+        self._tokens: dict[bytes, TokenRecord] = {}
+
+    async def close(self) -> None:
+        return None
+
+    # directory
+
+    async def add_tenant(self, tenant: Tenant) -> None:
+        _insert(self._tenants, tenant.tenant_id, tenant, "tenant")
+
+    async def add_principal(self, principal: Principal) -> None:
+        if principal.tenant_id not in self._tenants:
+            raise UnknownReference(f"no tenant {principal.tenant_id}")
+        _insert(self._principals, principal.principal_id, principal, "principal")
+
+    async def add_vault(self, vault: Vault) -> None:
+        if vault.tenant_id not in self._tenants:
+            raise UnknownReference(f"no tenant {vault.tenant_id}")
+        for member in sorted(vault.members):
+            principal = self._principals.get(member)
+            if principal is None or principal.tenant_id != vault.tenant_id:
+                raise UnknownReference(f"no principal {member} in tenant {vault.tenant_id}")
+        _insert(self._vaults, vault.vault_id, vault, "vault")
+        self._sequences[vault.vault_id] = 0
+
+    async def get_principal(self, principal_id: str) -> Principal | None:
+        return self._principals.get(principal_id)
+
+    async def get_vault(self, vault_id: str) -> Vault | None:
+        return self._vaults.get(vault_id)
+
+    # items
+
+    async def add_item(self, item: Item) -> None:
+        vault = self._vaults.get(item.vault_id)
+        if vault is None or vault.tenant_id != item.tenant_id:
+            raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
+        key = (item.vault_id, item.item_id)
+        if key in self._items:
+            raise AlreadyExists(f"item {item.item_id} already exists in vault {item.vault_id}")
+        self._items[key] = _Stored(item, self._next_sequence(item.vault_id))
+
+    async def get_item(self, vault_id: str, item_id: str) -> Item | None:
+        stored = self._items.get((vault_id, item_id))
+        return None if stored is None else stored.item
+
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+        stored = self._items.get((vault_id, item_id))
+        if stored is None:
+            return Missing()
+        if not stored.item.deleted:
+            if stored.item.version != base_version:
+                return Stale(stored.item.version)
+            stored.item = stored.item.tombstone(now)
+            stored.sequence = self._next_sequence(vault_id)
+        return Tombstone(stored.item, stored.sequence)
+
+    async def vault_sequence(self, vault_id: str) -> int:
+        return self._sequences.get(vault_id, 0)
+
+    def _next_sequence(self, vault_id: str) -> int:
+        self._sequences[vault_id] += 1
+        return self._sequences[vault_id]
+
+    # tokens
+
+    async def add_token(self, token: TokenRecord) -> None:
+        if token.principal_id not in self._principals:
+            raise UnknownReference(f"no principal {token.principal_id}")
+        _insert(self._tokens, token.secret_hash, token, "token")
+
+    async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
+        return self._tokens.get(secret_hash)
+
+    async def revoke_token(self, secret_hash: bytes) -> bool:
+        token = self._tokens.get(secret_hash)
+        if token is None:
+            return False
+        self._tokens[secret_hash] = replace(token, revoked=True)
+        return True
+
+
+def _insert(table: dict[K, V], key: K, value: V, what: str) -> None:
+    if key in table:
+        raise AlreadyExists(f"{what} already exists" if isinstance(key, bytes) else f"{what} {key} already exists")
+    table[key] = value
