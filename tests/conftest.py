@@ -6,9 +6,8 @@ import httpx
 import pytest
 
 from tests.connect import CODECS, Codec
-from tests.world import PEPPER, FakeClock, World
-from zkplatform.app import Platform, create_app
-from zkplatform.config import Settings
+from tests.world import PEPPER, FakeClock, World, serve_in_process
+from zkplatform.app import Platform
 from zkplatform.store.memory import MemoryStore
 
 
@@ -36,6 +35,5 @@ async def world(platform: Platform) -> World:
 
 @pytest.fixture
 async def client(platform: Platform, world: World) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(Settings(), platform=platform)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+    async with await serve_in_process(platform) as client:
         yield client

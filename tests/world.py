@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from zkplatform import devmode
-from zkplatform.app import Platform
+from zkplatform.app import Platform, create_app
+from zkplatform.config import Settings
 from zkplatform.domain.models import Item
 
 START = 1_800_000_000  # 2027-01-15T08:00:00Z
 PEPPER = b"test-pepper-of-thirty-two-bytes!"
+BASE_URL = "http://testserver"
 
 
 class FakeClock:
@@ -56,3 +60,9 @@ class World:
         item = await self.platform.store.get_item(vault_id, item_id)
         assert item is not None
         return item
+
+
+async def serve_in_process(platform: Platform) -> httpx.AsyncClient:
+    """A client of the whole app around `platform`, in-process (close it after use)."""
+    app = create_app(Settings(), platform=platform)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL)

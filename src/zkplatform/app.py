@@ -13,6 +13,7 @@ from google.protobuf.descriptor import FileDescriptor
 from zkplatform import devmode
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain.auth import Authenticator
+from zkplatform.domain.broker import BrokerUseCases, MintPolicy
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.tokens import TokenHasher
@@ -20,7 +21,7 @@ from zkplatform.domain.vault import VaultUseCases
 from zkplatform.pepper import load_pepper
 from zkplatform.repository import Store
 from zkplatform.rpc.auth import Authenticate
-from zkplatform.rpc.broker import BrokerServicer
+from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
@@ -44,16 +45,21 @@ class Platform:
     authenticator: Authenticator
     issuer: TokenIssuer
     vault: VaultUseCases
+    broker: BrokerUseCases
 
     @classmethod
-    def build(cls, store: Store, pepper: bytes, clock: Clock = system_clock) -> Platform:
+    def build(
+        cls, store: Store, pepper: bytes, clock: Clock = system_clock, policy: MintPolicy | None = None
+    ) -> Platform:
         hasher = TokenHasher(pepper)
+        issuer = TokenIssuer(store, store, hasher, clock)
         return cls(
             store=store,
             clock=clock,
-            authenticator=Authenticator(store, store, hasher, clock),
-            issuer=TokenIssuer(store, hasher, clock),
+            authenticator=Authenticator(store, store, store, hasher, clock),
+            issuer=issuer,
             vault=VaultUseCases(store, store, clock),
+            broker=BrokerUseCases(store, issuer, policy or MintPolicy(), clock),
         )
 
 
@@ -69,7 +75,7 @@ def platform_from(settings: Settings) -> Platform:
         store = open_store(settings.store_url)
     except StoreURLError as error:
         raise ConfigError(str(error)) from None
-    return Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir))
+    return Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir), policy=settings.mint_policy)
 
 
 def create_app(
@@ -85,25 +91,26 @@ def create_app(
     # Order matters: ErrorMapping starts first so its on_end runs last and sees
     # every error; the metadata interceptors run, in order, before the body is
     # parsed, so a bad token answers before a malformed body.
-    interceptors: list[Interceptor] = [
-        ErrorMapping(),
-        RequireProtocolVersion(),
-        Authenticate(platform.authenticator),
-        ValidateRequests(),
-    ]
+    checks: list[Interceptor] = [ErrorMapping(), RequireProtocolVersion(), Authenticate(platform.authenticator)]
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     limit = settings.max_body_bytes
     services: list[tuple[FileDescriptor, ASGIApp]] = [
         (
             vault_pb2.DESCRIPTOR,
             VaultServiceASGIApplication(
-                vault or VaultServicer(platform.vault), interceptors=interceptors, read_max_bytes=limit, codecs=codecs
+                vault or VaultServicer(platform.vault),
+                interceptors=[*checks, ValidateRequests()],
+                read_max_bytes=limit,
+                codecs=codecs,
             ),
         ),
         (
             broker_pb2.DESCRIPTOR,
             BrokerServiceASGIApplication(
-                broker or BrokerServicer(), interceptors=interceptors, read_max_bytes=limit, codecs=codecs
+                broker or BrokerServicer(platform.broker),
+                interceptors=[*checks, CountMintAttempts(platform.broker), ValidateRequests()],
+                read_max_bytes=limit,
+                codecs=codecs,
             ),
         ),
     ]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from zkplatform.domain.broker import MintPolicy
 
 DEFAULT_BIND = "127.0.0.1:8080"
 DEFAULT_STORE = "memory:"
@@ -33,6 +35,7 @@ class Settings:
     dev: bool = False
     dev_credentials: Path = DEFAULT_DEV_CREDENTIALS
     base_url: str = f"http://{DEFAULT_BIND}"
+    mint_policy: MintPolicy = field(default_factory=MintPolicy)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -45,6 +48,7 @@ class Settings:
             dev=env.get("ZKPLATFORM_DEV", "") == "1",
             dev_credentials=Path(env.get("ZKPLATFORM_DEV_CREDENTIALS", str(DEFAULT_DEV_CREDENTIALS))),
             base_url=env.get("ZKPLATFORM_BASE_URL", f"http://{DEFAULT_BIND}"),
+            mint_policy=_mint_policy(env),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -56,7 +60,27 @@ class Settings:
             "ZKPLATFORM_DEV": "1" if self.dev else "0",
             "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),
             "ZKPLATFORM_BASE_URL": self.base_url,
+            **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
+
+
+# environment variable -> MintPolicy field
+_MINT_POLICY_ENV = {
+    "ZKPLATFORM_TOKEN_TTL_DEFAULT": "default_ttl_seconds",
+    "ZKPLATFORM_TOKEN_TTL_MIN": "min_ttl_seconds",
+    "ZKPLATFORM_TOKEN_TTL_MAX": "max_ttl_seconds",
+    "ZKPLATFORM_MINT_RATE_PER_MINUTE": "mints_per_minute",
+    "ZKPLATFORM_MINT_ACTIVE_CAP": "active_minted_cap",
+}
+
+
+def _mint_policy(env: Mapping[str, str]) -> MintPolicy:
+    defaults = MintPolicy()
+    values = {attr: _positive_int(env, name, getattr(defaults, attr)) for name, attr in _MINT_POLICY_ENV.items()}
+    try:
+        return MintPolicy(**values)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

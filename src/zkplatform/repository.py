@@ -72,6 +72,12 @@ class ItemRepository(Protocol):
 class TokenRepository(Protocol):
     async def add_token(self, token: TokenRecord) -> None: ...
 
+    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        """Atomically add a minted token unless its principal already has `cap`
+        live minted tokens; then add nothing and return when the first of those
+        expires."""
+        ...
+
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
@@ -79,7 +85,21 @@ class TokenRepository(Protocol):
         ...
 
 
-class Store(DirectoryRepository, ItemRepository, TokenRepository, Protocol):
+class LimitsRepository(Protocol):
+    """State that limits abuse, shared by every worker that uses the store."""
+
+    async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
+        """Count an attempt; when the window now holds more than `limit`,
+        return the seconds until one more attempt would be within it."""
+        ...
+
+    async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
+        """Record a DPoP proof's jti until `expires_at`; False when that key
+        already used it and the record has not lapsed by `now` (a replay)."""
+        ...
+
+
+class Store(DirectoryRepository, ItemRepository, TokenRepository, LimitsRepository, Protocol):
     """Everything a store adapter provides."""
 
     async def close(self) -> None: ...

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.connect import JSON, VAULT_DELETE, error_of, headers
+from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
 from tests.e2e.server import serving, zkplatform_command
 
 
@@ -103,3 +103,38 @@ def test_serve_refuses_bad_settings_clearly(tmp_path: Path, args: list[str], mes
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_dev_mode_mints_a_narrower_token_over_http(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    with serving(tmp_path, "--dev", "--dev-credentials", str(path)) as server:
+        credentials = json.loads(path.read_text())
+        alice = _principal(credentials, "alice")["token"]
+        minted = httpx.post(
+            server.base_url + BROKER_MINT,
+            json={"tenantId": "acme", "requestedScopes": ["vault.items.delete"], "requestedTtlSeconds": 300},
+            headers=headers(JSON, alice),
+            timeout=10,
+        )
+        narrow = minted.json()["token"]["accessToken"]
+        deleted = httpx.post(
+            server.base_url + VAULT_DELETE,
+            json={"vaultId": "acme-shared", "itemId": "item-3", "baseVersion": "1"},
+            headers=headers(JSON, narrow),
+            timeout=10,
+        )
+        refused = httpx.post(
+            server.base_url + BROKER_MINT,
+            json={"tenantId": "acme", "requestedScopes": ["vault.items.read"]},
+            headers=headers(JSON, narrow),
+            timeout=10,
+        )
+        log = server.log()
+
+    assert minted.status_code == 200, minted.text
+    assert minted.json()["token"]["scopes"] == ["vault.items.delete"]
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["item"]["deleted"] is True
+    assert error_of(refused)["code"] == "permission_denied"
+    assert narrow not in log
+    assert alice not in log

@@ -115,15 +115,6 @@ async def test_limit_is_configurable(platform: Platform) -> None:
     assert error_of(response)["code"] == "resource_exhausted"
 
 
-async def test_mint_answers_unimplemented_until_built(client: httpx.AsyncClient, codec: Codec, world: World) -> None:
-    mint = broker_pb2.MintUserApiTokenRequest(tenant_id="acme", requested_scopes=["vault.items.read"])
-
-    response = await client.post(BROKER_MINT, content=codec.encode(mint), headers=headers(codec, world.token("alice")))
-
-    assert response.status_code == 501
-    assert error_of(response)["code"] == "unimplemented"
-
-
 async def test_malformed_fields_answer_bad_request_with_every_field(
     client: httpx.AsyncClient, codec: Codec, world: World
 ) -> None:

@@ -9,9 +9,10 @@ from urllib.parse import parse_qsl
 
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import Clock
+from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, PermissionDenied, Unauthenticated
 from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
-from zkplatform.repository import DirectoryRepository, TokenRepository
+from zkplatform.repository import DirectoryRepository, LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,16 @@ class Caller:
 
 class Authenticator:
     def __init__(
-        self, tokens_repo: TokenRepository, directory: DirectoryRepository, hasher: tokens.TokenHasher, clock: Clock
+        self,
+        tokens_repo: TokenRepository,
+        directory: DirectoryRepository,
+        limits: LimitsRepository,
+        hasher: tokens.TokenHasher,
+        clock: Clock,
     ) -> None:
         self._tokens = tokens_repo
         self._directory = directory
+        self._limits = limits
         self._hash = hasher
         self._clock = clock
 
@@ -80,7 +87,9 @@ class Authenticator:
             ]
         )
 
-    async def authenticate(self, authorization: str | None) -> Caller:
+    async def authenticate(self, authorization: str | None, proof: ProofRequest) -> Caller:
+        """The caller, if the token is live and, when it is key-bound, the
+        request carries a valid DPoP proof of that key."""
         secret = _credentials(authorization)
         if not tokens.is_well_formed(secret):
             raise _refused("malformed token")
@@ -89,8 +98,16 @@ class Authenticator:
             raise _refused("unknown token")
         if record.revoked:
             raise _refused("token revoked", record)
-        if self._clock() >= record.expires_at:
+        now = self._clock()
+        if now >= record.expires_at:
             raise _refused("token expired", record)
+        if record.pop_key_id:
+            try:
+                await verify_proof(
+                    proof, key_thumbprint=record.pop_key_id, access_token=secret, now=now, replay=self._limits
+                )
+            except Unauthenticated as error:
+                raise _refused(str(error), record) from None
         principal = await self._directory.get_principal(record.principal_id)
         if principal is None or principal.tenant_id != record.tenant_id:
             raise _refused("unknown token", record)

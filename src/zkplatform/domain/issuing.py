@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import ScopesNotHeld
+from zkplatform.domain.errors import LimitReached, NotFound, ScopesNotHeld
 from zkplatform.domain.models import Principal, Scope, TokenRecord
-from zkplatform.repository import TokenRepository
+from zkplatform.repository import DirectoryRepository, TokenRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,29 +26,48 @@ class IssuedToken:
 
 
 class TokenIssuer:
-    def __init__(self, tokens_repo: TokenRepository, hasher: tokens.TokenHasher, clock: Clock) -> None:
+    def __init__(
+        self, tokens_repo: TokenRepository, directory: DirectoryRepository, hasher: tokens.TokenHasher, clock: Clock
+    ) -> None:
         self._tokens = tokens_repo
+        self._directory = directory
         self._hash = hasher
         self._clock = clock
 
-    async def issue(  # noqa: PLR0913 # keyword-only options of one operation
-        self,
-        principal: Principal,
-        ttl_seconds: int,
-        scopes: Iterable[Scope] | None = None,
-        *,
-        expires_at_most: int | None = None,
-        pop_key_id: str = "",
-        minted: bool = False,
+    async def issue(self, principal: Principal, ttl_seconds: int, scopes: Iterable[Scope] | None = None) -> IssuedToken:
+        """An operator-issued token (the root token at initialisation): by
+        default with every scope the principal may hold. It does not count
+        against the principal's cap of minted tokens."""
+        record, secret = self._new(principal, scopes, self._clock() + ttl_seconds, pop_key_id="", minted=False)
+        await self._tokens.add_token(record)
+        return IssuedToken(secret, record)
+
+    async def issue_for(
+        self, principal_id: str, ttl_seconds: int, scopes: Iterable[Scope] | None = None
     ) -> IssuedToken:
-        """Issue a token for the principal: by default with every scope it may hold."""
+        """The operator bootstrap: a token for the principal with that id."""
+        principal = await self._directory.get_principal(principal_id)
+        if principal is None:
+            raise NotFound(f"no principal {principal_id}")
+        return await self.issue(principal, ttl_seconds, scopes)
+
+    async def mint(
+        self, principal: Principal, scopes: Iterable[Scope], expires_at: int, pop_key_id: str, cap: int
+    ) -> IssuedToken:
+        """A token minted through the API, unless the principal has `cap` live minted tokens."""
+        record, secret = self._new(principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True)
+        first_expiry = await self._tokens.add_minted_token(record, cap, record.issued_at)
+        if first_expiry is not None:
+            raise LimitReached(f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at)
+        return IssuedToken(secret, record)
+
+    def _new(
+        self, principal: Principal, scopes: Iterable[Scope] | None, expires_at: int, *, pop_key_id: str, minted: bool
+    ) -> tuple[TokenRecord, str]:
         granted = principal.scopes if scopes is None else frozenset(scopes)
         if refused := granted - principal.scopes:
             raise ScopesNotHeld(sorted(refused))
         now = self._clock()
-        expires_at = now + ttl_seconds
-        if expires_at_most is not None:
-            expires_at = min(expires_at, expires_at_most)
         secret = tokens.new_token()
         record = TokenRecord(
             token_id=tokens.new_token_id(),
@@ -61,5 +80,4 @@ class TokenIssuer:
             pop_key_id=pop_key_id,
             minted=minted,
         )
-        await self._tokens.add_token(record)
-        return IssuedToken(secret, record)
+        return record, secret

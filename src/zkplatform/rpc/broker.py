@@ -2,8 +2,49 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from typing import Any
+
+from connectrpc.request import RequestContext
+
+from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
+from zkplatform.domain.models import Scope
+from zkplatform.rpc.auth import current_caller, current_proof
+from zkplatform.rpc.convert import token_to_proto
+from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService
+
+_attempt: ContextVar[MintAttempt] = ContextVar("mint_attempt")
+
+
+class CountMintAttempts:
+    """Metadata interceptor after Authenticate: every authenticated attempt
+    counts against the rate, even one whose body turns out malformed."""
+
+    def __init__(self, use_cases: BrokerUseCases) -> None:
+        self._use_cases = use_cases
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        _attempt.set(await self._use_cases.count_attempt(current_caller()))
+
+    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
+        return None
 
 
 class BrokerServicer(BrokerService):
-    """MintUserApiToken answers `unimplemented` until the broker use case lands."""
+    def __init__(self, use_cases: BrokerUseCases) -> None:
+        self._use_cases = use_cases
+
+    async def mint_user_api_token(
+        self, request: broker_pb2.MintUserApiTokenRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.MintUserApiTokenResponse:
+        caller = current_caller()
+        mint = MintRequest(
+            tenant_id=request.tenant_id,
+            scopes=tuple(Scope(scope) for scope in request.requested_scopes),  # known: validated by the proto rules
+            ttl_seconds=request.requested_ttl_seconds,
+            pop_key_id=request.pop_key_id,
+            proof=current_proof(),
+        )
+        issued = await self._use_cases.mint(caller, mint, _attempt.get())
+        return broker_pb2.MintUserApiTokenResponse(token=token_to_proto(issued, caller.principal.role))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from zkplatform.domain import models
-from zkplatform_api.platform.v1 import vault_pb2
+from zkplatform.domain.issuing import IssuedToken
+from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 
 def timestamp(unix_seconds: int) -> Timestamp:
@@ -63,4 +64,27 @@ def delete_response(tombstone: models.Tombstone) -> vault_pb2.DeleteItemResponse
     return vault_pb2.DeleteItemResponse(
         item=item_to_proto(tombstone.item),
         cursor=vault_pb2.Cursor(vault_id=tombstone.item.vault_id, sequence=tombstone.sequence),
+    )
+
+
+_ROLES = {
+    models.Role.OWNER: broker_pb2.ROLE_OWNER,
+    models.Role.ADMIN: broker_pb2.ROLE_ADMIN,
+    models.Role.MEMBER: broker_pb2.ROLE_MEMBER,
+    models.Role.SERVICE: broker_pb2.ROLE_SERVICE,
+}
+
+
+def token_to_proto(issued: IssuedToken, role: models.Role) -> broker_pb2.Token:
+    record = issued.record
+    return broker_pb2.Token(
+        access_token=issued.secret,
+        token_id=record.token_id,
+        tenant_id=record.tenant_id,
+        principal_id=record.principal_id,
+        scopes=sorted(record.scopes),
+        role=_ROLES[role],
+        pop_key_id=record.pop_key_id,
+        issued_at=timestamp(record.issued_at),
+        expires_at=timestamp(record.expires_at),
     )

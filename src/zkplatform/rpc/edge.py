@@ -35,6 +35,7 @@ class RequestFacts:
     """What the edge saw of the HTTP request, for interceptors."""
 
     query_string: bytes
+    url: str  # scheme://host/path as the client addressed it: what a DPoP proof's htu names
 
 
 request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
@@ -69,7 +70,7 @@ class Edge:
             unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
             await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
             return
-        request_facts.set(RequestFacts(query_string=scope.get("query_string", b"")))
+        request_facts.set(RequestFacts(query_string=scope.get("query_string", b""), url=_url(scope)))
         if scope["method"] != "POST":
             await app(scope, receive, send)
             return
@@ -122,6 +123,14 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+def _url(scope: Scope) -> str:
+    host = _header(scope, b"host")
+    if host is None:
+        server = scope.get("server") or ("localhost", None)
+        host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}{scope['path']}"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

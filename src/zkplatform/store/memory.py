@@ -7,6 +7,8 @@ other task can interleave with.
 
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -31,6 +33,9 @@ class MemoryStore:
         self._sequences: dict[str, int] = {}
         self._items: dict[tuple[str, str], _Stored] = {}
         self._tokens: dict[bytes, TokenRecord] = {}
+        self._mint_attempts: dict[str, deque[int]] = {}
+        self._proofs: dict[tuple[str, str], int] = {}
+        self._proofs_by_expiry: list[tuple[int, str, str]] = []
 
     async def close(self) -> None:
         return None
@@ -101,6 +106,17 @@ class MemoryStore:
             raise UnknownReference(f"no principal {token.principal_id}")
         _insert(self._tokens, token.secret_hash, token, "token")
 
+    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        live = [
+            t.expires_at
+            for t in self._tokens.values()
+            if t.principal_id == token.principal_id and t.minted and t.is_live(now)
+        ]
+        if len(live) >= cap:
+            return min(live)
+        await self.add_token(token)
+        return None
+
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
         return self._tokens.get(secret_hash)
 
@@ -109,6 +125,30 @@ class MemoryStore:
         if token is None:
             return False
         self._tokens[secret_hash] = replace(token, revoked=True)
+        return True
+
+    # limits
+
+    async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
+        attempts = self._mint_attempts.setdefault(principal_id, deque())
+        while attempts and attempts[0] <= now - window_seconds:
+            attempts.popleft()
+        attempts.append(now)
+        if len(attempts) <= limit:
+            return None
+        # The next attempt fits once all but limit - 1 of these have left the window.
+        return max(1, attempts[len(attempts) - limit] + window_seconds - now)
+
+    async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
+        while self._proofs_by_expiry and self._proofs_by_expiry[0][0] < now:
+            lapsed, thumb, old = heapq.heappop(self._proofs_by_expiry)
+            if self._proofs.get((thumb, old)) == lapsed:
+                del self._proofs[(thumb, old)]
+        key = (key_thumbprint, jti)
+        if key in self._proofs:
+            return False
+        self._proofs[key] = expires_at
+        heapq.heappush(self._proofs_by_expiry, (expires_at, key_thumbprint, jti))
         return True
 
 

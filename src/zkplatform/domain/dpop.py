@@ -1,0 +1,132 @@
+"""DPoP proofs (RFC 9449): proof of possession of the key a token is bound to.
+
+A proof is a JWS whose header carries the public key (`jwk`) and whose claims
+tie it to one HTTP request (`htm`, `htu`), one moment (`iat`), one use (`jti`)
+and one token (`ath`). Verification uses joserfc; nothing here is hand-made
+crypto. Every failure names the check that failed, never the token.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from joserfc import jwk, jws
+from joserfc.errors import JoseError, SecurityWarning
+
+from zkplatform.domain.errors import Unauthenticated
+from zkplatform.repository import LimitsRepository
+
+# ES256 (EC P-256), and Ed25519 under its RFC 8037 name EdDSA (what DPoP
+# clients send) or its RFC 9864 name Ed25519.
+ALGORITHMS: Final = ("ES256", "EdDSA", "Ed25519")
+MAX_AGE_SECONDS: Final = 60
+MAX_PROOF_BYTES: Final = 8 * 1024
+MAX_JTI_LENGTH: Final = 256
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class ProofRequest:
+    """The request a DPoP proof must describe, and the proof it carried (if any)."""
+
+    proof: str | None
+    htm: str
+    htu: str
+
+
+def access_token_hash(access_token: str) -> str:
+    """The `ath` claim: base64url (unpadded) SHA-256 of the token."""
+    return base64.urlsafe_b64encode(hashlib.sha256(access_token.encode()).digest()).rstrip(b"=").decode()
+
+
+def normalize_htu(url: str) -> str:
+    """A URL as `htu` compares (RFC 9449 section 4.3): no query or fragment,
+    scheme and host in lower case, default port dropped."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path or '/'}"
+
+
+def _refused(reason: str) -> Unauthenticated:
+    return Unauthenticated(f"DPoP proof: {reason}")
+
+
+async def verify_proof(
+    request: ProofRequest, *, key_thumbprint: str, access_token: str, now: int, replay: LimitsRepository
+) -> None:
+    """Check the proof for a request made with `access_token` bound to `key_thumbprint`."""
+    if not request.proof:
+        raise _refused("missing DPoP header")
+    if len(request.proof) > MAX_PROOF_BYTES:
+        raise _refused("too large")
+    signed = _verified(request.proof, key_thumbprint)
+    claims = _claims(signed)
+    if claims.get("htm") != request.htm:
+        raise _refused("htm does not match the request method")
+    htu = claims.get("htu")
+    if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(request.htu):
+        raise _refused("htu does not match the request URL")
+    iat = claims.get("iat")
+    if not isinstance(iat, int) or isinstance(iat, bool) or abs(now - iat) > MAX_AGE_SECONDS:
+        raise _refused(f"iat is not within {MAX_AGE_SECONDS} seconds of the server's time")
+    if claims.get("ath") != access_token_hash(access_token):
+        raise _refused("ath does not match the access token")
+    jti = claims.get("jti")
+    if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
+        raise _refused("jti is missing")
+    # Remembered long enough to cover every iat the window still accepts.
+    if not await replay.remember_proof(key_thumbprint, jti, now, iat + 2 * MAX_AGE_SECONDS):
+        raise _refused("jti was already used")
+
+
+def _verified(proof: str, key_thumbprint: str) -> jws.CompactSignature:
+    try:
+        signed = jws.extract_compact(proof.encode())
+    except (JoseError, ValueError):
+        raise _refused("not a compact JWS") from None
+    header = signed.headers()
+    if header.get("typ") != "dpop+jwt":
+        raise _refused("typ must be dpop+jwt")
+    alg = header.get("alg")
+    if alg not in ALGORITHMS:
+        raise _refused(f"alg must be one of {', '.join(ALGORITHMS)}")
+    public = header.get("jwk")
+    if not isinstance(public, dict) or "d" in public:
+        raise _refused("the header must carry the public jwk")
+    try:
+        key = jwk.import_key(public)
+    except (JoseError, ValueError, TypeError):
+        raise _refused("the header's jwk is not a usable public key") from None
+    if key.thumbprint() != key_thumbprint:
+        raise _refused("jwk is not the key the token is bound to")
+    try:
+        with warnings.catch_warnings():
+            # EdDSA is the name RFC 9449 clients use; joserfc flags it as superseded by RFC 9864.
+            warnings.filterwarnings("ignore", category=SecurityWarning, message="EdDSA is deprecated")
+            valid = jws.validate_compact(signed, key, algorithms=[alg])
+    except (JoseError, ValueError):
+        valid = False
+    if not valid:
+        raise _refused("signature is not valid")
+    return signed
+
+
+def _claims(signed: jws.CompactSignature) -> dict[str, Any]:
+    try:
+        claims = json.loads(signed.payload)
+    except (ValueError, UnicodeDecodeError):
+        raise _refused("claims are not JSON") from None
+    if not isinstance(claims, dict):
+        raise _refused("claims are not a JSON object")
+    return claims
