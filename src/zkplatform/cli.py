@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help=f"where --dev writes the tokens (default {DEFAULT_DEV_CREDENTIALS})",
     )
+    admin = commands.add_parser(
+        "admin", help="operator commands on a store (zkplatform admin --help)", add_help=False, prefix_chars="\0"
+    )
+    admin.add_argument("arguments", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -53,6 +57,10 @@ def _positive(raw: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "admin":
+        from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
+
+        return admin_main(args.arguments)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return _serve(args)

@@ -80,12 +80,10 @@ async def seed(store: Store, issuer: TokenIssuer, clock: Clock) -> list[DevTenan
             tenant.principals.append({"principalId": principal_id, "role": role.value, "token": issued.secret})
         for vault_id, members in vaults:
             await store.add_vault(Vault(vault_id, tenant_id, frozenset(members)))
-            items = []
-            for number in range(1, ITEMS_PER_VAULT + 1):
-                item = _demo_item(tenant_id, vault_id, number, members, now)
-                await store.add_item(item)
-                items.append({"itemId": item.item_id, "version": item.version})
-            tenant.vaults.append({"vaultId": vault_id, "members": members, "items": items})
+            items = [_demo_item(tenant_id, vault_id, n, members, now) for n in range(1, ITEMS_PER_VAULT + 1)]
+            await store.add_items(items)
+            listed = [{"itemId": item.item_id, "version": item.version} for item in items]
+            tenant.vaults.append({"vaultId": vault_id, "members": members, "items": listed})
         result.append(tenant)
     return result
 

@@ -9,6 +9,7 @@ takes the vault's next sequence number: never a read followed by a write.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Protocol
 
 from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
@@ -52,8 +53,10 @@ class DirectoryRepository(Protocol):
 
 
 class ItemRepository(Protocol):
-    async def add_item(self, item: Item) -> None:
-        """Store a new live item; its change takes the vault's next sequence number."""
+    async def add_items(self, items: Sequence[Item]) -> None:
+        """Store new items, all or none; each takes its vault's next sequence
+        number, in the order given. AlreadyExists or UnknownReference when one
+        cannot be added, and then nothing is."""
         ...
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None: ...
@@ -66,6 +69,11 @@ class ItemRepository(Protocol):
 
     async def vault_sequence(self, vault_id: str) -> int:
         """The sequence number of the vault's latest change (0 before any)."""
+        ...
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        """Forget tombstones deleted before that time (they answer NOT_FOUND
+        from then on); the number purged."""
         ...
 
 
@@ -82,6 +90,10 @@ class TokenRepository(Protocol):
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
         """Revoke the token with that HMAC; False when there is none."""
+        ...
+
+    async def revoke_token_id(self, token_id: str) -> bool:
+        """Revoke the token with that public id; False when there is none."""
         ...
 
 

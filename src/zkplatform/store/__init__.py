@@ -1,23 +1,68 @@
-"""Store adapters, and the one factory that picks one from a store URL."""
+"""Store adapters, and the one factory that picks one from a store URL.
+
+- `memory:`: in-process, gone at exit (development mode, tests)
+- `sqlite:///relative/path.db`, `sqlite:////absolute/path.db`: the embedded default
+- `postgresql://user@host:port/db`: several workers and hosts on one database
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit
+
 from zkplatform.repository import Store
+
+DEFAULT_SQLITE_URL = "sqlite:///./var/zkplatform.db"
 
 
 class StoreURLError(ValueError):
     """A store URL this build cannot open; the message says why."""
 
 
+class MigratableStore(Store, Protocol):
+    async def schema_version(self) -> int | None: ...
+
+    async def migrate(self) -> list[int]: ...
+
+
+def kind_of(url: str) -> str:
+    """"memory", "sqlite" or "postgresql"; StoreURLError for anything else."""
+    scheme = url.split(":", 1)[0].lower()
+    if url in ("memory:", "memory://"):
+        return "memory"
+    if scheme == "sqlite" and sqlite_path(url):
+        return "sqlite"
+    if scheme in ("postgresql", "postgres"):
+        return "postgresql"
+    msg = f"unsupported store {url!r}: use memory:, sqlite:///PATH or postgresql://..."
+    raise StoreURLError(msg)
+
+
 def check_store_url(url: str) -> None:
     """Refuse an unusable URL before the server binds its port."""
-    if url not in ("memory:", "memory://"):
-        msg = f"unsupported store {url!r}: this build knows memory:"
-        raise StoreURLError(msg)
+    kind_of(url)
 
 
-def open_store(url: str) -> Store:
-    check_store_url(url)
-    from zkplatform.store.memory import MemoryStore  # noqa: PLC0415 # each adapter loads only when chosen
+def sqlite_path(url: str) -> Path | None:
+    """sqlite:///rel/x.db -> rel/x.db; sqlite:////abs/x.db -> /abs/x.db."""
+    path = urlsplit(url).path
+    return Path(path[1:]) if len(path) > 1 else None
 
-    return MemoryStore()
+
+async def open_store(url: str, *, check_schema: bool = True) -> MigratableStore:
+    """Open the store; unless told otherwise, refuse a schema other than this build's (SchemaError)."""
+    kind = kind_of(url)
+    if kind == "memory":
+        from zkplatform.store.memory import MemoryStore  # noqa: PLC0415 # each adapter loads only when chosen
+
+        return MemoryStore()
+    if kind == "sqlite":
+        from zkplatform.store.sqlite import SQLiteStore  # noqa: PLC0415
+
+        path = sqlite_path(url)
+        assert path is not None  # checked by kind_of
+        return await SQLiteStore.open(path, check_schema=check_schema)
+    from zkplatform.store.postgres import PostgresStore  # noqa: PLC0415
+
+    return await PostgresStore.open(url, check_schema=check_schema)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -40,6 +41,12 @@ class MemoryStore:
     async def close(self) -> None:
         return None
 
+    async def schema_version(self) -> int | None:
+        return 0  # nothing to migrate: the memory store has no schema
+
+    async def migrate(self) -> list[int]:
+        return []
+
     # directory
 
     async def add_tenant(self, tenant: Tenant) -> None:
@@ -68,14 +75,18 @@ class MemoryStore:
 
     # items
 
-    async def add_item(self, item: Item) -> None:
-        vault = self._vaults.get(item.vault_id)
-        if vault is None or vault.tenant_id != item.tenant_id:
-            raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
-        key = (item.vault_id, item.item_id)
-        if key in self._items:
-            raise AlreadyExists(f"item {item.item_id} already exists in vault {item.vault_id}")
-        self._items[key] = _Stored(item, self._next_sequence(item.vault_id))
+    async def add_items(self, items: Sequence[Item]) -> None:
+        seen: set[tuple[str, str]] = set()
+        for item in items:  # check everything first: all or none
+            vault = self._vaults.get(item.vault_id)
+            if vault is None or vault.tenant_id != item.tenant_id:
+                raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
+            key = (item.vault_id, item.item_id)
+            if key in self._items or key in seen:
+                raise AlreadyExists(f"item {item.item_id} already exists in vault {item.vault_id}")
+            seen.add(key)
+        for item in items:
+            self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
         stored = self._items.get((vault_id, item_id))
@@ -94,6 +105,12 @@ class MemoryStore:
 
     async def vault_sequence(self, vault_id: str) -> int:
         return self._sequences.get(vault_id, 0)
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        purged = [k for k, s in self._items.items() if s.item.deleted and s.item.updated_at < deleted_before]
+        for key in purged:
+            del self._items[key]
+        return len(purged)
 
     def _next_sequence(self, vault_id: str) -> int:
         self._sequences[vault_id] += 1
@@ -126,6 +143,12 @@ class MemoryStore:
             return False
         self._tokens[secret_hash] = replace(token, revoked=True)
         return True
+
+    async def revoke_token_id(self, token_id: str) -> bool:
+        for token in self._tokens.values():
+            if token.token_id == token_id:
+                return await self.revoke_token(token.secret_hash)
+        return False
 
     # limits
 

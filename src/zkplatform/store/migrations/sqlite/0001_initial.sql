@@ -1,0 +1,69 @@
+-- zkplatform schema 1 (SQLite). Times are Unix seconds.
+CREATE TABLE tenants (
+    tenant_id TEXT PRIMARY KEY
+) STRICT;
+
+CREATE TABLE principals (
+    principal_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL REFERENCES tenants (tenant_id),
+    role TEXT NOT NULL,
+    allowed_scopes TEXT NOT NULL -- space-separated
+) STRICT;
+
+CREATE TABLE vaults (
+    vault_id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL REFERENCES tenants (tenant_id),
+    sequence INTEGER NOT NULL DEFAULT 0 -- of the vault's latest change
+) STRICT;
+
+CREATE TABLE vault_members (
+    vault_id TEXT NOT NULL REFERENCES vaults (vault_id),
+    principal_id TEXT NOT NULL REFERENCES principals (principal_id),
+    PRIMARY KEY (vault_id, principal_id)
+) STRICT;
+
+CREATE TABLE items (
+    vault_id TEXT NOT NULL REFERENCES vaults (vault_id),
+    item_id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    title_hash TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    payload TEXT, -- JSON; NULL on a tombstone
+    wrapped_keys TEXT NOT NULL, -- JSON array; [] on a tombstone
+    deleted INTEGER NOT NULL,
+    sequence INTEGER NOT NULL, -- the vault sequence of the item's latest change
+    PRIMARY KEY (vault_id, item_id)
+) STRICT;
+
+CREATE INDEX items_tombstones ON items (updated_at) WHERE deleted = 1;
+
+CREATE TABLE tokens (
+    secret_hash BLOB PRIMARY KEY, -- HMAC-SHA256(pepper, token); never the token
+    token_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    principal_id TEXT NOT NULL REFERENCES principals (principal_id),
+    scopes TEXT NOT NULL, -- space-separated
+    issued_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    pop_key_id TEXT NOT NULL,
+    minted INTEGER NOT NULL,
+    revoked INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX tokens_minted ON tokens (principal_id, expires_at) WHERE minted = 1;
+
+CREATE TABLE mint_attempts (
+    principal_id TEXT NOT NULL,
+    at INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX mint_attempts_by_principal ON mint_attempts (principal_id, at);
+
+CREATE TABLE dpop_proofs (
+    key_thumbprint TEXT NOT NULL,
+    jti TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (key_thumbprint, jti)
+) STRICT;

@@ -1,0 +1,103 @@
+"""How domain values are laid out in SQL rows, shared by the SQL stores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, WrappedKey
+
+ITEM_COLUMNS = "vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, wrapped_keys, deleted, sequence"
+TOKEN_COLUMNS = "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked"
+
+
+def scopes_to_text(scopes: Iterable[Scope]) -> str:
+    return " ".join(sorted(scopes))
+
+
+def scopes_from_text(text: str) -> frozenset[Scope]:
+    return frozenset(Scope(s) for s in text.split())
+
+
+def payload_to_text(payload: EncryptedPayload | None) -> str | None:
+    if payload is None:
+        return None
+    return json.dumps(
+        {"alg": payload.alg, "nonce": payload.nonce, "aad": payload.aad, "ciphertext": payload.ciphertext, "version": payload.version},
+        separators=(",", ":"),
+    )
+
+
+def keys_to_text(keys: Iterable[WrappedKey]) -> str:
+    return json.dumps([[k.recipient_id, k.wrap_alg, k.wrapped_key] for k in keys], separators=(",", ":"))
+
+
+def item_params(item: Item, sequence: int) -> tuple[Any, ...]:
+    return (
+        item.vault_id,
+        item.item_id,
+        item.tenant_id,
+        item.version,
+        item.kind,
+        item.title_hash,
+        item.updated_at,
+        payload_to_text(item.payload),
+        keys_to_text(item.wrapped_keys),
+        item.deleted,
+        sequence,
+    )
+
+
+def item_from_row(row: tuple[Any, ...] | Any) -> tuple[Item, int]:
+    """(item, sequence) from a row in ITEM_COLUMNS order."""
+    vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, keys, deleted, sequence = row
+    item = Item(
+        item_id=item_id,
+        tenant_id=tenant_id,
+        vault_id=vault_id,
+        version=version,
+        kind=kind,
+        title_hash=title_hash,
+        updated_at=updated_at,
+        payload=None if payload is None else EncryptedPayload(**json.loads(payload)),
+        wrapped_keys=tuple(WrappedKey(*key) for key in json.loads(keys)),
+        deleted=bool(deleted),
+    )
+    return item, sequence
+
+
+def token_params(token: TokenRecord) -> tuple[Any, ...]:
+    return (
+        token.secret_hash,
+        token.token_id,
+        token.tenant_id,
+        token.principal_id,
+        scopes_to_text(token.scopes),
+        token.issued_at,
+        token.expires_at,
+        token.pop_key_id,
+        token.minted,
+        token.revoked,
+    )
+
+
+def token_from_row(row: tuple[Any, ...] | Any) -> TokenRecord:
+    secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked = row
+    return TokenRecord(
+        token_id=token_id,
+        secret_hash=bytes(secret_hash),
+        tenant_id=tenant_id,
+        principal_id=principal_id,
+        scopes=scopes_from_text(scopes),
+        issued_at=issued_at,
+        expires_at=expires_at,
+        pop_key_id=pop_key_id,
+        minted=bool(minted),
+        revoked=bool(revoked),
+    )
+
+
+def principal_from_row(row: tuple[Any, ...] | Any) -> Principal:
+    principal_id, tenant_id, role, allowed = row
+    return Principal(principal_id, tenant_id, Role(role), scopes_from_text(allowed))

@@ -1,0 +1,315 @@
+"""The SQLite store: the embedded default.
+
+One connection per process, used only by one dedicated thread, so each use
+case runs as one synchronous transaction there: no other task of the process
+can interleave with it, and `BEGIN IMMEDIATE` plus SQLite's file locks keep
+several worker processes on one file correct. WAL with `synchronous=FULL`: a
+change is on disk before its answer leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
+from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+from zkplatform.store import rows
+from zkplatform.store.migrations import check_version, migrations
+
+T = TypeVar("T")
+DIALECT = "sqlite"
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SQLiteStore:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
+        store = cls(path)
+        await store._call(store._connect)
+        if check_schema:
+            try:
+                check_version(await store.schema_version(), DIALECT)
+            except BaseException:
+                await store.close()
+                raise
+        return store
+
+    def _connect(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._call(self._conn.close)
+            self._conn = None
+        self._executor.shutdown(wait=True)
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._call(lambda: fn(self._connection()))
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """fn in one IMMEDIATE transaction: committed whole, or rolled back whole."""
+
+        def transaction() -> T:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self._call(transaction)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            msg = "the SQLite store is closed"
+            raise RuntimeError(msg)
+        return self._conn
+
+    # schema
+
+    async def schema_version(self) -> int | None:
+        def version(conn: sqlite3.Connection) -> int | None:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
+                return None
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._read(version)
+
+    async def migrate(self) -> list[int]:
+        """Apply the missing migrations, each in its own transaction; the versions applied."""
+
+        def apply(conn: sqlite3.Connection) -> list[int]:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT")
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            current = 0 if row is None else int(row[0])
+            applied = []
+            for migration in migrations(DIALECT):
+                if migration.version <= current:
+                    continue
+                for statement in _statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute("DELETE FROM schema_version")
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (migration.version,))
+                applied.append(migration.version)
+            check_version(applied[-1] if applied else current, DIALECT)
+            return applied
+
+        return await self._write(apply)
+
+    # directory
+
+    async def add_tenant(self, tenant: Tenant) -> None:
+        await self._write(lambda c: _insert(c, "INSERT INTO tenants VALUES (?)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
+
+    async def add_principal(self, principal: Principal) -> None:
+        def add(conn: sqlite3.Connection) -> None:
+            _require(conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (principal.tenant_id,), f"no tenant {principal.tenant_id}")
+            _insert(
+                conn,
+                "INSERT INTO principals VALUES (?, ?, ?, ?)",
+                (principal.principal_id, principal.tenant_id, principal.role.value, rows.scopes_to_text(principal.allowed_scopes)),
+                f"principal {principal.principal_id}",
+            )
+
+        await self._write(add)
+
+    async def add_vault(self, vault: Vault) -> None:
+        def add(conn: sqlite3.Connection) -> None:
+            _require(conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (vault.tenant_id,), f"no tenant {vault.tenant_id}")
+            for member in sorted(vault.members):
+                _require(
+                    conn,
+                    "SELECT 1 FROM principals WHERE principal_id = ? AND tenant_id = ?",
+                    (member, vault.tenant_id),
+                    f"no principal {member} in tenant {vault.tenant_id}",
+                )
+            _insert(conn, "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)", (vault.vault_id, vault.tenant_id), f"vault {vault.vault_id}")
+            conn.executemany("INSERT INTO vault_members VALUES (?, ?)", [(vault.vault_id, m) for m in sorted(vault.members)])
+
+        await self._write(add)
+
+    async def get_principal(self, principal_id: str) -> Principal | None:
+        row = await self._read(
+            lambda c: c.execute("SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = ?", (principal_id,)).fetchone()
+        )
+        return None if row is None else rows.principal_from_row(row)
+
+    async def get_vault(self, vault_id: str) -> Vault | None:
+        def get(conn: sqlite3.Connection) -> Vault | None:
+            row = conn.execute("SELECT tenant_id FROM vaults WHERE vault_id = ?", (vault_id,)).fetchone()
+            if row is None:
+                return None
+            members = conn.execute("SELECT principal_id FROM vault_members WHERE vault_id = ?", (vault_id,)).fetchall()
+            return Vault(vault_id, row[0], frozenset(m[0] for m in members))
+
+        return await self._read(get)
+
+    # items
+
+    async def add_items(self, items: Sequence[Item]) -> None:
+        def add(conn: sqlite3.Connection) -> None:
+            for item in items:
+                _require(
+                    conn,
+                    "SELECT 1 FROM vaults WHERE vault_id = ? AND tenant_id = ?",
+                    (item.vault_id, item.tenant_id),
+                    f"no vault {item.vault_id} in tenant {item.tenant_id}",
+                )
+                sequence = _next_sequence(conn, item.vault_id)
+                _insert(
+                    conn,
+                    f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows.item_params(item, sequence),
+                    f"item {item.item_id} in vault {item.vault_id}",
+                )
+
+        await self._write(add)
+
+    async def get_item(self, vault_id: str, item_id: str) -> Item | None:
+        row = await self._read(lambda c: _item_row(c, vault_id, item_id))
+        return None if row is None else rows.item_from_row(row)[0]
+
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+        def delete(conn: sqlite3.Connection) -> DeleteOutcome:
+            # The compare-and-set: only a live item at base_version changes.
+            changed = conn.execute(
+                "UPDATE items SET deleted = 1, version = version + 1, updated_at = ?, title_hash = '',"
+                " payload = NULL, wrapped_keys = '[]'"
+                " WHERE vault_id = ? AND item_id = ? AND version = ? AND deleted = 0",
+                (now, vault_id, item_id, base_version),
+            ).rowcount
+            if changed:
+                conn.execute(
+                    "UPDATE items SET sequence = ? WHERE vault_id = ? AND item_id = ?",
+                    (_next_sequence(conn, vault_id), vault_id, item_id),
+                )
+            row = _item_row(conn, vault_id, item_id)
+            if row is None:
+                return Missing()
+            item, sequence = rows.item_from_row(row)
+            return Tombstone(item, sequence) if item.deleted else Stale(item.version)
+
+        return await self._write(delete)
+
+    async def vault_sequence(self, vault_id: str) -> int:
+        row = await self._read(lambda c: c.execute("SELECT sequence FROM vaults WHERE vault_id = ?", (vault_id,)).fetchone())
+        return 0 if row is None else int(row[0])
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        return await self._write(
+            lambda c: c.execute("DELETE FROM items WHERE deleted = 1 AND updated_at < ?", (deleted_before,)).rowcount
+        )
+
+    # tokens
+
+    async def add_token(self, token: TokenRecord) -> None:
+        await self._write(lambda c: _add_token(c, token))
+
+    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        def add(conn: sqlite3.Connection) -> int | None:
+            count, first_expiry = conn.execute(
+                "SELECT count(*), min(expires_at) FROM tokens"
+                " WHERE principal_id = ? AND minted = 1 AND revoked = 0 AND expires_at > ?",
+                (token.principal_id, now),
+            ).fetchone()
+            if count >= cap:
+                return int(first_expiry)
+            _add_token(conn, token)
+            return None
+
+        return await self._write(add)
+
+    async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
+        row = await self._read(
+            lambda c: c.execute(f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?", (secret_hash,)).fetchone()
+        )
+        return None if row is None else rows.token_from_row(row)
+
+    async def revoke_token(self, secret_hash: bytes) -> bool:
+        return await self._write(lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE secret_hash = ?", (secret_hash,)).rowcount > 0)
+
+    async def revoke_token_id(self, token_id: str) -> bool:
+        return await self._write(lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE token_id = ?", (token_id,)).rowcount > 0)
+
+    # limits
+
+    async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
+        def record(conn: sqlite3.Connection) -> int | None:
+            conn.execute("DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?", (principal_id, now - window_seconds))
+            conn.execute("INSERT INTO mint_attempts VALUES (?, ?)", (principal_id, now))
+            attempts = [r[0] for r in conn.execute("SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at", (principal_id,))]
+            if len(attempts) <= limit:
+                return None
+            return max(1, attempts[len(attempts) - limit] + window_seconds - now)
+
+        return await self._write(record)
+
+    async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
+        def remember(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM dpop_proofs WHERE expires_at < ?", (now,))
+            inserted = conn.execute(
+                "INSERT INTO dpop_proofs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (key_thumbprint, jti, expires_at)
+            ).rowcount
+            return inserted > 0
+
+        return await self._write(remember)
+
+
+def _statements(sql: str) -> list[str]:
+    """The statements of a migration file (no semicolons inside statements)."""
+    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[object, ...] | None:
+    row: tuple[object, ...] | None = conn.execute(
+        f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?", (vault_id, item_id)
+    ).fetchone()
+    return row
+
+
+def _next_sequence(conn: sqlite3.Connection, vault_id: str) -> int:
+    (sequence,) = conn.execute("UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = ? RETURNING sequence", (vault_id,)).fetchone()
+    return int(sequence)
+
+
+def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
+    _require(conn, "SELECT 1 FROM principals WHERE principal_id = ?", (token.principal_id,), f"no principal {token.principal_id}")
+    _insert(conn, f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.token_params(token), "token")
+
+
+def _require(conn: sqlite3.Connection, query: str, params: tuple[object, ...], missing: str) -> None:
+    if conn.execute(query, params).fetchone() is None:
+        raise UnknownReference(missing)
+
+
+def _insert(conn: sqlite3.Connection, statement: str, params: tuple[object, ...], what: str) -> None:
+    try:
+        conn.execute(statement, params)
+    except sqlite3.IntegrityError as error:
+        if "UNIQUE" in str(error) or "PRIMARY KEY" in str(error):
+            raise AlreadyExists(f"{what} already exists") from None
+        raise UnknownReference(f"{what} refers to something that does not exist") from None
