@@ -67,7 +67,8 @@ pytest: $(STAMP) ## Run the test suite only
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
 
 .PHONY: run
-run: $(STAMP) ## Serve on 127.0.0.1:8080
+run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db (migrated first)
+	zkplatform admin migrate
 	zkplatform serve $(ARGS)
 
 .PHONY: dev

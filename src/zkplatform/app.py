@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServi
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
 
 log = logging.getLogger(__name__)
+
+PURGE_INTERVAL_SECONDS = 3600
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +73,14 @@ def procedures(file: FileDescriptor) -> Iterable[str]:
             yield f"/{service.full_name}/{method.name}"
 
 
-def platform_from(settings: Settings) -> Platform:
+async def platform_from(settings: Settings) -> Platform:
+    """The platform on the configured store, opened and its schema checked."""
     try:
-        store = open_store(settings.store_url)
+        store = await open_store(settings.store_url)
     except StoreURLError as error:
         raise ConfigError(str(error)) from None
-    return Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir), policy=settings.mint_policy)
+    pepper = load_pepper(settings.token_pepper, settings.state_dir)
+    return Platform.build(store, pepper, policy=settings.mint_policy)
 
 
 def create_app(
@@ -85,9 +90,39 @@ def create_app(
     vault: VaultService | None = None,
     broker: BrokerService | None = None,
 ) -> Edge:
-    """The ASGI application. Tests may pass their own platform or servicers."""
+    """The ASGI application. Without a platform, each worker opens its own on
+    the configured store at start-up (and closes it at shutdown). Tests may
+    pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
-    platform = platform_from(settings) if platform is None else platform
+    edge = Edge({}, max_body_bytes=settings.max_body_bytes)
+    if platform is not None:
+        edge.mount(routes(settings, platform, vault, broker))
+        return edge
+    maintenance: asyncio.Task[None] | None = None
+
+    async def lifespan(phase: str) -> None:
+        nonlocal platform, maintenance
+        if phase == "startup":
+            platform = await platform_from(settings)
+            if settings.dev:
+                tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
+                path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
+                log.info("development mode: demo data seeded; credentials written to %s", path)
+            maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
+            edge.mount(routes(settings, platform, vault, broker))
+        elif phase == "shutdown" and platform is not None:
+            if maintenance is not None:
+                maintenance.cancel()
+            await platform.store.close()
+
+    edge.lifespan = lifespan
+    return edge
+
+
+def routes(
+    settings: Settings, platform: Platform, vault: VaultService | None, broker: BrokerService | None
+) -> dict[str, ASGIApp]:
+    """Every procedure path, routed to its service's Connect application."""
     # Order matters: ErrorMapping starts first so its on_end runs last and sees
     # every error; the metadata interceptors run, in order, before the body is
     # parsed, so a bad token answers before a malformed body.
@@ -114,14 +149,20 @@ def create_app(
             ),
         ),
     ]
-    routes = {path: app for file, app in services for path in procedures(file)}
+    return {path: app for file, app in services for path in procedures(file)}
 
-    async def lifespan(phase: str) -> None:
-        if phase == "startup" and settings.dev:
-            tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
-            path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
-            log.info("development mode: demo data seeded; credentials written to %s", path)
-        elif phase == "shutdown":
-            await platform.store.close()
 
-    return Edge(routes, max_body_bytes=settings.max_body_bytes, lifespan=lifespan)
+async def purge_tombstones_periodically(platform: Platform, settings: Settings) -> None:
+    """Tombstones are kept for the retention period so offline clients learn of
+    deletes; after it they are purged (and answer NOT_FOUND). Every worker runs
+    this; the purge is idempotent."""
+    while True:
+        cutoff = platform.clock() - settings.tombstone_retention_days * 86_400
+        try:
+            purged = await platform.store.purge_tombstones(cutoff)
+        except Exception:
+            log.exception("tombstone purge failed; retrying at the next interval")
+        else:
+            if purged:
+                log.info("purged %d tombstone(s) older than %d days", purged, settings.tombstone_retention_days)
+        await asyncio.sleep(PURGE_INTERVAL_SECONDS)

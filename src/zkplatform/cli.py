@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import logging
 import os
@@ -13,9 +14,12 @@ from pathlib import Path
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.run import run as hypercorn_run
 
-from zkplatform.config import DEFAULT_BIND, DEFAULT_DEV_CREDENTIALS, ConfigError, Settings
+from zkplatform.app import create_app
+from zkplatform.config import DEFAULT_BIND, DEFAULT_DEV_CREDENTIALS, DEFAULT_STORE, ConfigError, Settings
 from zkplatform.pepper import load_pepper
-from zkplatform.store import StoreURLError, check_store_url
+from zkplatform.rpc.edge import Edge
+from zkplatform.store import StoreURLError, kind_of, open_store
+from zkplatform.store.migrations import SchemaError
 
 log = logging.getLogger("zkplatform")
 
@@ -27,7 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})"
     )
-    serve.add_argument("--store", default=None, metavar="URL", help="storage (default: memory:)")
+    serve.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
+    )
     serve.add_argument("--workers", type=_positive, default=1, metavar="N", help="worker processes (default 1)")
     serve.add_argument(
         "--dev",
@@ -61,10 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
 
         return admin_main(args.arguments)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     try:
         return _serve(args)
-    except (ConfigError, StoreURLError) as error:
+    except (ConfigError, StoreURLError, SchemaError) as error:
         print(f"zkplatform: {error}", file=sys.stderr)
         return 2
 
@@ -77,23 +86,41 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     if args.dev_credentials is not None and not args.dev:
         raise ConfigError("--dev-credentials only makes sense with --dev")
     if args.dev:
-        if settings.store_url not in ("memory:", "memory://"):
+        if args.store is not None and kind_of(args.store) != "memory":
             raise ConfigError("--dev seeds the in-memory store; it cannot be combined with --store")
+        settings = dataclasses.replace(settings, store_url="memory:")
         if args.workers > 1:
             raise ConfigError("--dev keeps its data in one process's memory; use --workers 1")
         settings = dataclasses.replace(settings, dev=True, dev_credentials=args.dev_credentials or env.dev_credentials)
     return settings
 
 
+def configure_logging() -> None:
+    """One format for every process; the pid tells the workers apart."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+
+
+def worker_app() -> Edge:
+    """What each hypercorn worker loads: spawned workers start with no logging set up."""
+    configure_logging()
+    return create_app()
+
+
+async def _check_store(url: str) -> None:
+    """Open the store once: a bad URL, an unreachable server or another schema version stops here."""
+    store = await open_store(url)
+    await store.close()
+
+
 def _serve(args: argparse.Namespace) -> int:
     settings = serve_settings(args, Settings.from_env())
     # Fail on unusable settings here, before binding the port or spawning workers.
-    check_store_url(settings.store_url)
+    asyncio.run(_check_store(settings.store_url))
     load_pepper(settings.token_pepper, settings.state_dir)
     os.environ.update(settings.to_env())  # hypercorn's worker processes read these
     config = HypercornConfig()
     config.bind = [args.bind]
-    config.application_path = "zkplatform.app:create_app()"
+    config.application_path = "zkplatform.cli:worker_app()"
     # hypercorn runs a single worker in this process; N > 1 spawns N processes.
     config.workers = 0 if args.workers == 1 else args.workers
     config.accesslog = None  # an access log would record query strings, where tokens may leak

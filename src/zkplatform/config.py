@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkplatform.domain.broker import MintPolicy
+from zkplatform.store import DEFAULT_SQLITE_URL
 
 DEFAULT_BIND = "127.0.0.1:8080"
-DEFAULT_STORE = "memory:"
+DEFAULT_STORE = DEFAULT_SQLITE_URL
+DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_STATE_DIR = Path("var")
 DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
@@ -36,6 +38,7 @@ class Settings:
     dev_credentials: Path = DEFAULT_DEV_CREDENTIALS
     base_url: str = f"http://{DEFAULT_BIND}"
     mint_policy: MintPolicy = field(default_factory=MintPolicy)
+    tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -49,6 +52,9 @@ class Settings:
             dev_credentials=Path(env.get("ZKPLATFORM_DEV_CREDENTIALS", str(DEFAULT_DEV_CREDENTIALS))),
             base_url=env.get("ZKPLATFORM_BASE_URL", f"http://{DEFAULT_BIND}"),
             mint_policy=_mint_policy(env),
+            tombstone_retention_days=_positive_int(
+                env, "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS
+            ),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -60,6 +66,7 @@ class Settings:
             "ZKPLATFORM_DEV": "1" if self.dev else "0",
             "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),
             "ZKPLATFORM_BASE_URL": self.base_url,
+            "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
 

@@ -8,8 +8,8 @@ takes the vault's next sequence number: never a read followed by a write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault

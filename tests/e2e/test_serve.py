@@ -16,7 +16,7 @@ from tests.e2e.server import serving, zkplatform_command
 
 
 def test_serve_needs_a_token(tmp_path: Path) -> None:
-    with serving(tmp_path) as server:
+    with serving(tmp_path, "--store", "memory:") as server:
         response = httpx.post(
             server.base_url + VAULT_DELETE,
             json={"vaultId": "vault-1", "itemId": "item-1", "baseVersion": "1"},

@@ -53,7 +53,11 @@ class Edge:
     ) -> None:
         self._procedures = dict(unary_procedures)
         self._max_body_bytes = max_body_bytes
-        self._lifespan = lifespan
+        self.lifespan = lifespan
+
+    def mount(self, unary_procedures: Mapping[str, ASGIApp]) -> None:
+        """Route these procedures (at start-up, once the store is open)."""
+        self._procedures.update(unary_procedures)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -108,8 +112,8 @@ class Edge:
             message = await receive()
             phase = message["type"].removeprefix("lifespan.")
             try:
-                if self._lifespan is not None:
-                    await self._lifespan(phase)
+                if self.lifespan is not None:
+                    await self.lifespan(phase)
             except Exception as error:  # noqa: BLE001 # reported to the server, which refuses to start
                 await send({"type": f"lifespan.{phase}.failed", "message": str(error)})
                 return

@@ -27,7 +27,7 @@ class MigratableStore(Store, Protocol):
 
 
 def kind_of(url: str) -> str:
-    """"memory", "sqlite" or "postgresql"; StoreURLError for anything else."""
+    """ "memory", "sqlite" or "postgresql"; StoreURLError for anything else."""
     scheme = url.split(":", 1)[0].lower()
     if url in ("memory:", "memory://"):
         return "memory"

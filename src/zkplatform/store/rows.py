@@ -8,8 +8,12 @@ from typing import Any
 
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, WrappedKey
 
-ITEM_COLUMNS = "vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, wrapped_keys, deleted, sequence"
-TOKEN_COLUMNS = "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked"
+ITEM_COLUMNS = (
+    "vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, wrapped_keys, deleted, sequence"
+)
+TOKEN_COLUMNS = (
+    "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked"  # noqa: S105 # column names
+)
 
 
 def scopes_to_text(scopes: Iterable[Scope]) -> str:
@@ -24,7 +28,13 @@ def payload_to_text(payload: EncryptedPayload | None) -> str | None:
     if payload is None:
         return None
     return json.dumps(
-        {"alg": payload.alg, "nonce": payload.nonce, "aad": payload.aad, "ciphertext": payload.ciphertext, "version": payload.version},
+        {
+            "alg": payload.alg,
+            "nonce": payload.nonce,
+            "aad": payload.aad,
+            "ciphertext": payload.ciphertext,
+            "version": payload.version,
+        },
         separators=(",", ":"),
     )
 

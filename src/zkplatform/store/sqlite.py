@@ -122,15 +122,27 @@ class SQLiteStore:
     # directory
 
     async def add_tenant(self, tenant: Tenant) -> None:
-        await self._write(lambda c: _insert(c, "INSERT INTO tenants VALUES (?)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
+        await self._write(
+            lambda c: _insert(c, "INSERT INTO tenants VALUES (?)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
+        )
 
     async def add_principal(self, principal: Principal) -> None:
         def add(conn: sqlite3.Connection) -> None:
-            _require(conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (principal.tenant_id,), f"no tenant {principal.tenant_id}")
+            _require(
+                conn,
+                "SELECT 1 FROM tenants WHERE tenant_id = ?",
+                (principal.tenant_id,),
+                f"no tenant {principal.tenant_id}",
+            )
             _insert(
                 conn,
                 "INSERT INTO principals VALUES (?, ?, ?, ?)",
-                (principal.principal_id, principal.tenant_id, principal.role.value, rows.scopes_to_text(principal.allowed_scopes)),
+                (
+                    principal.principal_id,
+                    principal.tenant_id,
+                    principal.role.value,
+                    rows.scopes_to_text(principal.allowed_scopes),
+                ),
                 f"principal {principal.principal_id}",
             )
 
@@ -138,7 +150,9 @@ class SQLiteStore:
 
     async def add_vault(self, vault: Vault) -> None:
         def add(conn: sqlite3.Connection) -> None:
-            _require(conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (vault.tenant_id,), f"no tenant {vault.tenant_id}")
+            _require(
+                conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (vault.tenant_id,), f"no tenant {vault.tenant_id}"
+            )
             for member in sorted(vault.members):
                 _require(
                     conn,
@@ -146,14 +160,24 @@ class SQLiteStore:
                     (member, vault.tenant_id),
                     f"no principal {member} in tenant {vault.tenant_id}",
                 )
-            _insert(conn, "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)", (vault.vault_id, vault.tenant_id), f"vault {vault.vault_id}")
-            conn.executemany("INSERT INTO vault_members VALUES (?, ?)", [(vault.vault_id, m) for m in sorted(vault.members)])
+            _insert(
+                conn,
+                "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)",
+                (vault.vault_id, vault.tenant_id),
+                f"vault {vault.vault_id}",
+            )
+            conn.executemany(
+                "INSERT INTO vault_members VALUES (?, ?)", [(vault.vault_id, m) for m in sorted(vault.members)]
+            )
 
         await self._write(add)
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         row = await self._read(
-            lambda c: c.execute("SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = ?", (principal_id,)).fetchone()
+            lambda c: c.execute(
+                "SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = ?",
+                (principal_id,),
+            ).fetchone()
         )
         return None if row is None else rows.principal_from_row(row)
 
@@ -215,7 +239,9 @@ class SQLiteStore:
         return await self._write(delete)
 
     async def vault_sequence(self, vault_id: str) -> int:
-        row = await self._read(lambda c: c.execute("SELECT sequence FROM vaults WHERE vault_id = ?", (vault_id,)).fetchone())
+        row = await self._read(
+            lambda c: c.execute("SELECT sequence FROM vaults WHERE vault_id = ?", (vault_id,)).fetchone()
+        )
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int) -> int:
@@ -244,26 +270,39 @@ class SQLiteStore:
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
         row = await self._read(
-            lambda c: c.execute(f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?", (secret_hash,)).fetchone()
+            lambda c: c.execute(
+                f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?", (secret_hash,)
+            ).fetchone()
         )
         return None if row is None else rows.token_from_row(row)
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        return await self._write(lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE secret_hash = ?", (secret_hash,)).rowcount > 0)
+        return await self._write(
+            lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE secret_hash = ?", (secret_hash,)).rowcount > 0
+        )
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        return await self._write(lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE token_id = ?", (token_id,)).rowcount > 0)
+        return await self._write(
+            lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE token_id = ?", (token_id,)).rowcount > 0
+        )
 
     # limits
 
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
         def record(conn: sqlite3.Connection) -> int | None:
-            conn.execute("DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?", (principal_id, now - window_seconds))
+            conn.execute(
+                "DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?", (principal_id, now - window_seconds)
+            )
             conn.execute("INSERT INTO mint_attempts VALUES (?, ?)", (principal_id, now))
-            attempts = [r[0] for r in conn.execute("SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at", (principal_id,))]
+            attempts = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at", (principal_id,)
+                )
+            ]
             if len(attempts) <= limit:
                 return None
-            return max(1, attempts[len(attempts) - limit] + window_seconds - now)
+            return max(1, int(attempts[len(attempts) - limit]) + window_seconds - now)
 
         return await self._write(record)
 
@@ -292,13 +331,25 @@ def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[ob
 
 
 def _next_sequence(conn: sqlite3.Connection, vault_id: str) -> int:
-    (sequence,) = conn.execute("UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = ? RETURNING sequence", (vault_id,)).fetchone()
+    (sequence,) = conn.execute(
+        "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = ? RETURNING sequence", (vault_id,)
+    ).fetchone()
     return int(sequence)
 
 
 def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
-    _require(conn, "SELECT 1 FROM principals WHERE principal_id = ?", (token.principal_id,), f"no principal {token.principal_id}")
-    _insert(conn, f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.token_params(token), "token")
+    _require(
+        conn,
+        "SELECT 1 FROM principals WHERE principal_id = ?",
+        (token.principal_id,),
+        f"no principal {token.principal_id}",
+    )
+    _insert(
+        conn,
+        f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows.token_params(token),
+        "token",
+    )
 
 
 def _require(conn: sqlite3.Connection, query: str, params: tuple[object, ...], missing: str) -> None:

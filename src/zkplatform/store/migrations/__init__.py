@@ -46,8 +46,13 @@ def check_version(current: int | None, dialect: str) -> None:
         msg = "the database is not initialised: run `zkplatform admin --store URL migrate`"
         raise SchemaError(msg)
     if current > expected:
-        msg = f"the database schema is at version {current}, newer than this build knows ({expected}): upgrade zkplatform"
+        msg = (
+            f"the database schema is at version {current}, newer than this build knows ({expected}): upgrade zkplatform"
+        )
         raise SchemaError(msg)
     if current < expected:
-        msg = f"the database schema is at version {current}, this build needs {expected}: run `zkplatform admin --store URL migrate`"
+        msg = (
+            f"the database schema is at version {current}, this build needs {expected}:"
+            " run `zkplatform admin --store URL migrate`"
+        )
         raise SchemaError(msg)

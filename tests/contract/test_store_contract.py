@@ -1,0 +1,232 @@
+"""The repository contract: every store behaves exactly like the others."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from zkplatform.domain.models import (
+    EncryptedPayload,
+    Item,
+    Principal,
+    Role,
+    Scope,
+    Tenant,
+    TokenRecord,
+    Tombstone,
+    Vault,
+    WrappedKey,
+)
+from zkplatform.repository import AlreadyExists, Missing, Stale, UnknownReference
+from zkplatform.store import MigratableStore
+
+NOW = 1_800_000_000
+
+
+def item(item_id: str, vault_id: str = "v1", tenant_id: str = "t1", version: int = 1) -> Item:
+    return Item(
+        item_id=item_id,
+        tenant_id=tenant_id,
+        vault_id=vault_id,
+        version=version,
+        kind="note",
+        title_hash="th-" + item_id,
+        updated_at=NOW - 100,
+        payload=EncryptedPayload("A256GCM", "bm9uY2U", "YWFk", "Y2lwaGVy", 2),
+        wrapped_keys=(WrappedKey("p1", "ECDH-ES+A256KW", "a2V5MQ"), WrappedKey("p2", "A256KW", "a2V5Mg")),
+    )
+
+
+def token(token_id: str, principal_id: str = "p1", *, minted: bool = True, expires_at: int = NOW + 600) -> TokenRecord:
+    return TokenRecord(
+        token_id=token_id,
+        secret_hash=token_id.encode().ljust(32, b"\0"),
+        tenant_id="t1",
+        principal_id=principal_id,
+        scopes=frozenset({Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_DELETE}),
+        issued_at=NOW,
+        expires_at=expires_at,
+        pop_key_id="",
+        minted=minted,
+    )
+
+
+@pytest.fixture
+async def seeded(store: MigratableStore) -> MigratableStore:
+    await store.add_tenant(Tenant("t1"))
+    await store.add_tenant(Tenant("t2"))
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
+    await store.add_principal(Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ})))
+    await store.add_principal(Principal("q1", "t2", Role.SERVICE, frozenset()))
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1", "p2"})))
+    await store.add_vault(Vault("v2", "t1", frozenset()))
+    await store.add_items([item("i1"), item("i2"), item("i3")])
+    return store
+
+
+# directory
+
+
+async def test_directory_round_trips(seeded: MigratableStore) -> None:
+    assert await seeded.get_principal("p2") == Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ}))
+    assert await seeded.get_vault("v1") == Vault("v1", "t1", frozenset({"p1", "p2"}))
+    assert await seeded.get_vault("v2") == Vault("v2", "t1", frozenset())
+    assert await seeded.get_principal("nobody") is None
+    assert await seeded.get_vault("nowhere") is None
+
+
+async def test_duplicates_are_refused(seeded: MigratableStore) -> None:
+    with pytest.raises(AlreadyExists):
+        await seeded.add_tenant(Tenant("t1"))
+    with pytest.raises(AlreadyExists):
+        await seeded.add_principal(Principal("p1", "t1", Role.OWNER, frozenset()))
+    with pytest.raises(AlreadyExists):
+        await seeded.add_vault(Vault("v1", "t1", frozenset()))
+
+
+async def test_references_must_exist_within_the_tenant(seeded: MigratableStore) -> None:
+    with pytest.raises(UnknownReference):
+        await seeded.add_principal(Principal("p9", "t9", Role.OWNER, frozenset()))
+    with pytest.raises(UnknownReference):
+        await seeded.add_vault(Vault("v9", "t9", frozenset()))
+    with pytest.raises(UnknownReference):
+        await seeded.add_vault(Vault("v9", "t1", frozenset({"q1"})))  # q1 is in t2
+    assert await seeded.get_vault("v9") is None
+
+
+# items
+
+
+async def test_items_round_trip_and_take_sequence_numbers(seeded: MigratableStore) -> None:
+    assert await seeded.get_item("v1", "i2") == item("i2")
+    assert await seeded.vault_sequence("v1") == 3
+    assert await seeded.vault_sequence("v2") == 0
+    assert await seeded.get_item("v2", "i2") is None
+
+
+async def test_add_items_is_all_or_none(seeded: MigratableStore) -> None:
+    for batch, error in (
+        ([item("n1"), item("n2"), item("i1")], AlreadyExists),
+        ([item("n1"), item("n1")], AlreadyExists),
+        ([item("n1"), item("n2", vault_id="v9")], UnknownReference),
+        ([item("n1"), item("n2", tenant_id="t2")], UnknownReference),
+    ):
+        with pytest.raises(error):
+            await seeded.add_items(batch)
+        assert await seeded.get_item("v1", "n1") is None
+        assert await seeded.vault_sequence("v1") == 3
+
+
+async def test_delete_makes_a_tombstone_with_the_next_sequence(seeded: MigratableStore) -> None:
+    outcome = await seeded.delete_item("v1", "i2", 1, NOW)
+
+    expected = replace(
+        item("i2"), version=2, title_hash="", updated_at=NOW, payload=None, wrapped_keys=(), deleted=True
+    )
+    assert outcome == Tombstone(expected, 4)
+    assert await seeded.get_item("v1", "i2") == expected
+    assert await seeded.vault_sequence("v1") == 4
+
+
+async def test_delete_of_a_tombstone_answers_the_first_delete(seeded: MigratableStore) -> None:
+    first = await seeded.delete_item("v1", "i1", 1, NOW)
+
+    assert await seeded.delete_item("v1", "i1", 1, NOW + 50) == first
+    assert await seeded.delete_item("v1", "i1", 7, NOW + 60) == first
+    assert await seeded.vault_sequence("v1") == 4
+
+
+async def test_stale_and_missing(seeded: MigratableStore) -> None:
+    assert await seeded.delete_item("v1", "i1", 2, NOW) == Stale(1)
+    assert await seeded.delete_item("v1", "nope", 1, NOW) == Missing()
+    assert await seeded.delete_item("v2", "i1", 1, NOW) == Missing()
+    assert await seeded.vault_sequence("v1") == 3
+    assert await seeded.get_item("v1", "i1") == item("i1")
+
+
+async def test_concurrent_deletes_make_one_change(seeded: MigratableStore) -> None:
+    outcomes = await asyncio.gather(*(seeded.delete_item("v1", "i3", 1, NOW) for _ in range(50)))
+
+    assert len(set(outcomes)) == 1
+    assert isinstance(outcomes[0], Tombstone)
+    assert outcomes[0].sequence == 4
+    assert await seeded.vault_sequence("v1") == 4
+
+
+async def test_purge_forgets_old_tombstones_only(seeded: MigratableStore) -> None:
+    await seeded.delete_item("v1", "i1", 1, NOW - 1000)
+    await seeded.delete_item("v1", "i2", 1, NOW)
+
+    assert await seeded.purge_tombstones(NOW - 500) == 1
+
+    assert await seeded.get_item("v1", "i1") is None
+    assert await seeded.delete_item("v1", "i1", 2, NOW) == Missing()
+    assert (await seeded.get_item("v1", "i2")) is not None
+    assert await seeded.get_item("v1", "i3") == item("i3")
+    assert await seeded.purge_tombstones(NOW - 500) == 0
+
+
+# tokens
+
+
+async def test_tokens_round_trip_and_revoke(seeded: MigratableStore) -> None:
+    record = replace(token("tok_a"), pop_key_id="k" * 43)
+    await seeded.add_token(record)
+
+    assert await seeded.find_token(record.secret_hash) == record
+    assert await seeded.find_token(b"x" * 32) is None
+    assert await seeded.revoke_token(record.secret_hash)
+    assert await seeded.find_token(record.secret_hash) == replace(record, revoked=True)
+    assert not await seeded.revoke_token(b"x" * 32)
+    await seeded.add_token(token("tok_b"))
+    assert await seeded.revoke_token_id("tok_b")
+    assert not await seeded.revoke_token_id("tok_nope")
+    found = await seeded.find_token(token("tok_b").secret_hash)
+    assert found is not None
+    assert found.revoked
+
+
+async def test_token_for_an_unknown_principal_is_refused(seeded: MigratableStore) -> None:
+    with pytest.raises(UnknownReference):
+        await seeded.add_token(token("tok_x", principal_id="nobody"))
+    await seeded.add_token(token("tok_y"))
+    with pytest.raises(AlreadyExists):
+        await seeded.add_token(token("tok_y"))
+
+
+async def test_minted_token_cap_counts_live_minted_tokens_only(seeded: MigratableStore) -> None:
+    await seeded.add_token(token("tok_op", minted=False))
+    await seeded.add_token(token("tok_old", expires_at=NOW - 1))
+    await seeded.add_token(token("tok_rev"))
+    await seeded.revoke_token_id("tok_rev")
+    assert await seeded.add_minted_token(token("tok_1", expires_at=NOW + 100), 2, NOW) is None
+    assert await seeded.add_minted_token(token("tok_2", expires_at=NOW + 300), 2, NOW) is None
+
+    assert await seeded.add_minted_token(token("tok_3"), 2, NOW) == NOW + 100
+    assert await seeded.find_token(token("tok_3").secret_hash) is None
+    assert await seeded.add_minted_token(token("tok_3"), 2, NOW + 100) is None
+
+
+async def test_concurrent_mints_never_exceed_the_cap(seeded: MigratableStore) -> None:
+    results = await asyncio.gather(*(seeded.add_minted_token(token(f"tok_{n}"), 5, NOW) for n in range(20)))
+
+    assert sum(result is None for result in results) == 5
+
+
+# limits
+
+
+async def test_mint_attempts_are_limited_per_principal_in_a_window(seeded: MigratableStore) -> None:
+    assert [await seeded.record_mint_attempt("p1", NOW + n, 60, 3) for n in range(3)] == [None, None, None]
+    assert await seeded.record_mint_attempt("p1", NOW + 10, 60, 3) == 51
+    assert await seeded.record_mint_attempt("p2", NOW + 10, 60, 3) is None
+    assert await seeded.record_mint_attempt("p1", NOW + 62, 60, 3) is None  # two attempts left the window
+
+
+async def test_proofs_are_remembered_until_they_lapse(seeded: MigratableStore) -> None:
+    assert await seeded.remember_proof("k1", "j1", NOW, NOW + 120)
+    assert not await seeded.remember_proof("k1", "j1", NOW + 60, NOW + 180)
+    assert await seeded.remember_proof("k2", "j1", NOW + 60, NOW + 180)  # per key
+    assert await seeded.remember_proof("k1", "j1", NOW + 121, NOW + 241)  # lapsed
