@@ -10,6 +10,8 @@ from tests.world import PEPPER, FakeClock, World, serve_in_process
 from zkplatform.app import Platform
 from zkplatform.store.memory import MemoryStore
 
+pytest_plugins = ["tests.pg"]
+
 
 @pytest.fixture(params=CODECS, ids=lambda codec: codec.name)
 def codec(request: pytest.FixtureRequest) -> Codec:

@@ -1,0 +1,331 @@
+"""The PostgreSQL store: several workers and hosts on one database.
+
+Each use case is one transaction on a pooled connection (READ COMMITTED). The
+delete is a conditional UPDATE on (item, version): a concurrent delete of the
+same row waits for the first to commit, re-checks `NOT deleted` and changes
+nothing, so exactly one change takes a sequence number. Counting limits (the
+active-token cap, the mint rate) first locks the principal's row, so
+concurrent mints from any process are counted one after the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection, errors, sql
+from psycopg_pool import AsyncConnectionPool
+
+from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
+from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+from zkplatform.store import rows
+from zkplatform.store.migrations import check_version, migrations
+
+T = TypeVar("T")
+DIALECT = "postgresql"
+_MIGRATION_LOCK = 0x7A6B_706C  # pg_advisory_xact_lock key: one migrator at a time
+Conn = AsyncConnection[tuple[Any, ...]]
+
+
+class PostgresStore:
+    def __init__(self, pool: AsyncConnectionPool[Conn]) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
+        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False)
+        await pool.open(wait=True, timeout=10)
+        store = cls(pool)
+        if check_schema:
+            try:
+                check_version(await store.schema_version(), DIALECT)
+            except BaseException:
+                await store.close()
+                raise
+        return store
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """fn in one transaction: committed whole, or rolled back whole."""
+        async with self._pool.connection() as conn, conn.transaction():
+            return await fn(conn)
+
+    async def _one(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(query, params)
+            return await cursor.fetchone()
+
+    # schema
+
+    async def schema_version(self) -> int | None:
+        exists = await self._one("SELECT to_regclass('schema_version') IS NOT NULL")
+        if not exists or not exists[0]:
+            return None
+        row = await self._one("SELECT version FROM schema_version")
+        return None if row is None else int(row[0])
+
+    async def migrate(self) -> list[int]:
+        async def apply(conn: Conn) -> list[int]:
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = await (await conn.execute("SELECT version FROM schema_version")).fetchone()
+            current = 0 if row is None else int(row[0])
+            applied = []
+            for migration in migrations(DIALECT):
+                if migration.version > current:
+                    await conn.execute(sql.SQL(migration.sql))  # a file of ours, several statements
+                    applied.append(migration.version)
+            if applied:
+                await conn.execute("DELETE FROM schema_version")
+                await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (applied[-1],))
+            check_version(applied[-1] if applied else current, DIALECT)
+            return applied
+
+        return await self._tx(apply)
+
+    # directory
+
+    async def add_tenant(self, tenant: Tenant) -> None:
+        await self._tx(
+            lambda c: _insert(c, "INSERT INTO tenants VALUES (%s)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
+        )
+
+    async def add_principal(self, principal: Principal) -> None:
+        async def add(conn: Conn) -> None:
+            await _require(
+                conn,
+                "SELECT 1 FROM tenants WHERE tenant_id = %s",
+                (principal.tenant_id,),
+                f"no tenant {principal.tenant_id}",
+            )
+            await _insert(
+                conn,
+                "INSERT INTO principals VALUES (%s, %s, %s, %s)",
+                (
+                    principal.principal_id,
+                    principal.tenant_id,
+                    principal.role.value,
+                    rows.scopes_to_text(principal.allowed_scopes),
+                ),
+                f"principal {principal.principal_id}",
+            )
+
+        await self._tx(add)
+
+    async def add_vault(self, vault: Vault) -> None:
+        async def add(conn: Conn) -> None:
+            await _require(
+                conn, "SELECT 1 FROM tenants WHERE tenant_id = %s", (vault.tenant_id,), f"no tenant {vault.tenant_id}"
+            )
+            for member in sorted(vault.members):
+                await _require(
+                    conn,
+                    "SELECT 1 FROM principals WHERE principal_id = %s AND tenant_id = %s",
+                    (member, vault.tenant_id),
+                    f"no principal {member} in tenant {vault.tenant_id}",
+                )
+            await _insert(
+                conn,
+                "INSERT INTO vaults (vault_id, tenant_id) VALUES (%s, %s)",
+                (vault.vault_id, vault.tenant_id),
+                f"vault {vault.vault_id}",
+            )
+            async with conn.cursor() as cursor:
+                await cursor.executemany(
+                    "INSERT INTO vault_members VALUES (%s, %s)", [(vault.vault_id, m) for m in sorted(vault.members)]
+                )
+
+        await self._tx(add)
+
+    async def get_principal(self, principal_id: str) -> Principal | None:
+        row = await self._one(
+            "SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = %s",
+            (principal_id,),
+        )
+        return None if row is None else rows.principal_from_row(row)
+
+    async def get_vault(self, vault_id: str) -> Vault | None:
+        row = await self._one(
+            "SELECT v.tenant_id, coalesce(array_agg(m.principal_id) FILTER (WHERE m.principal_id IS NOT NULL), '{}')"
+            " FROM vaults v LEFT JOIN vault_members m USING (vault_id) WHERE v.vault_id = %s GROUP BY v.tenant_id",
+            (vault_id,),
+        )
+        return None if row is None else Vault(vault_id, row[0], frozenset(row[1]))
+
+    # items
+
+    async def add_items(self, items: Sequence[Item]) -> None:
+        async def add(conn: Conn) -> None:
+            for item in items:
+                await _require(
+                    conn,
+                    "SELECT 1 FROM vaults WHERE vault_id = %s AND tenant_id = %s",
+                    (item.vault_id, item.tenant_id),
+                    f"no vault {item.vault_id} in tenant {item.tenant_id}",
+                )
+                sequence = await _next_sequence(conn, item.vault_id)
+                await _insert(
+                    conn,
+                    f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    rows.item_params(item, sequence),
+                    f"item {item.item_id} in vault {item.vault_id}",
+                )
+
+        await self._tx(add)
+
+    async def get_item(self, vault_id: str, item_id: str) -> Item | None:
+        row = await self._one(
+            f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
+        )
+        return None if row is None else rows.item_from_row(row)[0]
+
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+        async def delete(conn: Conn) -> DeleteOutcome:
+            # The compare-and-set: only a live item at base_version changes.
+            changed = await conn.execute(
+                "UPDATE items SET deleted = true, version = version + 1, updated_at = %s, title_hash = '',"
+                " payload = NULL, wrapped_keys = '[]'"
+                " WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted",
+                (now, vault_id, item_id, base_version),
+            )
+            if changed.rowcount:
+                sequence = await _next_sequence(conn, vault_id)
+                await conn.execute(
+                    "UPDATE items SET sequence = %s WHERE vault_id = %s AND item_id = %s", (sequence, vault_id, item_id)
+                )
+            cursor = await conn.execute(
+                f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return Missing()
+            item, sequence = rows.item_from_row(row)
+            return Tombstone(item, sequence) if item.deleted else Stale(item.version)
+
+        return await self._tx(delete)
+
+    async def vault_sequence(self, vault_id: str) -> int:
+        row = await self._one("SELECT sequence FROM vaults WHERE vault_id = %s", (vault_id,))
+        return 0 if row is None else int(row[0])
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        async def purge(conn: Conn) -> int:
+            return (
+                await conn.execute("DELETE FROM items WHERE deleted AND updated_at < %s", (deleted_before,))
+            ).rowcount
+
+        return await self._tx(purge)
+
+    # tokens
+
+    async def add_token(self, token: TokenRecord) -> None:
+        await self._tx(lambda c: _add_token(c, token))
+
+    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        async def add(conn: Conn) -> int | None:
+            await _lock_principal(conn, token.principal_id)
+            cursor = await conn.execute(
+                "SELECT count(*), min(expires_at) FROM tokens"
+                " WHERE principal_id = %s AND minted AND NOT revoked AND expires_at > %s",
+                (token.principal_id, now),
+            )
+            count, first_expiry = await cursor.fetchone() or (0, None)
+            if count >= cap:
+                return int(first_expiry)
+            await _add_token(conn, token)
+            return None
+
+        return await self._tx(add)
+
+    async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
+        row = await self._one(f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = %s", (secret_hash,))
+        return None if row is None else rows.token_from_row(row)
+
+    async def revoke_token(self, secret_hash: bytes) -> bool:
+        return await self._update("UPDATE tokens SET revoked = true WHERE secret_hash = %s", (secret_hash,))
+
+    async def revoke_token_id(self, token_id: str) -> bool:
+        return await self._update("UPDATE tokens SET revoked = true WHERE token_id = %s", (token_id,))
+
+    async def _update(self, statement: str, params: Sequence[object]) -> bool:
+        async def update(conn: Conn) -> bool:
+            return (await conn.execute(statement, params)).rowcount > 0
+
+        return await self._tx(update)
+
+    # limits
+
+    async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
+        async def record(conn: Conn) -> int | None:
+            await _lock_principal(conn, principal_id)
+            await conn.execute(
+                "DELETE FROM mint_attempts WHERE principal_id = %s AND at <= %s", (principal_id, now - window_seconds)
+            )
+            await conn.execute("INSERT INTO mint_attempts VALUES (%s, %s)", (principal_id, now))
+            cursor = await conn.execute(
+                "SELECT at FROM mint_attempts WHERE principal_id = %s ORDER BY at", (principal_id,)
+            )
+            attempts = [int(r[0]) for r in await cursor.fetchall()]
+            if len(attempts) <= limit:
+                return None
+            return max(1, attempts[len(attempts) - limit] + window_seconds - now)
+
+        return await self._tx(record)
+
+    async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
+        async def remember(conn: Conn) -> bool:
+            await conn.execute(
+                "DELETE FROM dpop_proofs WHERE key_thumbprint = %s AND expires_at < %s", (key_thumbprint, now)
+            )
+            inserted = await conn.execute(
+                "INSERT INTO dpop_proofs VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", (key_thumbprint, jti, expires_at)
+            )
+            return inserted.rowcount > 0
+
+        return await self._tx(remember)
+
+
+async def _next_sequence(conn: Conn, vault_id: str) -> int:
+    cursor = await conn.execute(
+        "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = %s RETURNING sequence", (vault_id,)
+    )
+    row = await cursor.fetchone()
+    assert row is not None  # the vault exists: checked in this transaction
+    return int(row[0])
+
+
+async def _lock_principal(conn: Conn, principal_id: str) -> None:
+    await conn.execute("SELECT 1 FROM principals WHERE principal_id = %s FOR UPDATE", (principal_id,))
+
+
+async def _add_token(conn: Conn, token: TokenRecord) -> None:
+    await _require(
+        conn,
+        "SELECT 1 FROM principals WHERE principal_id = %s",
+        (token.principal_id,),
+        f"no principal {token.principal_id}",
+    )
+    await _insert(
+        conn,
+        f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        rows.token_params(token),
+        "token",
+    )
+
+
+async def _require(conn: Conn, query: str, params: Sequence[object], missing: str) -> None:
+    if await (await conn.execute(query, params)).fetchone() is None:
+        raise UnknownReference(missing)
+
+
+async def _insert(conn: Conn, statement: str, params: Sequence[object], what: str) -> None:
+    # A savepoint, so a refused row leaves the transaction usable for the caller's rollback.
+    try:
+        async with conn.transaction():
+            await conn.execute(statement, params)
+    except errors.UniqueViolation:
+        raise AlreadyExists(f"{what} already exists") from None
+    except errors.ForeignKeyViolation:
+        raise UnknownReference(f"{what} refers to something that does not exist") from None
