@@ -1,15 +1,17 @@
 """PostgreSQL for the tests: a fresh database per test on some server.
 
 The server, found once per session: $ZKPLATFORM_TEST_POSTGRES_URL; else the
-one on 127.0.0.1:5432 (trust auth, database `test`) when it answers; else a
-throwaway cluster started from local PostgreSQL binaries. Only when none
-exists are the tests skipped, with the reason; under CI they fail instead,
-because CI on this project's machine must run them.
+one on 127.0.0.1:5432 (trust auth, database `test`) when it answers within
+2 s; else a throwaway cluster started from local PostgreSQL binaries. Only
+when none works are the tests skipped, with the reason; with CI=true they fail
+instead, because CI on this project's machine must run them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -21,16 +23,20 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from psycopg import sql
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/test"
+CONNECT_TIMEOUT = 2  # seconds
+TOOL_TIMEOUT = 120  # seconds for initdb or pg_ctl, which waits at most 30 s itself
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str) -> str | None:
+    """None when the server at url takes a connection; else why not."""
     try:
-        with psycopg.connect(url, connect_timeout=2):
-            return True
-    except psycopg.Error:
-        return False
+        with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT):
+            return None
+    except psycopg.Error as error:
+        return str(error).strip() or type(error).__name__
 
 
 def _free_port() -> int:
@@ -41,48 +47,78 @@ def _free_port() -> int:
 
 
 class _Cluster:
-    """A throwaway cluster from the local binaries, as the `postgres` user when we are root."""
+    """A throwaway cluster from the local binaries; as the `postgres` user when we are root,
+    since initdb refuses to run as root."""
 
     def __init__(self) -> None:
         bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
         if not bins:
-            msg = "no PostgreSQL server answers and no local binaries (initdb) are installed"
+            msg = "no local PostgreSQL binaries (/usr/lib/postgresql/*/bin/initdb)"
             raise RuntimeError(msg)
         self._bin = bins[-1].parent
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                msg = "running as root and there is no `postgres` user to run initdb as"
+                raise RuntimeError(msg) from None
+            self._as = ["runuser", "-u", "postgres", "--"]
         self._dir = Path(tempfile.mkdtemp(prefix="zk-pg-"))
-        self._port = _free_port()
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self._as:
-            shutil.chown(self._dir, "postgres")
-        data = self._dir / "data"
-        self._run("initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
-        self._run(
-            "pg_ctl", "-D", str(data), "-w", "-t", "30", "-o", f"-p {self._port} -k {self._dir} -h 127.0.0.1", "start"
-        )
-        self.url = f"postgresql://postgres@127.0.0.1:{self._port}/postgres"
+        self._data = self._dir / "data"
+        port = _free_port()
+        try:
+            if self._as:
+                shutil.chown(self._dir, "postgres")
+            self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", "postgres", "--no-sync")
+            # The server's output goes to a file: a server holding our pipes would keep run() waiting.
+            options = f"-p {port} -k {self._dir} -h 127.0.0.1"
+            log = str(self._dir / "server.log")
+            self._run("pg_ctl", "-D", str(self._data), "-l", log, "-o", options, "-w", "-t", "30", "start")
+        except BaseException:
+            with contextlib.suppress(RuntimeError):  # the first failure is the one to report
+                self.stop()
+            raise
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
     def _run(self, tool: str, *args: str) -> None:
-        subprocess.run([*self._as, str(self._bin / tool), *args], check=True, capture_output=True, timeout=120)
+        command = [*self._as, str(self._bin / tool), *args]
+        try:
+            subprocess.run(command, check=True, capture_output=True, timeout=TOOL_TIMEOUT)
+        except subprocess.CalledProcessError as error:
+            output = (error.stderr or error.stdout or b"").decode(errors="replace").strip()
+            msg = f"{tool} failed: {output}"
+            raise RuntimeError(msg) from None
+        except subprocess.TimeoutExpired:
+            msg = f"{tool} did not finish within {TOOL_TIMEOUT} s"
+            raise RuntimeError(msg) from None
 
     def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self._dir / "data"), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(self._dir, ignore_errors=True)
+        try:
+            if (self._data / "postmaster.pid").exists():
+                self._run("pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "-t", "30", "stop")
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
+    """The URL of a server (and a database on it to connect to) where tests may create databases."""
     configured = os.environ.get("ZKPLATFORM_TEST_POSTGRES_URL")
     if configured:
         yield configured
         return
-    if _answers(LOCAL_URL):
+    refused = _answers(LOCAL_URL)
+    if refused is None:
         yield LOCAL_URL
         return
     try:
         cluster = _Cluster()
     except (RuntimeError, OSError, subprocess.SubprocessError) as error:
-        reason = f"PostgreSQL tests need a server: {error}"
-        if os.environ.get("CI"):
+        reason = (
+            f"PostgreSQL tests need a server: {LOCAL_URL} does not answer ({refused}); no throwaway cluster ({error})"
+        )
+        if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason)
         pytest.skip(reason)
     try:
@@ -93,13 +129,16 @@ def postgres_server() -> Iterator[str]:
 
 @pytest.fixture
 def postgres_url(postgres_server: str) -> Iterator[str]:
-    """The URL of a new, empty database, dropped after the test."""
+    """The URL of a new, empty database, dropped (even with connections left open) after the test.
+
+    Synchronous on purpose: async fixtures (tests/contract's `store`) ask for it with
+    request.getfixturevalue, which cannot run an async fixture inside the running loop.
+    """
     name = f"zk_test_{secrets.token_hex(6)}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(postgres_server)
+    with psycopg.connect(postgres_server, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
+        yield urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with psycopg.connect(postgres_server, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -53,7 +53,7 @@ class Settings:
             base_url=env.get("ZKPLATFORM_BASE_URL", f"http://{DEFAULT_BIND}"),
             mint_policy=_mint_policy(env),
             tombstone_retention_days=_positive_int(
-                env, "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS
+                env, "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS, at_most=36_500
             ),
         )
 
@@ -90,11 +90,11 @@ def _mint_policy(env: Mapping[str, str]) -> MintPolicy:
         raise ConfigError(str(error)) from None
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+def _positive_int(env: Mapping[str, str], name: str, default: int, *, at_most: int = 2**31 - 1) -> int:
     raw = env.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        msg = f"{name} must be a positive whole number, not {raw!r}"
+    if not raw.isdigit() or not 1 <= int(raw) <= at_most:
+        msg = f"{name} must be a whole number from 1 to {at_most}, not {raw!r}"
         raise ConfigError(msg)
     return int(raw)

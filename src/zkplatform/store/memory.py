@@ -83,7 +83,7 @@ class MemoryStore:
                 raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
             key = (item.vault_id, item.item_id)
             if key in self._items or key in seen:
-                raise AlreadyExists(f"item {item.item_id} already exists in vault {item.vault_id}")
+                raise AlreadyExists(f"item {item.item_id} in vault {item.vault_id} already exists")
             seen.add(key)
         for item in items:
             self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))

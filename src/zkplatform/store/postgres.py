@@ -1,11 +1,12 @@
 """The PostgreSQL store: several workers and hosts on one database.
 
-Each use case is one transaction on a pooled connection (READ COMMITTED). The
-delete is a conditional UPDATE on (item, version): a concurrent delete of the
-same row waits for the first to commit, re-checks `NOT deleted` and changes
-nothing, so exactly one change takes a sequence number. Counting limits (the
-active-token cap, the mint rate) first locks the principal's row, so
-concurrent mints from any process are counted one after the other.
+Each use case is one transaction on a pooled connection (READ COMMITTED); a
+single-statement read runs on its own in autocommit. The delete is a
+conditional UPDATE on (item, version): a concurrent delete of the same row
+waits for the first to commit, re-checks `NOT deleted` and changes nothing, so
+exactly one change takes a sequence number. Counting limits (the active-token
+cap, the mint rate) first locks the principal's row, so concurrent mints from
+any process are counted one after the other.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from zkplatform.store.migrations import check_version, migrations
 
 T = TypeVar("T")
 DIALECT = "postgresql"
+OPEN_TIMEOUT = 10.0  # seconds for the first connection: a wrong URL fails fast
 _MIGRATION_LOCK = 0x7A6B_706C  # pg_advisory_xact_lock key: one migrator at a time
 Conn = AsyncConnection[tuple[Any, ...]]
 
@@ -33,15 +35,17 @@ class PostgresStore:
 
     @classmethod
     async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
-        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False)
-        await pool.open(wait=True, timeout=10)
+        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
         store = cls(pool)
-        if check_schema:
-            try:
+        try:
+            await pool.open(wait=True, timeout=OPEN_TIMEOUT)
+            if check_schema:
                 check_version(await store.schema_version(), DIALECT)
-            except BaseException:
-                await store.close()
-                raise
+        except BaseException:
+            await store.close()
+            raise
         return store
 
     async def close(self) -> None:
@@ -54,23 +58,25 @@ class PostgresStore:
 
     async def _one(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(query, params)
-            return await cursor.fetchone()
+            return await _fetchone(conn, query, params)
 
     # schema
 
     async def schema_version(self) -> int | None:
-        exists = await self._one("SELECT to_regclass('schema_version') IS NOT NULL")
-        if not exists or not exists[0]:
-            return None
-        row = await self._one("SELECT version FROM schema_version")
+        async with self._pool.connection() as conn:
+            exists = await _fetchone(conn, "SELECT to_regclass('schema_version') IS NOT NULL")
+            if exists is None or not exists[0]:
+                return None
+            row = await _fetchone(conn, "SELECT version FROM schema_version")
         return None if row is None else int(row[0])
 
     async def migrate(self) -> list[int]:
+        """Apply the missing migrations in one transaction, one migrator at a time; the versions applied."""
+
         async def apply(conn: Conn) -> list[int]:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = await (await conn.execute("SELECT version FROM schema_version")).fetchone()
+            row = await _fetchone(conn, "SELECT version FROM schema_version")
             current = 0 if row is None else int(row[0])
             applied = []
             for migration in migrations(DIALECT):
@@ -183,22 +189,26 @@ class PostgresStore:
 
     async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
         async def delete(conn: Conn) -> DeleteOutcome:
-            # The compare-and-set: only a live item at base_version changes.
-            changed = await conn.execute(
+            # The compare-and-set: only a live item at base_version changes, and
+            # only a change takes a sequence number.
+            changed = await _fetchone(
+                conn,
                 "UPDATE items SET deleted = true, version = version + 1, updated_at = %s, title_hash = '',"
                 " payload = NULL, wrapped_keys = '[]'"
-                " WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted",
+                f" WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted RETURNING {rows.ITEM_COLUMNS}",
                 (now, vault_id, item_id, base_version),
             )
-            if changed.rowcount:
+            if changed is not None:
+                item, _ = rows.item_from_row(changed)
                 sequence = await _next_sequence(conn, vault_id)
                 await conn.execute(
                     "UPDATE items SET sequence = %s WHERE vault_id = %s AND item_id = %s", (sequence, vault_id, item_id)
                 )
-            cursor = await conn.execute(
-                f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
+                return Tombstone(item, sequence)
+            # Nothing changed: only describe the row as committed, whoever deleted it.
+            row = await _fetchone(
+                conn, f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
             )
-            row = await cursor.fetchone()
             if row is None:
                 return Missing()
             item, sequence = rows.item_from_row(row)
@@ -226,12 +236,12 @@ class PostgresStore:
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
         async def add(conn: Conn) -> int | None:
             await _lock_principal(conn, token.principal_id)
-            cursor = await conn.execute(
+            count, first_expiry = await _fetchone(
+                conn,
                 "SELECT count(*), min(expires_at) FROM tokens"
                 " WHERE principal_id = %s AND minted AND NOT revoked AND expires_at > %s",
                 (token.principal_id, now),
-            )
-            count, first_expiry = await cursor.fetchone() or (0, None)
+            ) or (0, None)
             if count >= cap:
                 return int(first_expiry)
             await _add_token(conn, token)
@@ -276,9 +286,7 @@ class PostgresStore:
 
     async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
         async def remember(conn: Conn) -> bool:
-            await conn.execute(
-                "DELETE FROM dpop_proofs WHERE key_thumbprint = %s AND expires_at < %s", (key_thumbprint, now)
-            )
+            await conn.execute("DELETE FROM dpop_proofs WHERE expires_at < %s", (now,))
             inserted = await conn.execute(
                 "INSERT INTO dpop_proofs VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", (key_thumbprint, jti, expires_at)
             )
@@ -287,11 +295,14 @@ class PostgresStore:
         return await self._tx(remember)
 
 
+async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+    return await (await conn.execute(query, params)).fetchone()
+
+
 async def _next_sequence(conn: Conn, vault_id: str) -> int:
-    cursor = await conn.execute(
-        "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = %s RETURNING sequence", (vault_id,)
+    row = await _fetchone(
+        conn, "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = %s RETURNING sequence", (vault_id,)
     )
-    row = await cursor.fetchone()
     assert row is not None  # the vault exists: checked in this transaction
     return int(row[0])
 
@@ -316,15 +327,14 @@ async def _add_token(conn: Conn, token: TokenRecord) -> None:
 
 
 async def _require(conn: Conn, query: str, params: Sequence[object], missing: str) -> None:
-    if await (await conn.execute(query, params)).fetchone() is None:
+    if await _fetchone(conn, query, params) is None:
         raise UnknownReference(missing)
 
 
 async def _insert(conn: Conn, statement: str, params: Sequence[object], what: str) -> None:
-    # A savepoint, so a refused row leaves the transaction usable for the caller's rollback.
+    # No savepoint: a refused row fails the whole use case, which rolls back.
     try:
-        async with conn.transaction():
-            await conn.execute(statement, params)
+        await conn.execute(statement, params)
     except errors.UniqueViolation:
         raise AlreadyExists(f"{what} already exists") from None
     except errors.ForeignKeyViolation:

@@ -35,23 +35,22 @@ class SQLiteStore:
     @classmethod
     async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
         store = cls(path)
-        await store._call(store._connect)
-        if check_schema:
-            try:
+        try:
+            await store._call(store._connect)
+            if check_schema:
                 check_version(await store.schema_version(), DIALECT)
-            except BaseException:
-                await store.close()
-                raise
+        except BaseException:
+            await store.close()
+            raise
         return store
 
     def _connect(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        self._conn = conn
+        self._conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA journal_mode = WAL")  # fails here on a file that is not a database
+        self._conn.execute("PRAGMA synchronous = FULL")
+        self._conn.execute("PRAGMA foreign_keys = ON")
 
     async def close(self) -> None:
         if self._conn is not None:

@@ -67,3 +67,6 @@ CREATE TABLE dpop_proofs (
     expires_at BIGINT NOT NULL,
     PRIMARY KEY (key_thumbprint, jti)
 );
+
+-- Every proof remembered first forgets the lapsed ones: find them without a scan.
+CREATE INDEX dpop_proofs_by_expiry ON dpop_proofs (expires_at);

@@ -67,3 +67,5 @@ CREATE TABLE dpop_proofs (
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (key_thumbprint, jti)
 ) STRICT;
+
+CREATE INDEX dpop_proofs_lapsing ON dpop_proofs (expires_at);

@@ -1,0 +1,152 @@
+"""The command line of `zkplatform admin`: its commands, flags and the checks on their values."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+
+from zkplatform.admin import commands
+from zkplatform.config import DEFAULT_STORE
+from zkplatform.domain.models import Role, Scope
+
+# The contract's id format (proto/.../vault.proto): ids made here must be usable in requests.
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+DEFAULT_TTL_SECONDS = 3600
+# Ten years: ample for an operator's token, and its expiry stays a valid timestamp.
+MAX_TTL_SECONDS = 10 * 365 * 86_400
+
+DESCRIPTION = """\
+Operator commands, acting directly on a store. `token issue` is the only way
+to a first token outside development mode, like a root token at
+initialisation; every other token is minted from one through the API.
+"""
+EPILOG = """\
+exit codes: 0 done; 1 refused input (nothing was changed); 2 bad usage, an
+unusable store, or a schema other than this build's (run `migrate`).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zkplatform admin",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
+    )
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    migrate = subcommands.add_parser("migrate", help="create the schema, or upgrade it to this build's")
+    migrate.set_defaults(run=commands.migrate)
+
+    tenant = _group(subcommands, "tenant", "manage tenants")
+    add = tenant.add_parser("add", help="add a tenant")
+    add.add_argument("tenant_id", type=_id, metavar="TENANT_ID")
+    add.set_defaults(run=commands.add_tenant)
+
+    principal = _group(subcommands, "principal", "manage principals")
+    add = principal.add_parser("add", help="add a principal to a tenant")
+    add.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID")
+    add.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
+    add.add_argument("--role", choices=[r.value for r in Role], required=True, help="its role")
+    add.add_argument(
+        "--scopes",
+        type=_scopes,
+        metavar="a,b,...",
+        help="the scopes it may hold, within its role's bound"
+        " (default: all the role allows; none for a service; '' for none)",
+    )
+    add.set_defaults(run=commands.add_principal)
+
+    vault = _group(subcommands, "vault", "manage vaults")
+    add = vault.add_parser("add", help="add a vault to a tenant")
+    add.add_argument("vault_id", type=_id, metavar="VAULT_ID")
+    add.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
+    add.add_argument(
+        "--members", type=_ids, default=[], metavar="p1,p2,...", help="principals of the same tenant (default: none)"
+    )
+    add.set_defaults(run=commands.add_vault)
+
+    importing = subcommands.add_parser(
+        "import",
+        help="import items, all or nothing, from NDJSON: one platform.v1.Item per line in proto3 JSON",
+        description="Check every line first; import only when all are good, in one transaction.",
+    )
+    importing.add_argument("file", metavar="FILE", help="the NDJSON file, or - for standard input")
+    importing.set_defaults(run=commands.import_items)
+
+    token = _group(subcommands, "token", "issue and revoke tokens")
+    issue = token.add_parser(
+        "issue",
+        help="issue a token for a principal and print it as JSON (its secret is shown this once)",
+        description="Issue a token and print it as proto3 JSON on standard output. Use the server's"
+        " ZKPLATFORM_TOKEN_PEPPER or ZKPLATFORM_STATE_DIR, or the server will not recognise it.",
+    )
+    issue.add_argument("--principal", type=_id, required=True, metavar="P", help="the principal's id")
+    issue.add_argument(
+        "--ttl",
+        type=_bounded(MAX_TTL_SECONDS),
+        default=DEFAULT_TTL_SECONDS,
+        metavar="SECONDS",
+        help=f"lifetime in seconds (default {DEFAULT_TTL_SECONDS}, at most {MAX_TTL_SECONDS}: ten years)",
+    )
+    issue.add_argument("--scopes", type=_scopes, metavar="a,b,...", help="default: every scope the principal may hold")
+    issue.set_defaults(run=commands.issue_token)
+    revoke = token.add_parser("revoke", help="revoke a token by its public id (its tokenId, tok_...)")
+    revoke.add_argument("token_id", metavar="TOKEN_ID")
+    revoke.set_defaults(run=commands.revoke_token)
+
+    purge = subcommands.add_parser("purge-tombstones", help="forget tombstones deleted longer ago than the retention")
+    purge.add_argument(
+        "--older-than-days",
+        type=_bounded(commands.MAX_RETENTION_DAYS),
+        metavar="N",
+        help="the retention in days (default: $ZKPLATFORM_TOMBSTONE_RETENTION_DAYS or 90)",
+    )
+    purge.set_defaults(run=commands.purge_tombstones)
+    return parser
+
+
+def _group(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """A command made of subcommands, such as `tenant add`."""
+    group = subcommands.add_parser(name, help=help_text, description=help_text)
+    return group.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+
+def _id(raw: str) -> str:
+    if not ID.fullmatch(raw):
+        msg = f"{raw!r} is not an id: 1 to 64 of [A-Za-z0-9._:-], the first alphanumeric"
+        raise argparse.ArgumentTypeError(msg)
+    return raw
+
+
+def _ids(raw: str) -> list[str]:
+    return [_id(part) for part in raw.split(",") if part]
+
+
+def _scopes(raw: str) -> list[Scope]:
+    try:
+        return [Scope(part) for part in raw.split(",") if part]
+    except ValueError:
+        msg = f"scopes are a comma-separated list of {', '.join(s.value for s in Scope)}"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def _bounded(upper: int) -> Callable[[str], int]:
+    """A whole number from 1 to `upper`, as an argparse type."""
+
+    def whole(raw: str) -> int:
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= upper:
+            msg = f"must be a whole number from 1 to {upper}, not {raw!r}"
+            raise argparse.ArgumentTypeError(msg)
+        return int(raw)
+
+    return whole

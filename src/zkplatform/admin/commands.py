@@ -1,0 +1,121 @@
+"""What each `zkplatform admin` command does to the store.
+
+Each takes the parsed arguments and an open store and returns what to print on
+standard output; a refusal raises, and `main` turns it into one line on
+standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+
+from google.protobuf import json_format
+
+from zkplatform.admin.importer import read_file
+from zkplatform.app import Platform
+from zkplatform.config import ConfigError, Settings
+from zkplatform.domain import tokens
+from zkplatform.domain.clock import system_clock
+from zkplatform.domain.errors import ScopesNotHeld
+from zkplatform.domain.models import Principal, Role, Tenant, Vault
+from zkplatform.pepper import load_pepper
+from zkplatform.rpc.convert import token_to_proto
+from zkplatform.store import MigratableStore
+
+SECONDS_PER_DAY = 86_400
+# A century: beyond any real retention, and `now - retention` stays well within the stores' integers.
+MAX_RETENTION_DAYS = 100 * 365
+
+Command = Callable[[argparse.Namespace, MigratableStore], Awaitable[str]]
+
+
+class Refused(Exception):
+    """Input the command will not act on: one line for the operator, exit code 1."""
+
+
+async def migrate(args: argparse.Namespace, store: MigratableStore) -> str:  # one signature for all
+    applied = await store.migrate()
+    if not applied:
+        version = await store.schema_version()
+        return "the schema is up to date" + (f" (version {version})" if version else "")
+    return f"applied migration(s) {', '.join(map(str, applied))}"
+
+
+async def add_tenant(args: argparse.Namespace, store: MigratableStore) -> str:
+    await store.add_tenant(Tenant(args.tenant_id))
+    return f"tenant {args.tenant_id} added"
+
+
+async def add_principal(args: argparse.Namespace, store: MigratableStore) -> str:
+    role = Role(args.role)
+    scopes = role.default_scopes if args.scopes is None else frozenset(args.scopes)
+    # The store would keep a wider grant, and every check would narrow it again
+    # (Principal.scopes): refuse it here instead, so that what is stored is what holds.
+    if beyond := scopes - role.scope_bound:
+        allowed = ", ".join(sorted(role.scope_bound))
+        msg = f"the role {role} may not hold {', '.join(sorted(beyond))} (it allows {allowed})"
+        raise Refused(msg)
+    await store.add_principal(Principal(args.principal_id, args.tenant, role, scopes))
+    return f"principal {args.principal_id} added to tenant {args.tenant} as {role} with {_listed(scopes)}"
+
+
+async def add_vault(args: argparse.Namespace, store: MigratableStore) -> str:
+    members = frozenset(args.members)
+    await store.add_vault(Vault(args.vault_id, args.tenant, members))
+    return f"vault {args.vault_id} added to tenant {args.tenant} with {len(members)} member(s)"
+
+
+async def import_items(args: argparse.Namespace, store: MigratableStore) -> str:
+    # Pass 1, in a thread so that the event loop (and a PostgreSQL pool) stays responsive:
+    # the whole file, parsed and checked, before anything is stored.
+    items = await asyncio.to_thread(read_file, args.file)
+    # Pass 2: one add_items, one transaction, all or nothing.
+    await store.add_items(items)
+    return f"imported {len(items)} item(s)"
+
+
+async def issue_token(args: argparse.Namespace, store: MigratableStore) -> str:
+    settings = Settings.from_env()
+    # The server's pepper, or tokens issued here would not be recognised there.
+    platform = Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir))
+    # What issue_for does, but the principal's role is needed for the printed Token too.
+    principal = await store.get_principal(args.principal)
+    if principal is None:
+        msg = f"no principal {args.principal}"
+        raise Refused(msg)
+    try:
+        issued = await platform.issuer.issue(principal, args.ttl, args.scopes)
+    except ScopesNotHeld as error:  # its message speaks of an API caller; here there is none
+        held = ", ".join(sorted(principal.scopes)) or "none"
+        msg = f"principal {principal.principal_id} may not hold {', '.join(error.refused)} (it may hold: {held})"
+        raise Refused(msg) from None
+    token = json_format.MessageToDict(token_to_proto(issued, principal.role))
+    return json.dumps(token, separators=(",", ":"))  # the secret: shown here, once
+
+
+async def revoke_token(args: argparse.Namespace, store: MigratableStore) -> str:
+    token_id: str = args.token_id
+    if token_id.startswith(tokens.PREFIX):
+        # A secret given by mistake: refuse it without repeating it anywhere.
+        msg = "that is a token's secret, not its id: revoke by the tokenId (tok_...) printed with the token"
+        raise Refused(msg)
+    if not await store.revoke_token_id(token_id):
+        msg = f"no token {token_id}"
+        raise Refused(msg)
+    return f"token {token_id} revoked"
+
+
+async def purge_tombstones(args: argparse.Namespace, store: MigratableStore) -> str:
+    days: int = args.older_than_days or Settings.from_env().tombstone_retention_days
+    if days > MAX_RETENTION_DAYS:
+        msg = f"ZKPLATFORM_TOMBSTONE_RETENTION_DAYS must be at most {MAX_RETENTION_DAYS}, not {days}"
+        raise ConfigError(msg)
+    purged = await store.purge_tombstones(system_clock() - days * SECONDS_PER_DAY)
+    return f"purged {purged} tombstone(s) deleted more than {days} day(s) ago"
+
+
+def _listed(scopes: frozenset[str]) -> str:
+    return f"scopes {', '.join(sorted(scopes))}" if scopes else "no scopes"
