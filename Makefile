@@ -24,9 +24,13 @@ $(STAMP): pyproject.toml constraints.txt
 .PHONY: install
 install: $(STAMP) ## Create the venv and install pinned dependencies
 
+PROTOS := $(shell find proto -name '*.proto' | sort)
+
 .PHONY: gen
 gen: $(STAMP) ## Regenerate gen/ from proto/
 	buf generate
+	@# grpcio stubs for gRPC clients: buf has no builtin grpc_python plugin
+	$(BIN)/python -m grpc_tools.protoc -Iproto -Ithird_party/proto --grpc_python_out=gen $(PROTOS)
 
 .PHONY: check-gen-clean
 check-gen-clean: gen ## Fail when regeneration changes anything under gen/
