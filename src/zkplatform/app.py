@@ -27,6 +27,7 @@ from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.protocol import RequireProtocolVersion
+from zkplatform.rpc.reflection import reflection_routes
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
 from zkplatform.store import StoreURLError, open_store
@@ -95,8 +96,9 @@ def create_app(
     pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
     edge = Edge({}, max_body_bytes=settings.max_body_bytes)
+    streams = reflection_routes([vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR])
     if platform is not None:
-        edge.mount(routes(settings, platform, vault, broker))
+        edge.mount(routes(settings, platform, vault, broker), streams)
         return edge
     maintenance: asyncio.Task[None] | None = None
 
@@ -109,7 +111,7 @@ def create_app(
                 path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
                 log.info("development mode: demo data seeded; credentials written to %s", path)
             maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
-            edge.mount(routes(settings, platform, vault, broker))
+            edge.mount(routes(settings, platform, vault, broker), streams)
         elif phase == "shutdown" and platform is not None:
             if maintenance is not None:
                 maintenance.cancel()

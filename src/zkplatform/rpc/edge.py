@@ -52,28 +52,32 @@ class Edge:
         lifespan: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._procedures = dict(unary_procedures)
+        self._streams: dict[str, ASGIApp] = {}
         self._max_body_bytes = max_body_bytes
         self.lifespan = lifespan
 
-    def mount(self, unary_procedures: Mapping[str, ASGIApp]) -> None:
-        """Route these procedures (at start-up, once the store is open)."""
+    def mount(self, unary_procedures: Mapping[str, ASGIApp], streams: Mapping[str, ASGIApp] | None = None) -> None:
+        """Route these procedures (at start-up, once the store is open). Unary
+        calls are read whole first; streams are handed on as they come."""
         self._procedures.update(unary_procedures)
+        self._streams.update(streams or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._serve_lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        path = scope["path"]
-        app = self._procedures.get(path)
-        if app is None:
-            if path == "/healthz" and scope["method"] in ("GET", "HEAD"):
+        elif scope["type"] == "http":
+            path = scope["path"]
+            if (stream := self._streams.get(path)) is not None:
+                await stream(scope, receive, send)
+            elif (app := self._procedures.get(path)) is not None:
+                await self._unary(app, scope, receive, send)
+            elif path == "/healthz" and scope["method"] in ("GET", "HEAD"):
                 await _send_plain(send, 200, b"ok\n")
-                return
-            unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
-            await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
-            return
+            else:
+                unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
+                await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
+
+    async def _unary(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         request_facts.set(RequestFacts(query_string=scope.get("query_string", b""), url=_url(scope)))
         if scope["method"] != "POST":
             await app(scope, receive, send)

@@ -1,0 +1,90 @@
+"""`buf curl` against a real server: with the local schema, and through server reflection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.server import Server, serving
+
+REPO = Path(__file__).resolve().parents[2]
+BUF = str(Path(sys.executable).parent / "buf")
+# Each delete takes a fresh item of alice's vaults (the module shares one server).
+_fresh_items = iter([(vault, f"item-{n}") for vault in ("acme-private", "acme-shared") for n in range(1, 7)])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory.mktemp("bufcurl"), "--dev") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def alice(server: Server) -> str:
+    credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+    return str(next(p["token"] for p in credentials["tenants"][0]["principals"] if p["principalId"] == "alice"))
+
+
+def buf_curl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [BUF, "curl", "--http2-prior-knowledge", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO,
+    )
+
+
+@pytest.mark.parametrize("protocol", ["connect", "grpc", "grpcweb"])
+@pytest.mark.parametrize("schema", [["--schema", "."], []], ids=["local-schema", "reflection"])
+def test_delete_with_buf_curl(server: Server, alice: str, protocol: str, schema: list[str]) -> None:
+    vault, item = next(_fresh_items)
+
+    result = buf_curl(
+        *schema,
+        "--protocol",
+        protocol,
+        "-H",
+        f"Authorization: Bearer {alice}",
+        "-d",
+        json.dumps({"vaultId": vault, "itemId": item, "baseVersion": "1"}),
+        f"{server.base_url}/platform.v1.VaultService/DeleteItem",
+    )
+
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["item"]["deleted"] is True
+    assert answer["item"]["itemId"] == item
+
+
+def test_reflection_lists_the_services(server: Server) -> None:
+    result = buf_curl("--protocol", "grpc", "--list-services", server.base_url)
+
+    assert result.returncode == 0, result.stderr
+    assert set(result.stdout.split()) == {
+        "platform.v1.VaultService",
+        "platform.v1.BrokerService",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    }
+
+
+def test_errors_come_back_as_connect_errors(server: Server, alice: str) -> None:
+    result = buf_curl(
+        "--protocol",
+        "grpc",
+        "-H",
+        f"Authorization: Bearer {alice}",
+        "-d",
+        '{"vaultId": "acme-private", "itemId": "nope", "baseVersion": "1"}',
+        f"{server.base_url}/platform.v1.VaultService/DeleteItem",
+    )
+
+    assert result.returncode != 0
+    assert "not_found" in result.stderr
