@@ -21,23 +21,29 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# The TypeScript client's packages, exactly as the lockfile says.
+NODE_STAMP := clients/ts/node_modules/.installed
+$(NODE_STAMP): clients/ts/package.json clients/ts/package-lock.json
+	npm ci --prefix clients/ts --no-audit --no-fund --loglevel=error
+	@touch $@
+
 .PHONY: install
-install: $(STAMP) ## Create the venv and install pinned dependencies
+install: $(STAMP) $(NODE_STAMP) ## Create the venv and install pinned dependencies (Python and Node)
 
 PROTOS := $(shell find proto -name '*.proto' | sort)
 
 .PHONY: gen
-gen: $(STAMP) ## Regenerate gen/ from proto/
+gen: $(STAMP) $(NODE_STAMP) ## Regenerate gen/ and clients/ts/src/gen/ from proto/
 	buf generate
 	@# grpcio stubs for gRPC clients: buf has no builtin grpc_python plugin
 	$(BIN)/python -m grpc_tools.protoc -Iproto -Ithird_party/proto --grpc_python_out=gen $(PROTOS)
 
 .PHONY: check-gen-clean
-check-gen-clean: gen ## Fail when regeneration changes anything under gen/
-	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
-	  git status --short -- gen; git --no-pager diff --stat -- gen; \
-	  echo "gen/ is stale: run 'make gen' and commit the result" >&2; exit 1; fi
-	@echo "gen/ is up to date"
+check-gen-clean: gen ## Fail when regeneration changes any generated file
+	@if [ -n "$$(git status --porcelain -- gen clients/ts/src/gen)" ]; then \
+	  git status --short -- gen clients/ts/src/gen; git --no-pager diff --stat -- gen clients/ts/src/gen; \
+	  echo "generated code is stale: run 'make gen' and commit the result" >&2; exit 1; fi
+	@echo "generated code is up to date"
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format protos and Python
@@ -64,7 +70,8 @@ breaking: $(STAMP) ## buf breaking against the main branch
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
 .PHONY: pytest
-pytest: $(STAMP) ## Run the test suite only
+pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
+	npm run --prefix clients/ts --silent build
 	pytest $(ARGS)
 
 .PHONY: test

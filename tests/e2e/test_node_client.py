@@ -1,0 +1,68 @@
+"""The TypeScript client (Connect for ECMAScript), generated from the same protos,
+against a real server over Connect JSON, Connect binary, gRPC and gRPC-Web."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.server import Server, serving
+
+CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ts"
+
+
+@pytest.fixture(scope="module")
+def demo() -> Path:
+    """The compiled demo script (make pytest builds it; built here too when run alone)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    assert node, "node is needed: install Node 20"
+    assert npm, "npm is needed: install Node 20"
+    assert (CLIENT / "node_modules").is_dir(), "run `make install` for the client's Node packages"
+    subprocess.run([npm, "run", "--silent", "build"], cwd=CLIENT, check=True, timeout=300)
+    return CLIENT / "dist" / "demo.js"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory.mktemp("node"), "--dev") as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("protocol", "vault", "item", "other"),
+    [
+        ("connect-json", "acme-private", "item-1", "item-2"),
+        ("connect-binary", "acme-private", "item-3", "item-4"),
+        ("grpc", "acme-private", "item-5", "item-6"),
+        ("grpc-web", "acme-shared", "item-1", "item-2"),
+    ],
+)
+def test_node_client(demo: Path, server: Server, protocol: str, vault: str, item: str, other: str) -> None:
+    credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+    alice = next(p["token"] for p in credentials["tenants"][0]["principals"] if p["principalId"] == "alice")
+
+    result = subprocess.run(
+        ["node", str(demo), server.base_url, protocol, alice, vault, item, other],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["deleted"]["deleted"] is True
+    assert report["deleted"]["version"] == "2"
+    assert report["repeatedSame"] is True
+    assert report["conflict"] == {
+        "code": "Aborted",
+        "info": {"reason": "VERSION_MISMATCH", "domain": "zkplatform", "metadata": {"currentVersion": "1"}},
+    }
+    assert report["minted"] == {"scopes": ["vault.items.read"], "principalId": "alice", "prefix": "zkp_"}
+    assert report["unauthenticated"] == "Unauthenticated"
+    assert alice not in server.log()
