@@ -47,14 +47,14 @@ check-gen-clean: gen ## Fail when regeneration changes any generated file
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format protos and Python
-	buf format -w
+	buf format -w proto  # vendored third_party files stay as published
 	ruff format src tests scripts
 	ruff check --fix src tests scripts
 
 .PHONY: lint
 lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
 	buf lint
-	buf format -d --exit-code
+	buf format -d --exit-code proto
 	ruff check src tests scripts
 	ruff format --check src tests scripts
 	$(BIN)/python scripts/check_layers.py

@@ -6,7 +6,9 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.interceptor import Interceptor
 from google.protobuf.descriptor import FileDescriptor
@@ -26,11 +28,14 @@ from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.protocol import RequireProtocolVersion
 from zkplatform.rpc.reflection import reflection_routes
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
 from zkplatform.store import StoreURLError, open_store
+from zkplatform_api.grpc.health.v1 import health_pb2
+from zkplatform_api.grpc.health.v1.health_connect import HealthASGIApplication
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
@@ -96,9 +101,11 @@ def create_app(
     pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
     edge = Edge({}, max_body_bytes=settings.max_body_bytes)
-    streams = reflection_routes([vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR])
+    # Needing no token: reflection (the public contract) and health.
+    health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
+    streams = reflection_routes([vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]) | health_streams
     if platform is not None:
-        edge.mount(routes(settings, platform, vault, broker), streams)
+        edge.mount(routes(settings, platform, vault, broker) | health_unary, streams)
         return edge
     maintenance: asyncio.Task[None] | None = None
 
@@ -111,7 +118,7 @@ def create_app(
                 path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
                 log.info("development mode: demo data seeded; credentials written to %s", path)
             maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
-            edge.mount(routes(settings, platform, vault, broker), streams)
+            edge.mount(routes(settings, platform, vault, broker) | health_unary, streams)
         elif phase == "shutdown" and platform is not None:
             if maintenance is not None:
                 maintenance.cancel()
@@ -152,6 +159,16 @@ def routes(
         ),
     ]
     return {path: app for file, app in services for path in procedures(file)}
+
+
+def health_routes(codecs: list[Codec[Any, Any]]) -> tuple[dict[str, ASGIApp], dict[str, ASGIApp]]:
+    """grpc.health.v1.Health, needing no token: (unary procedures, streams)."""
+    served = [s.full_name for f in (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR) for s in f.services_by_name.values()]
+    app: ASGIApp = HealthASGIApplication(HealthServicer(served), interceptors=[ErrorMapping()], codecs=codecs)
+    service = health_pb2.DESCRIPTOR.services_by_name["Health"]
+    paths = {method: f"/{service.full_name}/{method.name}" for method in service.methods}
+    unary = {path: app for method, path in paths.items() if not method.server_streaming}
+    return unary, {path: app for method, path in paths.items() if method.server_streaming}
 
 
 async def purge_tombstones_periodically(platform: Platform, settings: Settings) -> None:

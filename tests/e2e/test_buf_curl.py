@@ -72,6 +72,7 @@ def test_reflection_lists_the_services(server: Server) -> None:
         "platform.v1.BrokerService",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
+        "grpc.health.v1.Health",
     }
 
 
@@ -88,3 +89,37 @@ def test_errors_come_back_as_connect_errors(server: Server, alice: str) -> None:
 
     assert result.returncode != 0
     assert "not_found" in result.stderr
+
+
+@pytest.mark.parametrize("service", ["", "platform.v1.VaultService", "platform.v1.BrokerService"])
+def test_health_check_needs_no_token(server: Server, service: str) -> None:
+    result = buf_curl(
+        "--protocol", "grpc", "-d", json.dumps({"service": service}), f"{server.base_url}/grpc.health.v1.Health/Check"
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"status": "SERVING"}
+
+
+def test_health_of_an_unknown_service_is_not_found(server: Server) -> None:
+    result = buf_curl(
+        "--protocol", "connect", "-d", '{"service": "x.Y"}', f"{server.base_url}/grpc.health.v1.Health/Check"
+    )
+
+    assert result.returncode != 0
+    assert "not_found" in result.stderr
+
+
+def test_health_list_and_watch(server: Server) -> None:
+    listed = buf_curl("--protocol", "grpc", "-d", "{}", f"{server.base_url}/grpc.health.v1.Health/List")
+    # Watch streams the status, then stays open until the client leaves: here, at buf's timeout.
+    watched = buf_curl(
+        "--protocol", "grpc", "--timeout", "1s", "-d", "{}", f"{server.base_url}/grpc.health.v1.Health/Watch"
+    )
+
+    assert json.loads(listed.stdout)["statuses"] == {
+        "platform.v1.BrokerService": {"status": "SERVING"},
+        "platform.v1.VaultService": {"status": "SERVING"},
+    }
+    assert json.loads(watched.stdout) == {"status": "SERVING"}
+    assert "deadline_exceeded" in watched.stderr
