@@ -48,15 +48,15 @@ check-gen-clean: gen ## Fail when regeneration changes any generated file
 .PHONY: fmt
 fmt: $(STAMP) ## Format protos and Python
 	buf format -w proto  # vendored third_party files stay as published
-	ruff format src tests scripts
-	ruff check --fix src tests scripts
+	ruff format src tests scripts bench
+	ruff check --fix src tests scripts bench
 
 .PHONY: lint
 lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
 	buf lint
 	buf format -d --exit-code proto
-	ruff check src tests scripts
-	ruff format --check src tests scripts
+	ruff check src tests scripts bench
+	ruff format --check src tests scripts bench
 	$(BIN)/python scripts/check_layers.py
 
 .PHONY: typecheck
@@ -76,6 +76,10 @@ pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
 
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
+
+.PHONY: bench
+bench: $(STAMP) ## Load figures side by side (wrk, 127.0.0.1); writes docs/benchmarks.md (not part of test)
+	$(BIN)/python bench/run.py
 
 .PHONY: run
 run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db (migrated first)
