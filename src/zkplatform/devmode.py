@@ -25,7 +25,6 @@ from zkplatform.repository import Store
 
 DEV_TOKEN_TTL_SECONDS = 3600
 ITEMS_PER_VAULT = 6
-DEFAULT_CREDENTIALS_PATH = Path("var/dev-credentials.json")
 
 # tenant -> principals (id, role); vaults (id, members)
 _DATA: list[tuple[str, list[tuple[str, Role]], list[tuple[str, list[str]]]]] = [

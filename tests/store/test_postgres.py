@@ -11,9 +11,8 @@ import psycopg
 import psycopg_pool
 import pytest
 
+from tests.contract.test_store_contract import item
 from zkplatform.domain.models import (
-    EncryptedPayload,
-    Item,
     Principal,
     Role,
     Scope,
@@ -21,7 +20,6 @@ from zkplatform.domain.models import (
     TokenRecord,
     Tombstone,
     Vault,
-    WrappedKey,
 )
 from zkplatform.repository import Stale
 from zkplatform.store import open_store, postgres
@@ -32,20 +30,6 @@ T = TypeVar("T")
 NOW = 1_800_000_000
 LATEST = latest("postgresql")
 Stores = tuple[PostgresStore, PostgresStore]
-
-
-def an_item(item_id: str, vault_id: str = "v1") -> Item:
-    return Item(
-        item_id=item_id,
-        tenant_id="t1",
-        vault_id=vault_id,
-        version=1,
-        kind="note",
-        title_hash="th-" + item_id,
-        updated_at=NOW - 100,
-        payload=EncryptedPayload("A256GCM", "bm9uY2U", "YWFk", "Y2lwaGVy", 1),
-        wrapped_keys=(WrappedKey("p1", "ECDH-ES+A256KW", "a2V5MQ"),),
-    )
 
 
 def a_token(number: int) -> TokenRecord:
@@ -66,7 +50,7 @@ async def seed(store: PostgresStore, *item_ids: str) -> None:
     await store.add_tenant(Tenant("t1"))
     await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
     await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await store.add_items([an_item(i) for i in item_ids])
+    await store.add_items([item(i) for i in item_ids])
 
 
 async def from_both(stores: Stores, count: int, call: Callable[[PostgresStore, int], Awaitable[T]]) -> list[T]:
@@ -181,7 +165,7 @@ async def test_concurrent_changes_to_one_vault_take_distinct_sequence_numbers(st
     before = await stores[0].vault_sequence("v1")
 
     outcomes = await from_both(stores, 20, lambda store, n: store.delete_item("v1", item_ids[n], 1, NOW))
-    added = await from_both(stores, 10, lambda store, n: store.add_items([an_item(f"new{n}a"), an_item(f"new{n}b")]))
+    added = await from_both(stores, 10, lambda store, n: store.add_items([item(f"new{n}a"), item(f"new{n}b")]))
 
     sequences = sorted(o.sequence for o in outcomes if isinstance(o, Tombstone))
     assert sequences == list(range(before + 1, before + 21))

@@ -17,6 +17,7 @@ from zkplatform.domain.auth import Authenticator, Caller
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
 from zkplatform.rpc.edge import request_facts
+from zkplatform.rpc.metadata import StartCheck
 
 _caller: ContextVar[Caller] = ContextVar("caller")
 _proof: ContextVar[ProofRequest] = ContextVar("proof")
@@ -32,7 +33,7 @@ def current_proof() -> ProofRequest:
     return _proof.get()
 
 
-class Authenticate:
+class Authenticate(StartCheck):
     """Metadata interceptor; connectrpc runs it in the task that then runs the handler."""
 
     def __init__(self, authenticator: Authenticator) -> None:
@@ -48,6 +49,3 @@ class Authenticate:
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=facts.url)
         _proof.set(proof)
         _caller.set(await self._authenticator.authenticate(ctx.request_headers.get("authorization"), proof))
-
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        return None

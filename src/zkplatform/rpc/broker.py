@@ -11,13 +11,14 @@ from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
 from zkplatform.domain.models import Scope
 from zkplatform.rpc.auth import current_caller, current_proof
 from zkplatform.rpc.convert import token_to_proto
+from zkplatform.rpc.metadata import StartCheck
 from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService
 
 _attempt: ContextVar[MintAttempt] = ContextVar("mint_attempt")
 
 
-class CountMintAttempts:
+class CountMintAttempts(StartCheck):
     """Metadata interceptor after Authenticate: every authenticated attempt
     counts against the rate, even one whose body turns out malformed."""
 
@@ -26,9 +27,6 @@ class CountMintAttempts:
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         _attempt.set(await self._use_cases.count_attempt(current_caller()))
-
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        return None
 
 
 class BrokerServicer(BrokerService):

@@ -8,10 +8,12 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
+from zkplatform.rpc.metadata import StartCheck
+
 _GRPC_CONTENT_TYPE = "application/grpc"  # also the prefix of gRPC-Web's
 
 
-class RequireProtocolVersion:
+class RequireProtocolVersion(StartCheck):
     """Metadata interceptor: Connect-protocol calls must send `Connect-Protocol-Version`.
 
     connectrpc refuses a wrong value but accepts a missing header; the spec of
@@ -24,6 +26,3 @@ class RequireProtocolVersion:
             return
         if "connect-protocol-version" not in headers:
             raise ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
-
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        return None

@@ -39,11 +39,6 @@ def kind_of(url: str) -> str:
     raise StoreURLError(msg)
 
 
-def check_store_url(url: str) -> None:
-    """Refuse an unusable URL before the server binds its port."""
-    kind_of(url)
-
-
 def sqlite_path(url: str) -> Path | None:
     """sqlite:///rel/x.db -> rel/x.db; sqlite:////abs/x.db -> /abs/x.db."""
     path = urlsplit(url).path
