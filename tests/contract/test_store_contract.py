@@ -107,13 +107,13 @@ async def test_items_round_trip_and_take_sequence_numbers(seeded: MigratableStor
 
 
 async def test_add_items_is_all_or_none(seeded: MigratableStore) -> None:
-    for batch, error in (
-        ([item("n1"), item("n2"), item("i1")], AlreadyExists),
-        ([item("n1"), item("n1")], AlreadyExists),
-        ([item("n1"), item("n2", vault_id="v9")], UnknownReference),
-        ([item("n1"), item("n2", tenant_id="t2")], UnknownReference),
+    for batch, error, names in (
+        ([item("n1"), item("n2"), item("i1")], AlreadyExists, "item i1 in vault v1"),
+        ([item("n1"), item("n1")], AlreadyExists, "item n1 in vault v1"),
+        ([item("n1"), item("n2", vault_id="v9")], UnknownReference, "no vault v9"),
+        ([item("n1"), item("n2", tenant_id="t2")], UnknownReference, "in tenant t2"),
     ):
-        with pytest.raises(error):
+        with pytest.raises(error, match=names):
             await seeded.add_items(batch)
         assert await seeded.get_item("v1", "n1") is None
         assert await seeded.vault_sequence("v1") == 3
@@ -153,6 +153,27 @@ async def test_concurrent_deletes_make_one_change(seeded: MigratableStore) -> No
     assert isinstance(outcomes[0], Tombstone)
     assert outcomes[0].sequence == 4
     assert await seeded.vault_sequence("v1") == 4
+
+
+async def test_concurrent_use_cases_fail_alone(seeded: MigratableStore) -> None:
+    """A failing use case among concurrent ones changes nothing, and the others all stand
+    (the SQLite store commits concurrent writes together, each in its own savepoint)."""
+    await seeded.add_items([item(f"c{n}") for n in range(20)])
+    before = await seeded.vault_sequence("v1")
+
+    outcomes = await asyncio.gather(
+        *(seeded.delete_item("v1", f"c{n}", 1, NOW) for n in range(10)),
+        seeded.add_items([item("fresh"), item("i1")]),  # i1 exists: all or none
+        *(seeded.delete_item("v1", f"c{n}", 1, NOW) for n in range(10, 20)),
+        return_exceptions=True,
+    )
+
+    assert isinstance(outcomes[10], AlreadyExists)
+    deletes = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert all(isinstance(o, Tombstone) for o in deletes)
+    assert sorted(o.sequence for o in deletes if isinstance(o, Tombstone)) == list(range(before + 1, before + 21))
+    assert await seeded.get_item("v1", "fresh") is None
+    assert await seeded.vault_sequence("v1") == before + 20
 
 
 async def test_purge_forgets_old_tombstones_only(seeded: MigratableStore) -> None:

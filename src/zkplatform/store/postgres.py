@@ -11,6 +11,7 @@ any process are counted one after the other.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -164,20 +165,33 @@ class PostgresStore:
 
     async def add_items(self, items: Sequence[Item]) -> None:
         async def add(conn: Conn) -> None:
-            for item in items:
+            for vault_id, tenant_id in dict.fromkeys((item.vault_id, item.tenant_id) for item in items):
                 await _require(
                     conn,
                     "SELECT 1 FROM vaults WHERE vault_id = %s AND tenant_id = %s",
-                    (item.vault_id, item.tenant_id),
-                    f"no vault {item.vault_id} in tenant {item.tenant_id}",
+                    (vault_id, tenant_id),
+                    f"no vault {vault_id} in tenant {tenant_id}",
                 )
-                sequence = await _next_sequence(conn, item.vault_id)
-                await _insert(
-                    conn,
-                    f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    rows.item_params(item, sequence),
-                    f"item {item.item_id} in vault {item.vault_id}",
+            # One statement per vault for the sequence numbers and one batch for the rows.
+            last = {
+                vault_id: await _take_sequences(conn, vault_id, count)
+                for vault_id, count in Counter(item.vault_id for item in items).items()
+            }
+            try:
+                async with conn.transaction(), conn.cursor() as cursor:  # a savepoint: see the store without the batch
+                    await cursor.executemany(
+                        f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        rows.numbered_items(items, last),
+                    )
+            except errors.UniqueViolation:
+                cursor = await conn.execute(
+                    "SELECT vault_id, item_id FROM items WHERE (vault_id, item_id) IN"
+                    " (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    ([i.vault_id for i in items], [i.item_id for i in items]),
                 )
+                stored = set(await cursor.fetchall())
+                duplicate = rows.first_duplicate(items, lambda i: (i.vault_id, i.item_id) in stored)
+                raise AlreadyExists(f"{duplicate} already exists") from None
 
         await self._tx(add)
 
@@ -300,8 +314,13 @@ async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tu
 
 
 async def _next_sequence(conn: Conn, vault_id: str) -> int:
+    return await _take_sequences(conn, vault_id, 1)
+
+
+async def _take_sequences(conn: Conn, vault_id: str, count: int) -> int:
+    """Take the vault's next `count` sequence numbers; the last of them."""
     row = await _fetchone(
-        conn, "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = %s RETURNING sequence", (vault_id,)
+        conn, "UPDATE vaults SET sequence = sequence + %s WHERE vault_id = %s RETURNING sequence", (count, vault_id)
     )
     assert row is not None  # the vault exists: checked in this transaction
     return int(row[0])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, WrappedKey
@@ -57,6 +58,29 @@ def item_params(item: Item, sequence: int) -> tuple[Any, ...]:
         item.deleted,
         sequence,
     )
+
+
+def numbered_items(items: Sequence[Item], last_sequence: Mapping[str, int]) -> list[tuple[Any, ...]]:
+    """Insert parameters for items whose vaults each took `count` sequence numbers
+    ending at last_sequence[vault]: the items of a vault take them in the order given."""
+    counts = Counter(item.vault_id for item in items)
+    following = {vault: last - counts[vault] + 1 for vault, last in last_sequence.items()}
+    params = []
+    for item in items:
+        params.append(item_params(item, following[item.vault_id]))
+        following[item.vault_id] += 1
+    return params
+
+
+def first_duplicate(items: Sequence[Item], exists: Callable[[Item], bool]) -> str:
+    """What an AlreadyExists for this batch names: its first item seen twice or already stored."""
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        key = (item.vault_id, item.item_id)
+        if key in seen or exists(item):
+            return f"item {item.item_id} in vault {item.vault_id}"
+        seen.add(key)
+    return "an item"
 
 
 def item_from_row(row: tuple[Any, ...] | Any) -> tuple[Item, int]:

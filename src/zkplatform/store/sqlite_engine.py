@@ -1,0 +1,140 @@
+"""How the SQLite store talks to its file: two connections, two threads, group commit.
+
+- Writes run on one connection in one dedicated thread. Each use case is a
+  function of the connection that runs synchronously there, so no other task of
+  the process can interleave with it, and `BEGIN IMMEDIATE` plus SQLite's file
+  locks keep several worker processes on one file correct.
+- Group commit: the use cases that arrive while a transaction is being written
+  wait together and then run in the next transaction, each inside its own
+  savepoint, so that one failing use case rolls back only itself. The
+  transaction commits (WAL, `synchronous=FULL`: on disk) before any of them is
+  answered. A commit costs one fsync whatever it holds; without grouping, the
+  fsync rate would be the write rate of the whole file.
+- Reads run on a second connection in a thread of their own: in WAL mode a read
+  sees the last committed state and never waits for a writer, nor for a batch's
+  fsync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 30_000
+MAX_BATCH = 256  # use cases per transaction: bounds how long one commit holds the file's write lock
+
+Work = Callable[[sqlite3.Connection], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
+
+
+class SQLiteEngine:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-write")
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-read")
+        self._write_conn: sqlite3.Connection | None = None
+        self._read_conn: sqlite3.Connection | None = None
+        self._waiting: list[tuple[Work, asyncio.Future[Any]]] = []
+        self._committing = False
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._write_conn = await loop.run_in_executor(self._writer, self._connect, True)
+        self._read_conn = await loop.run_in_executor(self._reader, self._connect, False)
+
+    def _connect(self, writer: bool) -> sqlite3.Connection:
+        if writer:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")  # fails here on a file that is not a database
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for executor, conn in ((self._writer, self._write_conn), (self._reader, self._read_conn)):
+            if conn is not None:
+                await loop.run_in_executor(executor, conn.close)
+            executor.shutdown(wait=True)
+        self._write_conn = self._read_conn = None
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = _open(self._read_conn)
+        return await asyncio.get_running_loop().run_in_executor(self._reader, fn, conn)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """fn in a transaction: committed whole, or rolled back whole (alone, if it fails)."""
+        _open(self._write_conn)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._waiting.append((fn, done))
+        if not self._committing:
+            self._committing = True
+            loop.create_task(self._commit_waiting())  # noqa: RUF006 # it clears _committing itself; errors go to the futures
+        return await done
+
+    async def _commit_waiting(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+                try:
+                    outcomes = await loop.run_in_executor(self._writer, self._transaction, [fn for fn, _ in batch])
+                except BaseException as error:  # noqa: BLE001 # the commit failed: every use case in it failed
+                    outcomes = [_Failed(error)] * len(batch)
+                for (_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():  # its caller was cancelled; the change stands or falls with the batch
+                        continue
+                    if isinstance(outcome, _Failed):
+                        done.set_exception(outcome.error)
+                    else:
+                        done.set_result(outcome)
+        finally:
+            self._committing = False
+
+    def _transaction(self, batch: list[Work]) -> list[Any]:
+        conn = _open(self._write_conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Alone, a use case needs no savepoint: the transaction is one.
+            outcomes = [batch[0](conn)] if len(batch) == 1 else [_in_savepoint(conn, fn) for fn in batch]
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return outcomes
+
+
+def _in_savepoint(conn: sqlite3.Connection, fn: Work) -> Any:
+    conn.execute("SAVEPOINT use_case")
+    try:
+        result = fn(conn)
+    except Exception as error:  # noqa: BLE001 # this use case fails alone; the others go on
+        conn.execute("ROLLBACK TO use_case")
+        conn.execute("RELEASE use_case")
+        return _Failed(error)
+    conn.execute("RELEASE use_case")
+    return result
+
+
+def _open(conn: sqlite3.Connection | None) -> sqlite3.Connection:
+    if conn is None:
+        msg = "the SQLite store is closed"
+        raise RuntimeError(msg)
+    return conn
