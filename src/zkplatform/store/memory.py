@@ -34,6 +34,7 @@ class MemoryStore:
         self._sequences: dict[str, int] = {}
         self._items: dict[tuple[str, str], _Stored] = {}
         self._tokens: dict[bytes, TokenRecord] = {}
+        self._minted: dict[str, list[bytes]] = {}  # principal -> secret hashes of its minted tokens, maybe dead
         self._mint_attempts: dict[str, deque[int]] = {}
         self._proofs: dict[tuple[str, str], int] = {}
         self._proofs_by_expiry: list[tuple[int, str, str]] = []
@@ -124,14 +125,15 @@ class MemoryStore:
         _insert(self._tokens, token.secret_hash, token, "token")
 
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
-        live = [
-            t.expires_at
-            for t in self._tokens.values()
-            if t.principal_id == token.principal_id and t.minted and t.is_live(now)
-        ]
-        if len(live) >= cap:
-            return min(live)
+        # Only this principal's minted tokens are looked at, and the dead ones are dropped
+        # from that list on the way (expiry and revocation are final), so a mint costs
+        # O(its principal's live tokens), not O(every token).
+        minted = self._minted.setdefault(token.principal_id, [])
+        minted[:] = [h for h in minted if self._tokens[h].is_live(now)]
+        if len(minted) >= cap:
+            return min(self._tokens[h].expires_at for h in minted)
         await self.add_token(token)
+        minted.append(token.secret_hash)
         return None
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
