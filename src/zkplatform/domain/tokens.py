@@ -32,8 +32,18 @@ def _base62(value: int, width: int) -> str:
     return "".join(reversed(digits))
 
 
+def _crc_digits(value: int) -> str:
+    # The checksum runs on every authenticated call: unrolled, it costs a third of _base62's loop.
+    a, f = divmod(value, 62)
+    a, e = divmod(a, 62)
+    a, d = divmod(a, 62)
+    a, c = divmod(a, 62)
+    a, b = divmod(a, 62)
+    return _ALPHABET[a] + _ALPHABET[b] + _ALPHABET[c] + _ALPHABET[d] + _ALPHABET[e] + _ALPHABET[f]
+
+
 def _checksum(body: str) -> str:
-    return _base62(zlib.crc32(body.encode()), _CHECK_LEN)
+    return _crc_digits(zlib.crc32(body.encode()))
 
 
 def new_token() -> str:
@@ -61,7 +71,10 @@ class TokenHasher:
         if len(pepper) < PEPPER_BYTES:
             msg = f"the token pepper must have at least {PEPPER_BYTES} bytes"
             raise ValueError(msg)
-        self._pepper = pepper
+        # Keyed once: copying the keyed state per call skips the key schedule (about 30% of the cost).
+        self._keyed = hmac.new(pepper, digestmod=hashlib.sha256)
 
     def __call__(self, token: str) -> bytes:
-        return hmac.new(self._pepper, token.encode(), hashlib.sha256).digest()
+        mac = self._keyed.copy()
+        mac.update(token.encode())
+        return mac.digest()
