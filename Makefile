@@ -77,9 +77,14 @@ pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
 
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,bench]'
+	@touch $@
+
 .PHONY: bench
-bench: $(STAMP) ## Load figures side by side (wrk, 127.0.0.1); writes docs/benchmarks.md (not part of test)
-	$(BIN)/python bench/run.py
+bench: $(BENCH_STAMP) ## Load figures side by side (wrk, 127.0.0.1); writes docs/benchmarks.md (not part of test)
+	$(BIN)/python -m bench.run
 
 .PHONY: run
 run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db (migrated first)

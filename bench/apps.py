@@ -1,52 +1,51 @@
-"""The ASGI applications `make bench` serves, each on the same hypercorn settings.
+"""The ASGI applications `make bench` serves, each on the same server settings.
 
-- `raw_app`: reads the body and answers fixed bytes: the ceiling of hypercorn.
-- `noop_app()`: a Connect VaultService that answers a fixed tombstone: the
-  ceiling of connectrpc with our codecs.
-- `platform_app()`: the real application on the memory store, seeded with a
-  vault of BENCH_ITEMS items and a token written to BENCH_TOKEN_FILE.
+- `raw_app`: reads the body and answers fixed bytes: the ceiling of the server.
+- `noop_app()`: connectrpc's VaultService and BrokerService answering fixed
+  messages with our codecs: the ceiling of the Connect runtime.
+- `platform_app()`: the real application on the memory store, seeded as
+  bench/seed.py describes (sizes from BENCH_* variables), its tokens written
+  to BENCH_TOKEN_FILE. The durable stores are seeded by the harness and served
+  by the real `zkplatform serve` instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.request import RequestContext
 
+from bench.seed import NOW, Layout, bench_item, seed
 from zkplatform.app import Platform, create_app
 from zkplatform.config import Settings
-from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Tombstone, Vault, WrappedKey
+from zkplatform.domain.models import Tombstone
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.convert import delete_response
-from zkplatform.rpc.edge import Edge, Message, Receive, Scope, Send
+from zkplatform.rpc.convert import delete_response, timestamp
+from zkplatform.rpc.edge import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.store.memory import MemoryStore
-from zkplatform_api.platform.v1 import vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
 
-VAULT = "bench"
-_NOW = 1_800_000_000
-
-
-def bench_item(number: int) -> Item:
-    return Item(
-        item_id=f"b-{number}",
+_DELETED = delete_response(Tombstone(bench_item(1, 1).tombstone(NOW), 2))
+_MINTED = broker_pb2.MintUserApiTokenResponse(
+    token=broker_pb2.Token(
+        access_token="zkp_" + "A" * 49,
+        token_id="tok_" + "0" * 24,
         tenant_id="bench",
-        vault_id=VAULT,
-        version=1,
-        kind="note",
-        title_hash="dGl0bGU",
-        updated_at=_NOW,
-        payload=EncryptedPayload("A256GCM", "bm9uY2Vub25jZQ", "", "Y2lwaGVydGV4dC1jaXBoZXJ0ZXh0", 1),
-        wrapped_keys=(WrappedKey("owner", "A256KW", "a2V5LWtleS1rZXk"), WrappedKey("owner", "A256KW", "a2V5Mg")),
+        principal_id="m-0",
+        scopes=["vault.items.delete"],
+        role=broker_pb2.ROLE_ADMIN,
+        issued_at=timestamp(NOW),
+        expires_at=timestamp(NOW + 300),
     )
-
-
-_FIXED = delete_response(Tombstone(bench_item(1).tombstone(_NOW), 2))
-_RAW_BODY = CompactJSONCodec().encode(_FIXED)
+)
+_RAW_BODY = CompactJSONCodec().encode(_DELETED)
 
 
 async def raw_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,30 +67,45 @@ async def _lifespan(receive: Receive, send: Send) -> None:
     await send({"type": "lifespan.shutdown.complete"})
 
 
-class _Fixed(VaultService):
+class _FixedVault(VaultService):
     async def delete_item(
         self, request: vault_pb2.DeleteItemRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.DeleteItemResponse:
-        return _FIXED
+        return _DELETED
 
 
-def noop_app() -> VaultServiceASGIApplication:
-    return VaultServiceASGIApplication(_Fixed(), codecs=[google_protobuf_binary_codec(), CompactJSONCodec()])
+class _FixedBroker(BrokerService):
+    async def mint_user_api_token(
+        self, request: broker_pb2.MintUserApiTokenRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.MintUserApiTokenResponse:
+        return _MINTED
 
 
-def platform_app() -> Edge:
-    store = MemoryStore()
-    platform = Platform.build(store, b"bench-pepper-of-thirty-two-bytes")
-    secret = asyncio.run(_seed(platform, int(os.environ.get("BENCH_ITEMS", "100000"))))
-    Path(os.environ["BENCH_TOKEN_FILE"]).write_text(secret)
-    return create_app(Settings(store_url="memory:"), platform=platform)
+def noop_app() -> ASGIApp:
+    codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
+    vault = VaultServiceASGIApplication(_FixedVault(), codecs=codecs)
+    broker = BrokerServiceASGIApplication(_FixedBroker(), codecs=codecs)
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        app = broker if scope["path"].startswith("/platform.v1.BrokerService/") else vault
+        await app(scope, receive, send)
+
+    return route
 
 
-async def _seed(platform: Platform, items: int) -> str:
-    store = platform.store
-    await store.add_tenant(Tenant("bench"))
-    owner = Principal("owner", "bench", Role.OWNER, Role.OWNER.default_scopes)
-    await store.add_principal(owner)
-    await store.add_vault(Vault(VAULT, "bench", frozenset({"owner"})))
-    await store.add_items([bench_item(n) for n in range(1, items + 1)])
-    return (await platform.issuer.issue(owner, 24 * 3600)).secret
+def platform_app() -> ASGIApp:
+    settings = Settings.from_env()
+    platform = Platform.build(MemoryStore(), b"bench-pepper-of-thirty-two-bytes", policy=settings.mint_policy)
+    layout = Layout(
+        vault_size=int(os.environ.get("BENCH_VAULT_SIZE", "1000")),
+        items=int(os.environ.get("BENCH_ITEMS", "100000")),
+        minters=int(os.environ.get("BENCH_MINTERS", "500")),
+    )
+    # In a thread of its own: uvicorn calls this factory inside its running event loop.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        tokens = thread.submit(asyncio.run, seed(platform.store, platform.issuer, layout)).result()
+    tokens.write(Path(os.environ["BENCH_TOKEN_FILE"]))
+    return create_app(settings, platform=platform)

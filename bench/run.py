@@ -1,178 +1,212 @@
 """`make bench`: load figures measured side by side, printed and written to docs/benchmarks.md.
 
-Each configuration gets a fresh server on 127.0.0.1 (hypercorn, one worker,
-the same settings for all) and a real load generator (wrk) for a bounded time.
-These machines are shared and noisy: the figures that matter are the ratios
-of runs made in the same invocation.
+Each setup is a fresh server on 127.0.0.1 and a fresh store; wrk drives it for
+a bounded time (a warm-up, then the measured run). These machines are shared
+and noisy: the figures that matter are ratios of runs made in this one
+invocation, and the targets are judged on those ratios.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-import re
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from bench import report
+from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
+from bench.seed import MINT_POLICY_ENV, Layout, Tokens
+from bench.servers import Running, serving
+from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
+
 ROOT = Path(__file__).resolve().parent.parent
-CONNECTIONS = 50
-THREADS = 2
-WARMUP_S = 2
-DURATION_S = 10
-WARMUP_ITEMS_PER_THREAD = 20_000
-ITEMS_PER_THREAD = 80_000
-ITEMS = THREADS * (WARMUP_ITEMS_PER_THREAD + ITEMS_PER_THREAD)
-TARGET_OVER_NOOP = 0.85
-
-APPS = {
-    "raw ASGI": "bench.apps:raw_app",
-    "no-op Connect": "bench.apps:noop_app()",
-    "zkplatform (memory)": "bench.apps:platform_app()",
-}
+THOUSAND, MILLION = 1_000, 1_000_000
+# Items a delete load may use per second, by store: more than any server here reaches, so
+# every call finds a fresh item (a run that ran out would show not_found errors).
+ITEM_RATE = {"memory": 14_000, "sqlite": 5_000, "postgresql": 5_000}
 
 
-@dataclass(frozen=True)
-class Result:
-    app: str
-    codec: str
-    rps: float
-    p50_ms: float
-    p99_ms: float
-    errors: int
+@dataclass(frozen=True, slots=True)
+class Setup:
+    key: str
+    server: str  # "hypercorn" or "uvicorn"
+    app: str  # "raw", "noop" or "zkplatform"
+    store: str  # "", "memory", "sqlite" or "postgresql"
+    workers: int
+    vault_size: int
+    loads: tuple[Load, ...]
+
+    @property
+    def layout(self) -> Layout:
+        seconds = WARMUP_S + DURATION_S
+        deletes = sum(1 for load in self.loads if load.rpc == "delete")
+        items = max(self.vault_size, deletes * seconds * ITEM_RATE.get(self.store, 0))
+        return Layout(vault_size=self.vault_size, items=items)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+PEAK_JSON_PROTO = (Load("delete", "json"), Load("delete", "proto"), Load("mint", "json"), Load("mint", "proto"))
+DURABLE = (Load("delete", "json"), Load("delete", "proto"), Load("mint", "json"))
+PLAN = (
+    Setup("raw", "hypercorn", "raw", "", 1, THOUSAND, (Load("delete", "json"), Load("delete", "proto"))),
+    Setup("noop", "hypercorn", "noop", "", 1, THOUSAND, PEAK_JSON_PROTO),
+    Setup(
+        "memory",
+        "hypercorn",
+        "zkplatform",
+        "memory",
+        1,
+        THOUSAND,
+        (*PEAK_JSON_PROTO, Load("delete", "json", half=True), Load("delete", "proto", half=True)),
+    ),
+    Setup("memory-1m", "hypercorn", "zkplatform", "memory", 1, MILLION, (Load("delete", "json"),)),
+    Setup("uvicorn", "uvicorn", "zkplatform", "memory", 1, THOUSAND, (Load("delete", "json"), Load("delete", "proto"))),
+    Setup("sqlite", "hypercorn", "zkplatform", "sqlite", 1, THOUSAND, (*DURABLE, Load("delete", "json", half=True))),
+    Setup("sqlite-2w", "hypercorn", "zkplatform", "sqlite", 2, THOUSAND, DURABLE),
+    Setup("sqlite-1m", "hypercorn", "zkplatform", "sqlite", 1, MILLION, (Load("delete", "json"),)),
+    Setup(
+        "postgresql",
+        "hypercorn",
+        "zkplatform",
+        "postgresql",
+        1,
+        THOUSAND,
+        (*DURABLE, Load("delete", "json", half=True)),
+    ),
+    Setup("postgresql-2w", "hypercorn", "zkplatform", "postgresql", 2, THOUSAND, DURABLE),
+)
+BENCH_APPS = {"raw": "bench.apps:raw_app", "noop": "bench.apps:noop_app()", "zkplatform": "bench.apps:platform_app()"}
 
 
-@contextmanager
-def serving(app_path: str, token_file: Path) -> Iterator[int]:
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_TOKEN_FILE": str(token_file), "BENCH_ITEMS": str(ITEMS)}
-    command = [sys.executable, "-m", "hypercorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", app_path]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None:
-                    raise RuntimeError(process.stderr.read().decode() if process.stderr else "server died") from None
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"{app_path} did not start within 60 s")
-        yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-@dataclass(frozen=True)
-class Load:
-    """One wrk run: which items it deletes (first, then per_thread for each thread) and for how long."""
-
-    first: int
-    per_thread: int
-    seconds: int
-
-
-def wrk(port: int, token: str, codec: str, load: Load) -> str:
-    command = [
-        "wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{load.seconds}s", "--latency",
-        "-s", str(ROOT / "bench" / "delete.lua"), f"http://127.0.0.1:{port}",
-        "--", token, codec, str(load.first), str(load.per_thread),
+def command(setup: Setup, store_url: str) -> list[str]:
+    if setup.server == "uvicorn":
+        return [
+            sys.executable, "-m", "uvicorn", "--factory", "bench.apps:platform_app", "--host", "127.0.0.1",
+            "--port", "{port}", "--workers", str(setup.workers), "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+    if setup.store in ("sqlite", "postgresql"):  # the real command line, as operators run it
+        zkplatform = str(Path(sys.executable).parent / "zkplatform")
+        return [
+            zkplatform,
+            "serve",
+            "--bind",
+            "127.0.0.1:{port}",
+            "--store",
+            store_url,
+            "--workers",
+            str(setup.workers),
+        ]
+    return [
+        sys.executable, "-m", "hypercorn", "--bind", "127.0.0.1:{port}", "--workers", str(setup.workers),
+        BENCH_APPS[setup.app],
     ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, check=True, timeout=load.seconds + 30).stdout
 
 
-def _ms(text: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
-    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+class Bench:
+    def __init__(self, stack: ExitStack, tmp: Path) -> None:
+        self._tmp = tmp
+        self._postgres = PostgresServer(stack)
+        self.figures: dict[tuple[str, Load], Figures] = {}
+        self.peak_rss_mib: dict[str, float] = {}
+
+    def run(self, setup: Setup) -> None:
+        started = time.monotonic()
+        work = self._tmp / setup.key
+        work.mkdir()
+        with self._store(setup, work) as (store_url, tokens):
+            env = {
+                "PYTHONPATH": str(ROOT),
+                "ZKPLATFORM_STATE_DIR": str(work),
+                **PEPPER_ENV,
+                **MINT_POLICY_ENV,
+                "BENCH_VAULT_SIZE": str(setup.layout.vault_size),
+                "BENCH_ITEMS": str(setup.layout.items),
+                "BENCH_MINTERS": str(setup.layout.minters),
+                "BENCH_TOKEN_FILE": str(work / "tokens.json"),
+            }
+            if tokens is not None:
+                tokens.write(work / "tokens.json")
+            with serving(command(setup, store_url), env, work / "server.log", ROOT) as server:
+                if setup.app != "zkplatform":
+                    Tokens("none", ["none"]).write(work / "tokens.json")  # the baselines look at no token
+                self._loads(setup, server, Tokens.read(work / "tokens.json"), work)
+                self.peak_rss_mib[setup.key] = server.peak_rss_mib()
+        print(f"  {setup.key}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    @contextmanager
+    def _store(self, setup: Setup, work: Path) -> Iterator[tuple[str, Tokens | None]]:
+        if setup.store == "sqlite":
+            yield sqlite_store(work, setup.layout)
+        elif setup.store == "postgresql":
+            with self._postgres.database(setup.layout) as (url, tokens):
+                yield url, tokens
+        else:
+            yield "memory:", None
+
+    def _loads(self, setup: Setup, server: Running, tokens: Tokens, work: Path) -> None:
+        (work / "delete-token").write_text(tokens.delete + "\n")
+        (work / "mint-tokens").write_text("".join(f"{token}\n" for token in tokens.mint))
+        next_item = 0
+        per_second = ITEM_RATE.get(setup.store, 1) // THREADS
+        for load in setup.loads:
+            pace_ms = 0
+            if load.half:
+                peak = self.figures[(setup.key, Load(load.rpc, load.codec))].rps
+                pace_ms = max(1, round(CONNECTIONS * 1000 / (peak / 2)))
+            figures = None
+            for seconds in (WARMUP_S, DURATION_S):
+                if load.rpc == "delete":
+                    per_thread = per_second * seconds
+                    args = [str(work / "delete-token"), load.codec, str(next_item), str(per_thread)]
+                    args += [str(setup.layout.vaults), str(pace_ms)]
+                    next_item += per_thread * THREADS
+                    figures = wrk(server.port, "delete.lua", args, seconds)
+                else:
+                    figures = wrk(
+                        server.port, "mint.lua", [str(work / "mint-tokens"), load.codec, str(pace_ms)], seconds
+                    )
+            assert figures is not None
+            self.figures[(setup.key, load)] = figures
+            print(f"  {setup.key} {load}: {figures}", file=sys.stderr)
 
 
-def parse(app: str, codec: str, output: str) -> Result:
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
-    p50 = _ms(re.search(r"\s50%\s+(\S+)", output).group(1))  # type: ignore[union-attr]
-    p99 = _ms(re.search(r"\s99%\s+(\S+)", output).group(1))  # type: ignore[union-attr]
-    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
-    return Result(app, codec, rps, p50, p99, int(errors.group(1)) if errors else 0)
-
-
-def measure(app: str, app_path: str, codec: str) -> Result:
-    with tempfile.TemporaryDirectory() as tmp:
-        token_file = Path(tmp) / "token"
-        token_file.write_text("none")  # the baselines ignore it
-        with serving(app_path, token_file) as port:
-            token = token_file.read_text()
-            wrk(port, token, codec, Load(0, WARMUP_ITEMS_PER_THREAD, WARMUP_S))
-            output = wrk(port, token, codec, Load(THREADS * WARMUP_ITEMS_PER_THREAD, ITEMS_PER_THREAD, DURATION_S))
-    return parse(app, codec, output)
-
-
-def report(results: list[Result], command: str) -> str:
-    by = {(r.app, r.codec): r for r in results}
-    lines = [
-        "| app | codec | requests/s | p50 ms | p99 ms | non-2xx |",
-        "|---|---|---:|---:|---:|---:|",
-        *(f"| {r.app} | {r.codec} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.errors} |" for r in results),
-        "",
-        "| ratio (same run) | json | proto |",
-        "|---|---:|---:|",
-    ]
-    names = list(APPS)
-    for top, bottom in ((names[2], names[1]), (names[1], names[0]), (names[2], names[0])):
-        cells = [f"{by[(top, c)].rps / by[(bottom, c)].rps:.2f}x" for c in ("json", "proto")]
-        lines.append(f"| {top} / {bottom} | {cells[0]} | {cells[1]} |")
-    lines += ["", "| target | json | proto |", "|---|---|---|"]
-    cells = []
-    for codec in ("json", "proto"):
-        ratio = by[(names[2], codec)].rps / by[(names[1], codec)].rps
-        cells.append(f"{'met' if ratio >= TARGET_OVER_NOOP else 'NOT met'} ({ratio:.2f}x)")
-    lines.append(f"| DeleteItem >= {TARGET_OVER_NOOP}x the no-op Connect handler | {cells[0]} | {cells[1]} |")
+def machine(wrk_version: str) -> str:
     cpu = next(
         (
             line.split(":", 1)[1].strip()
             for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
+            if line.startswith("model name")
         ),
         platform.processor(),
     )
-    versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("hypercorn", "connectrpc", "protobuf"))
-    wrk_version = subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split()[1]
-    header = [
-        "# Benchmarks",
-        "",
-        f"Machine: {os.cpu_count()} cores, {cpu}; Python {platform.python_version()}; {versions}; wrk {wrk_version}.",
-        (
-            f"Load: wrk, {THREADS} threads, {CONNECTIONS} connections, {WARMUP_S} s warm-up then {DURATION_S} s"
-            " measured, a fresh item per DeleteItem; one hypercorn worker, fresh server per row."
-        ),
-        f"Command: `{command}`",
-        "",
-    ]
-    return "\n".join([*header, *lines, ""])
+    packages = ("hypercorn", "uvicorn", "uvloop", "httptools", "connectrpc", "protobuf", "psycopg")
+    versions = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
+    cores = len(os.sched_getaffinity(0))
+    return f"{cpu} ({cores} cores); Python {platform.python_version()}; {versions}; wrk {wrk_version}"
 
 
 def main() -> int:
-    if shutil.which("wrk") is None:  # Debian's wrk; this needs root, as on these machines
-        subprocess.run(["apt-get", "update", "-q"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
-    results = [measure(app, path, codec) for codec in ("json", "proto") for app, path in APPS.items()]
-    text = report(results, "make bench")
+    wrk_version = ensure_wrk()
+    started = time.monotonic()
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
+        bench = Bench(stack, Path(tmp))
+        only = os.environ.get("BENCH_ONLY", "").split(",")  # a subset of the setups, to try the harness out
+        for setup in PLAN:
+            if only == [""] or setup.key in only:
+                bench.run(setup)
+    text = report.render(
+        report.Inputs(
+            figures=bench.figures,
+            peak_rss_mib=bench.peak_rss_mib,
+            machine=machine(wrk_version),
+            minutes=(time.monotonic() - started) / 60,
+        )
+    )
     print(text)
     (ROOT / "docs" / "benchmarks.md").write_text(text)
     return 0

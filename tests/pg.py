@@ -30,7 +30,7 @@ CONNECT_TIMEOUT = 2  # seconds
 TOOL_TIMEOUT = 120  # seconds for initdb or pg_ctl, which waits at most 30 s itself
 
 
-def _answers(url: str) -> str | None:
+def answers(url: str) -> str | None:
     """None when the server at url takes a connection; else why not."""
     try:
         with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT):
@@ -46,7 +46,7 @@ def _free_port() -> int:
         return port
 
 
-class _Cluster:
+class ThrowawayCluster:
     """A throwaway cluster from the local binaries; as the `postgres` user when we are root,
     since initdb refuses to run as root."""
 
@@ -108,12 +108,12 @@ def postgres_server() -> Iterator[str]:
     if configured:
         yield configured
         return
-    refused = _answers(LOCAL_URL)
+    refused = answers(LOCAL_URL)
     if refused is None:
         yield LOCAL_URL
         return
     try:
-        cluster = _Cluster()
+        cluster = ThrowawayCluster()
     except (RuntimeError, OSError, subprocess.SubprocessError) as error:
         reason = (
             f"PostgreSQL tests need a server: {LOCAL_URL} does not answer ({refused}); no throwaway cluster ({error})"

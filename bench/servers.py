@@ -1,0 +1,100 @@
+"""Servers under test: started on 127.0.0.1, awaited (bounded), measured, stopped."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT_S = 180  # seeding a million items in the server's memory takes a while
+STOP_TIMEOUT_S = 15
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    port: int
+    pid: int
+
+    def peak_rss_mib(self) -> float:
+        """The largest peak resident set of the server's processes (its busiest worker)."""
+        peaks = [_vm_hwm_kib(pid) for pid in [self.pid, *_descendants(self.pid)]]
+        return max(peaks, default=0) / 1024
+
+
+@contextmanager
+def serving(command: list[str], env: dict[str, str], log: Path, cwd: Path) -> Iterator[Running]:
+    port = free_port()
+    command = [part.replace("{port}", str(port)) for part in command]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_until_answering(process, port, log)
+        yield Running(port, process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_S)
+
+
+def _wait_until_answering(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Until any HTTP answer comes back: the port may be bound before a worker has loaded its app."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            msg = f"server exited with {process.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
+            raise RuntimeError(msg)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            connection.request("GET", "/healthz")
+            connection.getresponse().read()
+        except OSError:
+            time.sleep(0.2)
+        else:
+            return
+        finally:
+            connection.close()
+    msg = f"server did not answer within {START_TIMEOUT_S} s:\n{log.read_text(errors='replace')[-3000:]}"
+    raise RuntimeError(msg)
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
