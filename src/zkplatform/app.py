@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,7 +30,6 @@ from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.health import HealthServicer
-from zkplatform.rpc.protocol import RequireProtocolVersion
 from zkplatform.rpc.reflection import reflection_routes
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
@@ -65,7 +65,7 @@ class Platform:
         return cls(
             store=store,
             clock=clock,
-            authenticator=Authenticator(store, store, store, hasher, clock),
+            authenticator=Authenticator(store, store, hasher, clock),
             issuer=issuer,
             vault=VaultUseCases(store, store, clock),
             broker=BrokerUseCases(store, issuer, policy or MintPolicy(), clock),
@@ -100,12 +100,14 @@ def create_app(
     the configured store at start-up (and closes it at shutdown). Tests may
     pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
-    edge = Edge({}, max_body_bytes=settings.max_body_bytes)
+    edge = Edge(max_body_bytes=settings.max_body_bytes)
     # Needing no token: reflection (the public contract) and health.
     health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
     streams = reflection_routes([vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]) | health_streams
     if platform is not None:
-        edge.mount(routes(settings, platform, vault, broker) | health_unary, streams)
+        edge.mount(routes(settings, platform, vault, broker), streams)
+        edge.mount(health_unary, protocol_header_required=False)
+        edge.lifespan = settle_heap
         return edge
     maintenance: asyncio.Task[None] | None = None
 
@@ -118,7 +120,9 @@ def create_app(
                 path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
                 log.info("development mode: demo data seeded; credentials written to %s", path)
             maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
-            edge.mount(routes(settings, platform, vault, broker) | health_unary, streams)
+            edge.mount(routes(settings, platform, vault, broker), streams)
+            edge.mount(health_unary, protocol_header_required=False)
+            await settle_heap(phase)
         elif phase == "shutdown" and platform is not None:
             if maintenance is not None:
                 maintenance.cancel()
@@ -128,14 +132,26 @@ def create_app(
     return edge
 
 
+async def settle_heap(phase: str) -> None:
+    """At the end of start-up, move everything alive (modules, codecs, a seeded
+    memory store) out of the garbage collector's generations: it lives as long
+    as the process, and a full collection would otherwise walk all of it, a
+    pause that grows with the store (hundreds of milliseconds for a million
+    items in memory, the p99 of every call made meanwhile)."""
+    if phase == "startup":
+        gc.collect()
+        gc.freeze()
+
+
 def routes(
     settings: Settings, platform: Platform, vault: VaultService | None, broker: BrokerService | None
 ) -> dict[str, ASGIApp]:
     """Every procedure path, routed to its service's Connect application."""
     # Order matters: ErrorMapping starts first so its on_end runs last and sees
     # every error; the metadata interceptors run, in order, before the body is
-    # parsed, so a bad token answers before a malformed body.
-    checks: list[Interceptor] = [ErrorMapping(), RequireProtocolVersion(), Authenticate(platform.authenticator)]
+    # parsed, so a bad token answers before a malformed body. The size limit and
+    # the protocol header are checked before all of them, by the edge.
+    checks: list[Interceptor] = [ErrorMapping(), Authenticate(platform.authenticator)]
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     limit = settings.max_body_bytes
     services: list[tuple[FileDescriptor, ASGIApp]] = [

@@ -88,6 +88,11 @@ class TokenRepository(Protocol):
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...
 
+    async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
+        """The token with that HMAC and the principal it was issued to, in one
+        lookup: every call authenticates, so this is the hottest read there is."""
+        ...
+
     async def revoke_token(self, secret_hash: bytes) -> bool:
         """Revoke the token with that HMAC; False when there is none."""
         ...

@@ -198,6 +198,8 @@ async def test_tokens_round_trip_and_revoke(seeded: MigratableStore) -> None:
 
     assert await seeded.find_token(record.secret_hash) == record
     assert await seeded.find_token(b"x" * 32) is None
+    assert await seeded.find_token_with_principal(record.secret_hash) == (record, await seeded.get_principal("p1"))
+    assert await seeded.find_token_with_principal(b"x" * 32) is None
     assert await seeded.revoke_token(record.secret_hash)
     assert await seeded.find_token(record.secret_hash) == replace(record, revoked=True)
     assert not await seeded.revoke_token(b"x" * 32)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
+from typing import Any
 
 import httpx
 import pytest
@@ -164,6 +166,45 @@ async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient, world: W
 
     assert response.status_code == 200
     assert response.json()["item"]["deleted"] is True
+
+
+async def test_missing_protocol_version_is_refused_before_authentication(client: httpx.AsyncClient) -> None:
+    response = await client.post(VAULT_DELETE, content=b"{}", headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 400
+    assert "Connect-Protocol-Version" in error_of(response)["message"]
+
+
+async def test_health_needs_no_protocol_header(client: httpx.AsyncClient) -> None:
+    """Load balancers probe health with whatever headers they send; only the platform's calls require it."""
+    response = await client.post(
+        "/grpc.health.v1.Health/Check", content=b"{}", headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {"status": "SERVING"}
+
+
+async def test_startup_moves_the_live_heap_out_of_the_collector(platform: Platform) -> None:
+    app = create_app(Settings(store_url="memory:"), platform=platform)
+    phases = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    frozen_at_startup: list[int] = []
+
+    async def receive() -> dict[str, str]:
+        return next(phases)
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            frozen_at_startup.append(gc.get_freeze_count())
+
+    gc.unfreeze()
+    try:
+        await app({"type": "lifespan"}, receive, send)
+    finally:
+        gc.unfreeze()
+
+    assert frozen_at_startup
+    assert frozen_at_startup[0] > 0
 
 
 async def test_healthz(client: httpx.AsyncClient) -> None:

@@ -12,7 +12,7 @@ from zkplatform.domain.clock import Clock
 from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, PermissionDenied, Unauthenticated
 from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
-from zkplatform.repository import DirectoryRepository, LimitsRepository, TokenRepository
+from zkplatform.repository import LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,11 @@ class Authenticator:
     def __init__(
         self,
         tokens_repo: TokenRepository,
-        directory: DirectoryRepository,
         limits: LimitsRepository,
         hasher: tokens.TokenHasher,
         clock: Clock,
     ) -> None:
         self._tokens = tokens_repo
-        self._directory = directory
         self._limits = limits
         self._hash = hasher
         self._clock = clock
@@ -93,9 +91,10 @@ class Authenticator:
         secret = _credentials(authorization)
         if not tokens.is_well_formed(secret):
             raise _refused("malformed token")
-        record = await self._tokens.find_token(self._hash(secret))
-        if record is None:
+        found = await self._tokens.find_token_with_principal(self._hash(secret))
+        if found is None:
             raise _refused("unknown token")
+        record, principal = found
         if record.revoked:
             raise _refused("token revoked", record)
         now = self._clock()
@@ -108,8 +107,7 @@ class Authenticator:
                 )
             except Unauthenticated as error:
                 raise _refused(str(error), record) from None
-        principal = await self._directory.get_principal(record.principal_id)
-        if principal is None or principal.tenant_id != record.tenant_id:
+        if principal.tenant_id != record.tenant_id:
             raise _refused("unknown token", record)
         return Caller(token=record, principal=principal, secret=secret)
 

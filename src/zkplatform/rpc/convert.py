@@ -13,31 +13,29 @@ def timestamp(unix_seconds: int) -> Timestamp:
     return Timestamp(seconds=unix_seconds)
 
 
-def item_to_proto(item: models.Item) -> vault_pb2.Item:
-    message = vault_pb2.Item(
-        item_id=item.item_id,
-        tenant_id=item.tenant_id,
-        vault_id=item.vault_id,
-        version=item.version,
-        kind=item.kind,
-        title_hash=item.title_hash,
-        updated_at=timestamp(item.updated_at),
-        wrapped_keys=[
-            vault_pb2.WrappedKey(recipient_id=k.recipient_id, wrap_alg=k.wrap_alg, wrapped_key=k.wrapped_key)
-            for k in item.wrapped_keys
-        ],
-        deleted=item.deleted,
-    )
+def item_to_proto(item: models.Item, message: vault_pb2.Item | None = None) -> vault_pb2.Item:
+    """The item as a message, filled in place when one is given (a field of the response)."""
+    # Field by field: assigning to a message in place costs a third of building
+    # it from keyword arguments, which copies every sub-message.
+    message = vault_pb2.Item() if message is None else message
+    message.item_id = item.item_id
+    message.tenant_id = item.tenant_id
+    message.vault_id = item.vault_id
+    message.version = item.version
+    message.kind = item.kind
+    message.title_hash = item.title_hash
+    message.updated_at.seconds = item.updated_at
+    for key in item.wrapped_keys:
+        message.wrapped_keys.add(recipient_id=key.recipient_id, wrap_alg=key.wrap_alg, wrapped_key=key.wrapped_key)
+    message.deleted = item.deleted
     if (payload := item.payload) is not None:
-        message.encrypted_payload.CopyFrom(
-            vault_pb2.EncryptedPayload(
-                alg=payload.alg,
-                nonce=payload.nonce,
-                aad=payload.aad,
-                ciphertext=payload.ciphertext,
-                version=payload.version,
-            )
-        )
+        target = message.encrypted_payload
+        target.SetInParent()  # present even if every field were empty, as the item has a payload
+        target.alg = payload.alg
+        target.nonce = payload.nonce
+        target.aad = payload.aad
+        target.ciphertext = payload.ciphertext
+        target.version = payload.version
     return message
 
 
@@ -61,10 +59,11 @@ def item_from_proto(message: vault_pb2.Item) -> models.Item:
 
 
 def delete_response(tombstone: models.Tombstone) -> vault_pb2.DeleteItemResponse:
-    return vault_pb2.DeleteItemResponse(
-        item=item_to_proto(tombstone.item),
-        cursor=vault_pb2.Cursor(vault_id=tombstone.item.vault_id, sequence=tombstone.sequence),
-    )
+    response = vault_pb2.DeleteItemResponse()
+    item_to_proto(tombstone.item, response.item)
+    response.cursor.vault_id = tombstone.item.vault_id
+    response.cursor.sequence = tombstone.sequence
+    return response
 
 
 _ROLES = {
@@ -77,7 +76,7 @@ _ROLES = {
 
 def token_to_proto(issued: IssuedToken, role: models.Role) -> broker_pb2.Token:
     record = issued.record
-    return broker_pb2.Token(
+    message = broker_pb2.Token(
         access_token=issued.secret,
         token_id=record.token_id,
         tenant_id=record.tenant_id,
@@ -85,6 +84,7 @@ def token_to_proto(issued: IssuedToken, role: models.Role) -> broker_pb2.Token:
         scopes=sorted(record.scopes),
         role=_ROLES[role],
         pop_key_id=record.pop_key_id,
-        issued_at=timestamp(record.issued_at),
-        expires_at=timestamp(record.expires_at),
     )
+    message.issued_at.seconds = record.issued_at  # in place: no Timestamp built and copied
+    message.expires_at.seconds = record.expires_at
+    return message

@@ -6,15 +6,18 @@
   else is looked at (the contract's first check). Reading the whole body first
   also sidesteps hypercorn 0.18 dropping an HTTP/2 connection when a call is
   refused before its body was read (hypercorn issue 329);
-- records the request's query string for the checks that need it (a token in
-  the URL), which connectrpc's request context does not carry.
+- then requires `Connect-Protocol-Version` on Connect-protocol calls (the
+  contract's second check): connectrpc refuses a wrong value but accepts a
+  missing header. gRPC and gRPC-Web calls do not use the header;
+- records the request's query string and URL for the checks that need them (a
+  token in the URL, a DPoP proof's htu), which connectrpc's request context
+  does not carry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from connectrpc._protocol import ConnectWireError
@@ -30,12 +33,24 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
 class RequestFacts:
     """What the edge saw of the HTTP request, for interceptors."""
 
-    query_string: bytes
-    url: str  # scheme://host/path as the client addressed it: what a DPoP proof's htu names
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    @property
+    def query_string(self) -> bytes:
+        query: bytes = self._scope.get("query_string", b"")
+        return query
+
+    @property
+    def url(self) -> str:
+        """scheme://host/path as the client addressed it: what a DPoP proof's htu names.
+        Built on demand: only key-bound tokens need it."""
+        return _url(self._scope)
 
 
 request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
@@ -44,22 +59,24 @@ request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
 class Edge:
     """The one ASGI application the server runs."""
 
-    def __init__(
-        self,
-        unary_procedures: Mapping[str, ASGIApp],
-        *,
-        max_body_bytes: int,
-        lifespan: Callable[[str], Awaitable[None]] | None = None,
-    ) -> None:
-        self._procedures = dict(unary_procedures)
+    def __init__(self, *, max_body_bytes: int, lifespan: Callable[[str], Awaitable[None]] | None = None) -> None:
+        self._procedures: dict[str, tuple[ASGIApp, bool]] = {}
         self._streams: dict[str, ASGIApp] = {}
         self._max_body_bytes = max_body_bytes
         self.lifespan = lifespan
 
-    def mount(self, unary_procedures: Mapping[str, ASGIApp], streams: Mapping[str, ASGIApp] | None = None) -> None:
+    def mount(
+        self,
+        unary_procedures: Mapping[str, ASGIApp],
+        streams: Mapping[str, ASGIApp] | None = None,
+        *,
+        protocol_header_required: bool = True,
+    ) -> None:
         """Route these procedures (at start-up, once the store is open). Unary
-        calls are read whole first; streams are handed on as they come."""
-        self._procedures.update(unary_procedures)
+        calls are read whole first; streams are handed on as they come. The
+        platform's procedures require Connect-Protocol-Version; health, which
+        load balancers probe with whatever they send, does not."""
+        self._procedures.update((path, (app, protocol_header_required)) for path, app in unary_procedures.items())
         self._streams.update(streams or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -69,26 +86,29 @@ class Edge:
             path = scope["path"]
             if (stream := self._streams.get(path)) is not None:
                 await stream(scope, receive, send)
-            elif (app := self._procedures.get(path)) is not None:
-                await self._unary(app, scope, receive, send)
+            elif (procedure := self._procedures.get(path)) is not None:
+                await self._unary(*procedure, scope, receive, send)
             elif path == "/healthz" and scope["method"] in ("GET", "HEAD"):
                 await _send_plain(send, 200, b"ok\n")
             else:
                 unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
                 await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
 
-    async def _unary(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-        request_facts.set(RequestFacts(query_string=scope.get("query_string", b""), url=_url(scope)))
-        if scope["method"] != "POST":
-            await app(scope, receive, send)
-            return
-        body = await self._read_body(scope, receive)
-        if body is None:
-            limit = self._max_body_bytes
-            error = ConnectError(Code.RESOURCE_EXHAUSTED, f"request body exceeds {limit} bytes")
+    async def _unary(self, app: ASGIApp, header_required: bool, scope: Scope, receive: Receive, send: Send) -> None:
+        request_facts.set(RequestFacts(scope))
+        if scope["method"] == "POST":
+            body = await self._read_body(scope, receive)
+            if body is None:
+                limit = self._max_body_bytes
+                error = ConnectError(Code.RESOURCE_EXHAUSTED, f"request body exceeds {limit} bytes")
+                await send_error(send, scope, error)
+                return
+            receive = _replay(body, receive)
+        if header_required and _lacks_protocol_version(scope):
+            error = ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
             await send_error(send, scope, error)
             return
-        await app(scope, _replay(body, receive), send)
+        await app(scope, receive, send)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The whole body, or None when it is over the limit."""
@@ -124,6 +144,21 @@ class Edge:
             await send({"type": f"lifespan.{phase}.complete"})
             if phase == "shutdown":
                 return
+
+
+# Content types of Connect unary calls; gRPC and gRPC-Web (application/grpc...) carry no protocol header.
+_CONNECT_UNARY_TYPES = (b"application/json", b"application/proto")
+
+
+def _lacks_protocol_version(scope: Scope) -> bool:
+    """A Connect-protocol call (a GET, or a POST of a Connect unary content type) without the header."""
+    content_type = b""
+    for key, value in scope.get("headers", ()):
+        if key == b"connect-protocol-version":
+            return False
+        if key == b"content-type":
+            content_type = value
+    return scope["method"] == "GET" or content_type.lower().startswith(_CONNECT_UNARY_TYPES)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -139,6 +139,10 @@ class MemoryStore:
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
         return self._tokens.get(secret_hash)
 
+    async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
+        token = self._tokens.get(secret_hash)
+        return None if token is None else (token, self._principals[token.principal_id])
+
     async def revoke_token(self, secret_hash: bytes) -> bool:
         token = self._tokens.get(secret_hash)
         if token is None:

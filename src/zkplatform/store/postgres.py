@@ -2,7 +2,8 @@
 
 Each use case is one transaction on a pooled connection (READ COMMITTED); a
 single-statement read runs on its own in autocommit. The delete is a
-conditional UPDATE on (item, version): a concurrent delete of the same row
+conditional UPDATE on (item, version), run by the database function
+zk_delete_item in one round trip: a concurrent delete of the same row
 waits for the first to commit, re-checks `NOT deleted` and changes nothing, so
 exactly one change takes a sequence number. Counting limits (the active-token
 cap, the mint rate) first locks the principal's row, so concurrent mints from
@@ -148,7 +149,7 @@ class PostgresStore:
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         row = await self._one(
-            "SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = %s",
+            f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = %s",
             (principal_id,),
         )
         return None if row is None else rows.principal_from_row(row)
@@ -202,33 +203,15 @@ class PostgresStore:
         return None if row is None else rows.item_from_row(row)[0]
 
     async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
-        async def delete(conn: Conn) -> DeleteOutcome:
-            # The compare-and-set: only a live item at base_version changes, and
-            # only a change takes a sequence number.
-            changed = await _fetchone(
-                conn,
-                "UPDATE items SET deleted = true, version = version + 1, updated_at = %s, title_hash = '',"
-                " payload = NULL, wrapped_keys = '[]'"
-                f" WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted RETURNING {rows.ITEM_COLUMNS}",
-                (now, vault_id, item_id, base_version),
-            )
-            if changed is not None:
-                item, _ = rows.item_from_row(changed)
-                sequence = await _next_sequence(conn, vault_id)
-                await conn.execute(
-                    "UPDATE items SET sequence = %s WHERE vault_id = %s AND item_id = %s", (sequence, vault_id, item_id)
-                )
-                return Tombstone(item, sequence)
-            # Nothing changed: only describe the row as committed, whoever deleted it.
-            row = await _fetchone(
-                conn, f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
-            )
-            if row is None:
-                return Missing()
-            item, sequence = rows.item_from_row(row)
-            return Tombstone(item, sequence) if item.deleted else Stale(item.version)
-
-        return await self._tx(delete)
+        # The compare-and-set runs in the database (migration 0002), one statement in its own
+        # transaction: one round trip instead of five.
+        row = await self._one(
+            f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s)", (vault_id, item_id, base_version, now)
+        )
+        if row is None:
+            return Missing()
+        item, sequence = rows.item_from_row(row)
+        return Tombstone(item, sequence) if item.deleted else Stale(item.version)
 
     async def vault_sequence(self, vault_id: str) -> int:
         row = await self._one("SELECT sequence FROM vaults WHERE vault_id = %s", (vault_id,))
@@ -266,6 +249,10 @@ class PostgresStore:
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
         row = await self._one(f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = %s", (secret_hash,))
         return None if row is None else rows.token_from_row(row)
+
+    async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
+        row = await self._one(rows.TOKEN_WITH_PRINCIPAL.format("%s"), (secret_hash,))
+        return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
         return await self._update("UPDATE tokens SET revoked = true WHERE secret_hash = %s", (secret_hash,))
@@ -311,10 +298,6 @@ class PostgresStore:
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
     return await (await conn.execute(query, params)).fetchone()
-
-
-async def _next_sequence(conn: Conn, vault_id: str) -> int:
-    return await _take_sequences(conn, vault_id, 1)
 
 
 async def _take_sequences(conn: Conn, vault_id: str, count: int) -> int:

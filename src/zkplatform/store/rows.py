@@ -17,6 +17,22 @@ TOKEN_COLUMNS = (
 )
 
 
+PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes"
+# A token and its principal, found by the token's HMAC (the placeholder is the driver's).
+TOKEN_WITH_PRINCIPAL = (
+    "SELECT "
+    + ", ".join(f"t.{c}" for c in TOKEN_COLUMNS.split(", "))
+    + ", "
+    + ", ".join(f"p.{c}" for c in PRINCIPAL_COLUMNS.split(", "))
+    + " FROM tokens t JOIN principals p ON p.principal_id = t.principal_id WHERE t.secret_hash = {}"
+)
+
+
+def token_with_principal_from_row(row: tuple[Any, ...] | Any) -> tuple[TokenRecord, Principal]:
+    split = len(TOKEN_COLUMNS.split(", "))
+    return token_from_row(row[:split]), principal_from_row(row[split:])
+
+
 def scopes_to_text(scopes: Iterable[Scope]) -> str:
     return " ".join(sorted(scopes))
 

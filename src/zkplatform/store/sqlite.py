@@ -130,7 +130,7 @@ class SQLiteStore:
     async def get_principal(self, principal_id: str) -> Principal | None:
         row = await self._read(
             lambda c: c.execute(
-                "SELECT principal_id, tenant_id, role, allowed_scopes FROM principals WHERE principal_id = ?",
+                f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = ?",
                 (principal_id,),
             ).fetchone()
         )
@@ -240,6 +240,10 @@ class SQLiteStore:
             ).fetchone()
         )
         return None if row is None else rows.token_from_row(row)
+
+    async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
+        row = await self._read(lambda c: c.execute(rows.TOKEN_WITH_PRINCIPAL.format("?"), (secret_hash,)).fetchone())
+        return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
         return await self._write(
