@@ -29,6 +29,8 @@ class Figures:
     p50_ms: float
     p99_ms: float
     errors: int  # non-2xx answers and socket errors: a run with errors measured something else
+    server_cores: float = 0.0  # CPU the server's processes used during the run, in cores
+    machine_cores: float = 0.0  # CPU the whole machine used (server, wrk, database), in cores
 
 
 def ensure_wrk() -> str:
@@ -41,10 +43,11 @@ def ensure_wrk() -> str:
     return subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split()[1]
 
 
-def wrk(port: int, script: str, args: list[str], seconds: int) -> Figures:
+def wrk(port: int, args: list[str], seconds: int) -> Figures:
+    """Drive the server with bench/calls.lua (its arguments say which calls) for `seconds`."""
     command = [
         "wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "--timeout", "10s",
-        "-s", str(BENCH / script), f"http://127.0.0.1:{port}", "--", *args,
+        "-s", str(BENCH / "calls.lua"), f"http://127.0.0.1:{port}", "--", *args,
     ]  # fmt: skip
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
     return parse(output)

@@ -83,11 +83,20 @@ class _Report:
         self.out += [f"## {title}", "", *([note, ""] if note else []), *table.lines, ""]
 
     def every_run(self) -> None:
-        table = _Table("~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors")
+        table = _Table(
+            "~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors", "server CPU", "machine CPU"
+        )  # fmt: skip
         for (key, load), fig in self.inputs.figures.items():
             call = f"{load.rpc} {load.codec}" + (" at half peak" if load.half else "")
-            table.row(key, call, _n(fig.rps), f"{fig.p50_ms:.2f}", f"{fig.p99_ms:.2f}", fig.errors)
-        self.section("Every run", "", table)
+            table.row(
+                key, call, _n(fig.rps), f"{fig.p50_ms:.2f}", f"{fig.p99_ms:.2f}", fig.errors,
+                f"{fig.server_cores:.2f}", f"{fig.machine_cores:.2f}",
+            )  # fmt: skip
+        note = (
+            "CPU in cores, over the measured run: the server's processes, and the whole machine (server, wrk,"
+            " PostgreSQL, anything else). A machine near its core count had no CPU left to give."
+        )
+        self.section("Every run", note, table)
 
     def overhead(self) -> None:
         table = _Table("~call", "raw ASGI", "no-op Connect", "zkplatform", "zkplatform / no-op", "no-op / raw")

@@ -29,6 +29,10 @@ class Running:
     port: int
     pid: int
 
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the server's processes (user and system)."""
+        return sum(_cpu_seconds(pid) for pid in [self.pid, *_descendants(self.pid)])
+
     def peak_rss_mib(self) -> float:
         """The largest peak resident set of the server's processes (its busiest worker)."""
         peaks = [_vm_hwm_kib(pid) for pid in [self.pid, *_descendants(self.pid)]]
@@ -88,6 +92,24 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             stack.append(child)
     return found
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot, summed over its cores."""
+    jiffies = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = jiffies[3] + jiffies[4]  # idle, iowait
+    return (sum(jiffies) - idle) / _TICKS
 
 
 def _vm_hwm_kib(pid: int) -> int:
