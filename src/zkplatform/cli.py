@@ -20,6 +20,7 @@ from zkplatform.pepper import load_pepper
 from zkplatform.rpc.edge import Edge
 from zkplatform.store import StoreURLError, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
+from zkplatform.workers import listening_socket, run_workers
 
 log = logging.getLogger("zkplatform")
 
@@ -117,14 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_check_store(settings.store_url))
     load_pepper(settings.token_pepper, settings.state_dir)
-    os.environ.update(settings.to_env())  # hypercorn's worker processes read these
-    config = HypercornConfig()
-    config.bind = [args.bind]
-    config.application_path = "zkplatform.cli:worker_app()"
-    # hypercorn runs a single worker in this process; N > 1 spawns N processes.
-    config.workers = 0 if args.workers == 1 else args.workers
-    config.accesslog = None  # an access log would record query strings, where tokens may leak
-    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
+    os.environ.update(settings.to_env())  # the worker processes read these
     log.info(
         "serving platform.v1 on http://%s with %d worker(s), store %s%s",
         args.bind,
@@ -132,4 +126,26 @@ def _serve(args: argparse.Namespace) -> int:
         settings.store_url,
         " (development mode)" if settings.dev else "",
     )
-    return hypercorn_run(config)
+    if args.workers == 1:
+        return hypercorn_run(_hypercorn_config(args.bind))
+    return run_workers(args.workers, args.bind, _worker)
+
+
+def _hypercorn_config(bind: str) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [bind]
+    config.application_path = "zkplatform.cli:worker_app()"
+    config.workers = 0  # serve in this process: several workers are our processes (zkplatform.workers)
+    config.accesslog = None  # an access log would record query strings, where tokens may leak
+    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
+    return config
+
+
+def _worker(bind: str) -> int:
+    """One of several worker processes: hypercorn on a listening socket of its own."""
+    configure_logging()
+    sock = listening_socket(bind)  # kept referenced: hypercorn serves its file descriptor
+    try:
+        return hypercorn_run(_hypercorn_config(f"fd://{sock.fileno()}"))
+    finally:
+        sock.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import http.client
 import json
 import os
 import signal
@@ -116,6 +118,46 @@ def test_two_workers_make_exactly_one_change_per_item(tmp_path: Path, store_url:
     assert len(set(zip([k[0] for k in by_item], sequences, strict=True))) == 20  # no sequence number twice
 
 
+def test_workers_share_the_connections(tmp_path: Path) -> None:
+    """Each worker listens on a socket of its own (SO_REUSEPORT), so a client's few keep-alive
+    connections spread over the workers instead of all landing on the one that accepted first."""
+    store_url = f"sqlite:///{tmp_path}/zk.db"
+    seeded(store_url)
+    with serving(tmp_path, "--store", store_url, "--workers", "2", env=ENV) as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(20)]
+        try:
+            for connection in connections:
+                connection.request("GET", "/healthz")
+                assert connection.getresponse().read() == b"ok\n"
+            held = [len(_established(worker, port)) for worker in _workers(server.process.pid)]
+        finally:
+            for connection in connections:
+                connection.close()
+
+    assert len(held) == 2
+    assert sum(held) == 20
+    assert min(held) > 0, held  # all 20 on one worker has odds of 2 in a million
+
+
+def _established(pid: int, port: int) -> set[int]:
+    """Inodes of the process's TCP sockets that are connected on its side of `port`."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = str(fd.readlink())
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    connected = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], int(fields[9])
+            if local_port == port and state == "01" and inode in inodes:  # 01: ESTABLISHED
+                connected.add(inode)
+    return connected
+
+
 def test_answered_deletes_survive_kill_9(tmp_path: Path, store_url: str) -> None:
     world = seeded(store_url)
     alice = world.token("alice")
@@ -209,5 +251,5 @@ def _children(pid: int) -> list[int]:
 
 
 def _workers(pid: int) -> list[int]:
-    """hypercorn's worker processes (multiprocessing also starts a resource tracker)."""
+    """The worker processes (multiprocessing also starts a resource tracker)."""
     return [c for c in _children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
