@@ -1,14 +1,14 @@
 -- wrk: the calls `make bench` drives, JSON or binary.
---   wrk ... -s bench/calls.lua -- delete TOKEN_FILE json|proto PACE_MS FIRST_ITEM ITEMS_PER_THREAD VAULTS
---   wrk ... -s bench/calls.lua -- mint TOKENS_FILE json|proto PACE_MS
+--   wrk ... -s bench/calls.lua -- delete TOKEN_FILE json|proto PACE_MS THREADS CONNECTIONS FIRST_ITEM ITEMS_PER_THREAD VAULTS
+--   wrk ... -s bench/calls.lua -- mint TOKENS_FILE json|proto PACE_MS THREADS CONNECTIONS
 -- delete: DeleteItem of a fresh item per call: item n is b-n in vault v-(n % VAULTS)
 --   (bench/seed.py); thread t deletes FIRST_ITEM + t * ITEMS_PER_THREAD onwards.
 -- mint: MintUserApiToken, each call with the next token of the file (one principal's per line).
--- PACE_MS > 0: each connection waits that long before each call, starting at a random
---   phase so that the connections' calls spread evenly instead of arriving in bursts.
+-- PACE_MS > 0: each connection waits that long before each call, the connections staggered
+--   evenly over the first PACE_MS (as wrk2 -R does), so calls arrive at a steady rate rather
+--   than in bursts. THREADS and CONNECTIONS are wrk's -t and -c, for the stagger.
 -- Tokens come from files, so that none is on a command line.
 local threads = {}
-local PHASED_CALLS = 100 -- at least the connections of one thread
 
 function setup(thread)
   thread:set("tid", #threads)
@@ -32,11 +32,12 @@ function init(args)
   tokens = lines(args[2])
   codec = args[3]
   pace = tonumber(args[4])
-  math.randomseed(tid + 1)
+  thread_count = tonumber(args[5])
+  connections = tonumber(args[6])
   delays = 0
   if rpc == "delete" then
-    next_item = tonumber(args[5]) + tid * tonumber(args[6])
-    vaults = tonumber(args[7])
+    next_item = tonumber(args[7]) + tid * tonumber(args[8])
+    vaults = tonumber(args[9])
   else
     index = tid
   end
@@ -51,10 +52,11 @@ function init(args)
 end
 
 function delay()
-  -- The first calls of a thread are its connections' first: give each a random phase.
+  -- A thread's first calls are its connections' first: connection k of thread t starts
+  -- at slot k * threads + t of `connections` slots spread over one pace.
   delays = delays + 1
-  if delays <= PHASED_CALLS then
-    return math.random(0, pace)
+  if pace > 0 and delays <= connections / thread_count then
+    return math.floor(((delays - 1) * thread_count + tid) * pace / connections)
   end
   return pace
 end

@@ -1,110 +1,68 @@
 """`make bench`: load figures measured side by side, printed and written to docs/benchmarks.md.
 
-Each setup is a fresh server on 127.0.0.1 and a fresh store; wrk drives it for
-a bounded time (a warm-up, then the measured run). These machines are shared
-and noisy: the figures that matter are ratios of runs made in this one
-invocation, and the targets are judged on those ratios.
+Each setup (bench/plan.py) is a fresh server on 127.0.0.1 and a fresh store;
+wrk drives it for a bounded time (a warm-up, then the measured run). These
+machines are shared and noisy: the figures that matter are ratios of runs
+made in this one invocation, and the targets are judged on those ratios.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
 from bench import report
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
-from bench.seed import MINT_POLICY_ENV, Layout, Tokens
+from bench.plan import ITEM_RATE, PLAN, Setup
+from bench.seed import MINT_POLICY_ENV, Tokens
 from bench.servers import Running, machine_busy_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
 
 ROOT = Path(__file__).resolve().parent.parent
-THOUSAND, MILLION = 1_000, 1_000_000
-# Items a delete load may use per second, by store: more than any server here reaches, so
-# every call finds a fresh item (a run that ran out would show not_found errors).
-ITEM_RATE = {"memory": 14_000, "sqlite": 5_000, "postgresql": 5_000}
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
-    key: str
-    server: str  # "hypercorn" or "uvicorn"
-    app: str  # "raw", "noop" or "zkplatform"
-    store: str  # "", "memory", "sqlite" or "postgresql"
-    workers: int
-    vault_size: int
-    loads: tuple[Load, ...]
+@dataclass
+class Served:
+    """A setup's server, up, and what its loads need: token files and the next fresh item."""
 
-    @property
-    def layout(self) -> Layout:
-        seconds = WARMUP_S + DURATION_S
-        deletes = sum(1 for load in self.loads if load.rpc == "delete")
-        items = max(self.vault_size, deletes * seconds * ITEM_RATE.get(self.store, 0))
-        return Layout(vault_size=self.vault_size, items=items)
+    setup: Setup
+    server: Running
+    work: Path
+    next_item: int = 0
+    runs: dict[Load, list[Figures]] = field(default_factory=dict)
 
-
-PEAK_JSON_PROTO = (Load("delete", "json"), Load("delete", "proto"), Load("mint", "json"), Load("mint", "proto"))
-DURABLE = (Load("delete", "json"), Load("delete", "proto"), Load("mint", "json"))
-PLAN = (
-    Setup("raw", "hypercorn", "raw", "", 1, THOUSAND, (Load("delete", "json"), Load("delete", "proto"))),
-    Setup("noop", "hypercorn", "noop", "", 1, THOUSAND, PEAK_JSON_PROTO),
-    Setup(
-        "memory",
-        "hypercorn",
-        "zkplatform",
-        "memory",
-        1,
-        THOUSAND,
-        (*PEAK_JSON_PROTO, Load("delete", "json", half=True), Load("delete", "proto", half=True)),
-    ),
-    Setup("memory-1m", "hypercorn", "zkplatform", "memory", 1, MILLION, (Load("delete", "json"),)),
-    Setup("uvicorn", "uvicorn", "zkplatform", "memory", 1, THOUSAND, (Load("delete", "json"), Load("delete", "proto"))),
-    Setup("sqlite", "hypercorn", "zkplatform", "sqlite", 1, THOUSAND, (*DURABLE, Load("delete", "json", half=True))),
-    Setup("sqlite-2w", "hypercorn", "zkplatform", "sqlite", 2, THOUSAND, DURABLE),
-    Setup("sqlite-1m", "hypercorn", "zkplatform", "sqlite", 1, MILLION, (Load("delete", "json"),)),
-    Setup(
-        "postgresql",
-        "hypercorn",
-        "zkplatform",
-        "postgresql",
-        1,
-        THOUSAND,
-        (*DURABLE, Load("delete", "json", half=True)),
-    ),
-    Setup("postgresql-2w", "hypercorn", "zkplatform", "postgresql", 2, THOUSAND, DURABLE),
-)
-BENCH_APPS = {"raw": "bench.apps:raw_app", "noop": "bench.apps:noop_app()", "zkplatform": "bench.apps:platform_app()"}
+    def call(self, load: Load, seconds: int, pace_ms: int = 0) -> Figures:
+        pacing = [str(pace_ms), str(THREADS), str(CONNECTIONS)]
+        if load.rpc == "delete":
+            per_thread = ITEM_RATE.get(self.setup.store, 1) // THREADS * seconds
+            args = ["delete", str(self.work / "delete-token"), load.codec, *pacing]
+            args += [str(self.next_item), str(per_thread), str(self.setup.layout.vaults)]
+            self.next_item += per_thread * THREADS
+        else:
+            args = ["mint", str(self.work / "mint-tokens"), load.codec, *pacing]
+        return _measured(self.server, args, seconds)
 
 
-def command(setup: Setup, store_url: str) -> list[str]:
-    if setup.server == "uvicorn":
-        return [
-            sys.executable, "-m", "uvicorn", "--factory", "bench.apps:platform_app", "--host", "127.0.0.1",
-            "--port", "{port}", "--workers", str(setup.workers), "--no-access-log", "--log-level", "warning",
-        ]  # fmt: skip
-    if setup.store in ("sqlite", "postgresql"):  # the real command line, as operators run it
-        zkplatform = str(Path(sys.executable).parent / "zkplatform")
-        return [
-            zkplatform,
-            "serve",
-            "--bind",
-            "127.0.0.1:{port}",
-            "--store",
-            store_url,
-            "--workers",
-            str(setup.workers),
-        ]
-    return [
-        sys.executable, "-m", "hypercorn", "--bind", "127.0.0.1:{port}", "--workers", str(setup.workers),
-        BENCH_APPS[setup.app],
-    ]  # fmt: skip
+def _measured(server: Running, args: list[str], seconds: int) -> Figures:
+    """One wrk run, with the CPU the server and the whole machine spent meanwhile: on a shared
+    machine with two cores, whether there was CPU left is what explains a ratio."""
+    started, server_before, busy_before = time.monotonic(), server.cpu_seconds(), machine_busy_seconds()
+    figures = wrk(server.port, args, seconds)
+    wall = time.monotonic() - started
+    return replace(
+        figures,
+        server_cores=(server.cpu_seconds() - server_before) / wall,
+        machine_cores=(machine_busy_seconds() - busy_before) / wall,
+    )
 
 
 class Bench:
@@ -114,8 +72,38 @@ class Bench:
         self.figures: dict[tuple[str, Load], Figures] = {}
         self.peak_rss_mib: dict[str, float] = {}
 
-    def run(self, setup: Setup) -> None:
+    def run(self, group: tuple[Setup, ...]) -> None:
+        """Serve the group's setups together; interleave their peak loads round by round, then
+        run each paced load once, at half of its setup's peak."""
         started = time.monotonic()
+        with ExitStack() as stack:
+            served = [stack.enter_context(self._serve(setup)) for setup in group]
+            peaks = list(dict.fromkeys(load for s in served for load in s.setup.loads if not load.half))
+            for load in peaks:
+                for round_ in range(max(s.setup.rounds for s in served)):
+                    for s in served:
+                        if load in s.setup.loads and round_ < s.setup.rounds:
+                            if round_ == 0:
+                                s.call(load, WARMUP_S)
+                            s.runs.setdefault(load, []).append(s.call(load, DURATION_S))
+            for s in served:
+                for load, runs in s.runs.items():
+                    self._record(s.setup, load, _median(runs))
+                for load in (load for load in s.setup.loads if load.half):
+                    peak = self.figures[(s.setup.key, Load(load.rpc, load.codec))].rps
+                    pace_ms = max(1, round(CONNECTIONS * 1000 / (peak / 2)))
+                    s.call(load, WARMUP_S, pace_ms)
+                    self._record(s.setup, load, s.call(load, DURATION_S, pace_ms))
+                self.peak_rss_mib[s.setup.key] = s.server.peak_rss_mib()
+        keys = ", ".join(setup.key for setup in group)
+        print(f"  {keys}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    def _record(self, setup: Setup, load: Load, figures: Figures) -> None:
+        self.figures[(setup.key, load)] = figures
+        print(f"  {setup.key} {load}: {figures}", file=sys.stderr)
+
+    @contextmanager
+    def _serve(self, setup: Setup) -> Iterator[Served]:
         work = self._tmp / setup.key
         work.mkdir()
         with self._store(setup, work) as (store_url, tokens):
@@ -132,12 +120,13 @@ class Bench:
             }
             if tokens is not None:
                 tokens.write(work / "tokens.json")
-            with serving(command(setup, store_url), env, work / "server.log", ROOT) as server:
+            with serving(setup.command(store_url), env, work / "server.log", ROOT) as server:
                 if setup.app != "zkplatform":
                     Tokens("none", ["none"]).write(work / "tokens.json")  # the baselines look at no token
-                self._loads(setup, server, Tokens.read(work / "tokens.json"), work)
-                self.peak_rss_mib[setup.key] = server.peak_rss_mib()
-        print(f"  {setup.key}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+                issued = Tokens.read(work / "tokens.json")
+                (work / "delete-token").write_text(issued.delete + "\n")
+                (work / "mint-tokens").write_text("".join(f"{token}\n" for token in issued.mint))
+                yield Served(setup, server, work)
 
     @contextmanager
     def _store(self, setup: Setup, work: Path) -> Iterator[tuple[str, Tokens | None]]:
@@ -149,42 +138,11 @@ class Bench:
         else:
             yield "memory:", None
 
-    def _loads(self, setup: Setup, server: Running, tokens: Tokens, work: Path) -> None:
-        (work / "delete-token").write_text(tokens.delete + "\n")
-        (work / "mint-tokens").write_text("".join(f"{token}\n" for token in tokens.mint))
-        next_item = 0
-        per_second = ITEM_RATE.get(setup.store, 1) // THREADS
-        for load in setup.loads:
-            pace_ms = 0
-            if load.half:
-                peak = self.figures[(setup.key, Load(load.rpc, load.codec))].rps
-                pace_ms = max(1, round(CONNECTIONS * 1000 / (peak / 2)))
-            figures = None
-            for seconds in (WARMUP_S, DURATION_S):
-                if load.rpc == "delete":
-                    per_thread = per_second * seconds
-                    args = ["delete", str(work / "delete-token"), load.codec, str(pace_ms)]
-                    args += [str(next_item), str(per_thread), str(setup.layout.vaults)]
-                    next_item += per_thread * THREADS
-                else:
-                    args = ["mint", str(work / "mint-tokens"), load.codec, str(pace_ms)]
-                figures = self._measured(server, args, seconds)
-            assert figures is not None
-            self.figures[(setup.key, load)] = figures
-            print(f"  {setup.key} {load}: {figures}", file=sys.stderr)
 
-    @staticmethod
-    def _measured(server: Running, args: list[str], seconds: int) -> Figures:
-        """One wrk run, with the CPU the server and the whole machine spent meanwhile: on a shared
-        machine with two cores, whether there was CPU left is what explains a ratio."""
-        started, server_before, busy_before = time.monotonic(), server.cpu_seconds(), machine_busy_seconds()
-        figures = wrk(server.port, args, seconds)
-        wall = time.monotonic() - started
-        return replace(
-            figures,
-            server_cores=(server.cpu_seconds() - server_before) / wall,
-            machine_cores=(machine_busy_seconds() - busy_before) / wall,
-        )
+def _median(runs: list[Figures]) -> Figures:
+    """The run with the median throughput (its latencies with it)."""
+    middle = statistics.median_low(run.rps for run in runs)
+    return next(run for run in runs if run.rps == middle)
 
 
 def machine(wrk_version: str) -> str:
@@ -205,12 +163,13 @@ def machine(wrk_version: str) -> str:
 def main() -> int:
     wrk_version = ensure_wrk()
     started = time.monotonic()
+    only = os.environ.get("BENCH_ONLY", "").split(",")  # a subset of the setups, to try the harness out
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
         bench = Bench(stack, Path(tmp))
-        only = os.environ.get("BENCH_ONLY", "").split(",")  # a subset of the setups, to try the harness out
-        for setup in PLAN:
-            if only == [""] or setup.key in only:
-                bench.run(setup)
+        for group in PLAN:
+            chosen = tuple(setup for setup in group if only == [""] or setup.key in only)
+            if chosen:
+                bench.run(chosen)
     text = report.render(
         report.Inputs(
             figures=bench.figures,

@@ -1,0 +1,111 @@
+"""What `make bench` measures: the setups (a server, an app, a store) and the loads on each.
+
+Setups in one group are served at the same time and their loads interleaved
+round by round (A B C A B C ...), each figure the median of its rounds: the
+overhead ratios compare figures taken seconds apart, not minutes.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.load import DURATION_S, WARMUP_S, Load
+from bench.seed import Layout
+
+THOUSAND, MILLION = 1_000, 1_000_000
+OVERHEAD_ROUNDS = 3
+# Items a delete load may use per second, by store: more than any server here reaches, so
+# every call finds a fresh item (a run that ran out would show not_found errors).
+ITEM_RATE = {"memory": 14_000, "sqlite": 5_000, "postgresql": 5_000}
+BENCH_APPS = {"raw": "bench.apps:raw_app", "noop": "bench.apps:noop_app()", "zkplatform": "bench.apps:platform_app()"}
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    key: str
+    server: str  # "hypercorn" or "uvicorn"
+    app: str  # "raw", "noop" or "zkplatform"
+    store: str  # "", "memory", "sqlite" or "postgresql"
+    workers: int
+    vault_size: int
+    loads: tuple[Load, ...]
+    rounds: int = 1
+
+    @property
+    def layout(self) -> Layout:
+        seconds = sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
+                      for load in self.loads if load.rpc == "delete")  # fmt: skip
+        return Layout(vault_size=self.vault_size, items=max(self.vault_size, seconds * ITEM_RATE.get(self.store, 0)))
+
+    def command(self, store_url: str) -> list[str]:
+        """The server's command line; {port} stands for the port it is given."""
+        if self.server == "uvicorn":
+            return [
+                sys.executable, "-m", "uvicorn", "--factory", "bench.apps:platform_app", "--host", "127.0.0.1",
+                "--port", "{port}", "--workers", str(self.workers), "--no-access-log", "--log-level", "warning",
+            ]  # fmt: skip
+        if self.store in ("sqlite", "postgresql"):  # the real command line, as operators run it
+            zkplatform = str(Path(sys.executable).parent / "zkplatform")
+            return [
+                zkplatform,
+                "serve",
+                "--bind",
+                "127.0.0.1:{port}",
+                "--store",
+                store_url,
+                "--workers",
+                str(self.workers),
+            ]
+        return [
+            sys.executable, "-m", "hypercorn", "--bind", "127.0.0.1:{port}", "--workers", str(self.workers),
+            BENCH_APPS[self.app],
+        ]  # fmt: skip
+
+
+def _loads(*calls: str, half: tuple[str, ...] = ()) -> tuple[Load, ...]:
+    """Loads from "rpc codec" names; `half` ones run paced at half of the same call's peak, after the peaks."""
+
+    def load(call: str, *, half: bool) -> Load:
+        rpc, codec = call.split()
+        return Load(rpc, codec, half=half)
+
+    return (*(load(call, half=False) for call in calls), *(load(call, half=True) for call in half))
+
+
+EVERY_CALL = ("delete json", "delete proto", "mint json", "mint proto")
+DURABLE = ("delete json", "delete proto", "mint json")
+PLAN: tuple[tuple[Setup, ...], ...] = (
+    (
+        Setup("raw", "hypercorn", "raw", "", 1, THOUSAND, _loads("delete json", "delete proto"), OVERHEAD_ROUNDS),
+        Setup("noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*EVERY_CALL), OVERHEAD_ROUNDS),
+        Setup(
+            "memory",
+            "hypercorn",
+            "zkplatform",
+            "memory",
+            1,
+            THOUSAND,
+            _loads(*EVERY_CALL, half=("delete json", "delete proto")),
+            OVERHEAD_ROUNDS,
+        ),
+    ),
+    (Setup("memory-1m", "hypercorn", "zkplatform", "memory", 1, MILLION, _loads("delete json")),),
+    (Setup("uvicorn", "uvicorn", "zkplatform", "memory", 1, THOUSAND, _loads("delete json", "delete proto")),),
+    (Setup("sqlite", "hypercorn", "zkplatform", "sqlite", 1, THOUSAND, _loads(*DURABLE, half=("delete json",))),),
+    (Setup("sqlite-2w", "hypercorn", "zkplatform", "sqlite", 2, THOUSAND, _loads(*DURABLE)),),
+    (Setup("sqlite-1m", "hypercorn", "zkplatform", "sqlite", 1, MILLION, _loads("delete json")),),
+    (
+        Setup(
+            "postgresql",
+            "hypercorn",
+            "zkplatform",
+            "postgresql",
+            1,
+            THOUSAND,
+            _loads(*DURABLE, half=("delete json",)),
+        ),
+    ),
+    (Setup("postgresql-2w", "hypercorn", "zkplatform", "postgresql", 2, THOUSAND, _loads(*DURABLE)),),
+)
