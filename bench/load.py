@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parent
 THREADS = 2
 CONNECTIONS = 50
 WARMUP_S = 2
-DURATION_S = int(os.environ.get("BENCH_DURATION_S", "8"))  # shorter only to try the harness out
+DURATION_S = int(os.environ.get("BENCH_DURATION_S", "6"))  # shorter only to try the harness out
 
 
 @dataclass(frozen=True, slots=True)
