@@ -31,6 +31,7 @@ class Figures:
     errors: int  # non-2xx answers and socket errors: a run with errors measured something else
     server_cores: float = 0.0  # CPU the server's processes used during the run, in cores
     machine_cores: float = 0.0  # CPU the whole machine used (server, wrk, database), in cores
+    stolen_cores: float = 0.0  # CPU the hypervisor took from this machine meanwhile, in cores
 
 
 def ensure_wrk() -> str:

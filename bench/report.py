@@ -85,17 +85,18 @@ class _Report:
 
     def every_run(self) -> None:
         table = _Table(
-            "~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors", "server CPU", "machine CPU"
+            "~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors", "server CPU", "machine CPU", "stolen"
         )  # fmt: skip
         for (key, load), fig in self.inputs.figures.items():
             call = f"{load.rpc} {load.codec}" + (" at half peak" if load.half else "")
             table.row(
                 key, call, _n(fig.rps), f"{fig.p50_ms:.2f}", f"{fig.p99_ms:.2f}", fig.errors,
-                f"{fig.server_cores:.2f}", f"{fig.machine_cores:.2f}",
+                f"{fig.server_cores:.2f}", f"{fig.machine_cores:.2f}", f"{fig.stolen_cores:.2f}",
             )  # fmt: skip
         note = (
-            "CPU in cores, over the measured run: the server's processes, and the whole machine (server, wrk,"
-            " PostgreSQL, anything else). A machine near its core count had no CPU left to give."
+            "CPU in cores, over the measured run (the median round's): the server's processes; the whole"
+            " machine (server, wrk, PostgreSQL, anything else); and what the hypervisor gave to other"
+            " machines meanwhile (stolen). A machine near its core count had no CPU left to give."
         )
         self.section("Every run", note, table)
 

@@ -24,7 +24,7 @@ from bench import report
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.plan import ITEM_RATE, PLAN, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
-from bench.servers import Running, machine_busy_seconds, serving
+from bench.servers import Running, machine_cpu_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,15 +53,17 @@ class Served:
 
 
 def _measured(server: Running, args: list[str], seconds: int) -> Figures:
-    """One wrk run, with the CPU the server and the whole machine spent meanwhile: on a shared
-    machine with two cores, whether there was CPU left is what explains a ratio."""
-    started, server_before, busy_before = time.monotonic(), server.cpu_seconds(), machine_busy_seconds()
+    """One wrk run, with the CPU the server and the whole machine spent meanwhile, and what the
+    hypervisor took: on a shared machine with two cores, that is what explains a ratio."""
+    started, server_before, (busy_before, stolen_before) = time.monotonic(), server.cpu_seconds(), machine_cpu_seconds()
     figures = wrk(server.port, args, seconds)
     wall = time.monotonic() - started
+    busy_after, stolen_after = machine_cpu_seconds()
     return replace(
         figures,
         server_cores=(server.cpu_seconds() - server_before) / wall,
-        machine_cores=(machine_busy_seconds() - busy_before) / wall,
+        machine_cores=(busy_after - busy_before) / wall,
+        stolen_cores=(stolen_after - stolen_before) / wall,
     )
 
 

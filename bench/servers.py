@@ -105,11 +105,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine has been busy since boot, summed over its cores."""
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, stolen) CPU seconds of the whole machine since boot, summed over its cores. Stolen
+    is time the hypervisor gave this virtual machine's cores to someone else."""
     jiffies = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = jiffies[3] + jiffies[4]  # idle, iowait
-    return (sum(jiffies) - idle) / _TICKS
+    idle, stolen = jiffies[3] + jiffies[4], jiffies[7]  # idle + iowait; steal
+    return (sum(jiffies) - idle - stolen) / _TICKS, stolen / _TICKS
 
 
 def _vm_hwm_kib(pid: int) -> int:
