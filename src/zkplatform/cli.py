@@ -141,11 +141,12 @@ def _hypercorn_config(bind: str) -> HypercornConfig:
     return config
 
 
-def _worker(bind: str) -> int:
+def _worker(bind: str) -> None:
     """One of several worker processes: hypercorn on a listening socket of its own."""
     configure_logging()
     sock = listening_socket(bind)  # kept referenced: hypercorn serves its file descriptor
     try:
-        return hypercorn_run(_hypercorn_config(f"fd://{sock.fileno()}"))
+        code = hypercorn_run(_hypercorn_config(f"fd://{sock.fileno()}"))
     finally:
         sock.close()
+    raise SystemExit(code)  # the process's exit code, which run_workers reports

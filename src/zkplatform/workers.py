@@ -39,7 +39,7 @@ def listening_socket(bind: str) -> socket.socket:
     return sock
 
 
-def run_workers(count: int, bind: str, worker: Callable[[str], int]) -> int:
+def run_workers(count: int, bind: str, worker: Callable[[str], None]) -> int:
     """Run `worker(bind)` in `count` spawned processes until one exits or we are told to stop.
 
     Binding once here first makes a taken address fail before anything starts.
@@ -71,7 +71,7 @@ def run_workers(count: int, bind: str, worker: Callable[[str], int]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if told_to_stop:
+    failures = [process.exitcode for process in processes if process.exitcode]
+    if told_to_stop or not failures:
         return 0
-    failed = next((process.exitcode for process in processes if process.exitcode), 0)
-    return failed if failed and failed > 0 else (1 if failed else 0)  # killed by a signal: 1
+    return failures[0] if failures[0] > 0 else 1  # a negative code: killed by that signal
