@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -13,15 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.e2e.server import free_port
+
 START_TIMEOUT_S = 180  # seeding a million items in the server's memory takes a while
 STOP_TIMEOUT_S = 15
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True, slots=True)

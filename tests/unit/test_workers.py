@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from tests.e2e.server import free_port
 from zkplatform.workers import listening_socket, run_workers
 
 
@@ -14,9 +15,7 @@ def _exits_with_3(bind: str) -> None:
 
 
 def _free_bind() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
+    return f"127.0.0.1:{free_port()}"
 
 
 def test_a_failing_worker_is_the_exit_code() -> None:

@@ -174,7 +174,7 @@ class PostgresStore:
                     f"no vault {vault_id} in tenant {tenant_id}",
                 )
             # One statement per vault for the sequence numbers and one batch for the rows.
-            last = {
+            first = {
                 vault_id: await _take_sequences(conn, vault_id, count)
                 for vault_id, count in Counter(item.vault_id for item in items).items()
             }
@@ -182,7 +182,7 @@ class PostgresStore:
                 async with conn.transaction(), conn.cursor() as cursor:  # a savepoint: see the store without the batch
                     await cursor.executemany(
                         f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        rows.numbered_items(items, last),
+                        rows.numbered_items(items, first),
                     )
             except errors.UniqueViolation:
                 cursor = await conn.execute(
@@ -301,9 +301,11 @@ async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tu
 
 
 async def _take_sequences(conn: Conn, vault_id: str, count: int) -> int:
-    """Take the vault's next `count` sequence numbers; the last of them."""
+    """Take the vault's next `count` sequence numbers; the first of them."""
     row = await _fetchone(
-        conn, "UPDATE vaults SET sequence = sequence + %s WHERE vault_id = %s RETURNING sequence", (count, vault_id)
+        conn,
+        "UPDATE vaults SET sequence = sequence + %s WHERE vault_id = %s RETURNING sequence - %s + 1",
+        (count, vault_id, count),
     )
     assert row is not None  # the vault exists: checked in this transaction
     return int(row[0])

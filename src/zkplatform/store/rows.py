@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,9 +27,11 @@ TOKEN_WITH_PRINCIPAL = (
 )
 
 
+_TOKEN_WIDTH = len(TOKEN_COLUMNS.split(", "))
+
+
 def token_with_principal_from_row(row: tuple[Any, ...] | Any) -> tuple[TokenRecord, Principal]:
-    split = len(TOKEN_COLUMNS.split(", "))
-    return token_from_row(row[:split]), principal_from_row(row[split:])
+    return token_from_row(row[:_TOKEN_WIDTH]), principal_from_row(row[_TOKEN_WIDTH:])
 
 
 def scopes_to_text(scopes: Iterable[Scope]) -> str:
@@ -76,11 +77,10 @@ def item_params(item: Item, sequence: int) -> tuple[Any, ...]:
     )
 
 
-def numbered_items(items: Sequence[Item], last_sequence: Mapping[str, int]) -> list[tuple[Any, ...]]:
-    """Insert parameters for items whose vaults each took `count` sequence numbers
-    ending at last_sequence[vault]: the items of a vault take them in the order given."""
-    counts = Counter(item.vault_id for item in items)
-    following = {vault: last - counts[vault] + 1 for vault, last in last_sequence.items()}
+def numbered_items(items: Sequence[Item], first_sequence: Mapping[str, int]) -> list[tuple[Any, ...]]:
+    """Insert parameters for items whose vaults took sequence numbers from
+    first_sequence[vault] on: the items of a vault take them in the order given."""
+    following = dict(first_sequence)
     params = []
     for item in items:
         params.append(item_params(item, following[item.vault_id]))

@@ -159,7 +159,7 @@ class SQLiteStore:
                 )
             # One statement per vault for the sequence numbers and one for the rows: an import of
             # a million items takes seconds, not minutes.
-            last = {
+            first = {
                 vault_id: _take_sequences(conn, vault_id, count)
                 for vault_id, count in Counter(item.vault_id for item in items).items()
             }
@@ -167,7 +167,7 @@ class SQLiteStore:
             try:
                 conn.executemany(
                     f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows.numbered_items(items, last),
+                    rows.numbered_items(items, first),
                 )
             except sqlite3.IntegrityError:
                 conn.execute("ROLLBACK TO add_items")
@@ -304,9 +304,10 @@ def _next_sequence(conn: sqlite3.Connection, vault_id: str) -> int:
 
 
 def _take_sequences(conn: sqlite3.Connection, vault_id: str, count: int) -> int:
-    """Take the vault's next `count` sequence numbers; the last of them."""
+    """Take the vault's next `count` sequence numbers; the first of them."""
     (sequence,) = conn.execute(
-        "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence", (count, vault_id)
+        "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence - ? + 1",
+        (count, vault_id, count),
     ).fetchone()
     return int(sequence)
 
