@@ -21,13 +21,14 @@ from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.request import RequestContext
 
 from bench.seed import NOW, Layout, bench_item, seed
-from zkplatform.app import Platform, create_app
+from zkplatform.app import create_app
 from zkplatform.config import Settings
 from zkplatform.domain.models import Tombstone
+from zkplatform.messages.convert import delete_response, timestamp
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.convert import delete_response, timestamp
 from zkplatform.rpc.edge import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.store.memory import MemoryStore
+from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication

@@ -16,8 +16,8 @@ from psycopg import sql
 
 from bench.seed import Layout, Tokens, seed
 from tests.pg import LOCAL_URL, ThrowawayCluster, answers
-from zkplatform.app import Platform
 from zkplatform.store import open_store
+from zkplatform.wiring import Platform
 
 PEPPER = secrets.token_bytes(32)
 PEPPER_ENV = {"ZKPLATFORM_TOKEN_PEPPER": base64.urlsafe_b64encode(PEPPER).rstrip(b"=").decode()}

@@ -7,8 +7,8 @@ import pytest
 
 from tests.connect import CODECS, Codec
 from tests.world import PEPPER, FakeClock, World, serve_in_process
-from zkplatform.app import Platform
 from zkplatform.store.memory import MemoryStore
+from zkplatform.wiring import Platform
 
 pytest_plugins = ["tests.pg"]
 

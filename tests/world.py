@@ -8,9 +8,10 @@ from typing import Any
 import httpx
 
 from zkplatform import devmode
-from zkplatform.app import Platform, create_app
+from zkplatform.app import create_app
 from zkplatform.config import Settings
 from zkplatform.domain.models import Item
+from zkplatform.wiring import Platform
 
 START = 1_800_000_000  # 2027-01-15T08:00:00Z
 PEPPER = b"test-pepper-of-thirty-two-bytes!"

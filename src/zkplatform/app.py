@@ -6,7 +6,6 @@ import asyncio
 import gc
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from connectrpc.codec import Codec
@@ -15,15 +14,7 @@ from connectrpc.interceptor import Interceptor
 from google.protobuf.descriptor import FileDescriptor
 
 from zkplatform import devmode
-from zkplatform.config import ConfigError, Settings
-from zkplatform.domain.auth import Authenticator
-from zkplatform.domain.broker import BrokerUseCases, MintPolicy
-from zkplatform.domain.clock import Clock, system_clock
-from zkplatform.domain.issuing import TokenIssuer
-from zkplatform.domain.tokens import TokenHasher
-from zkplatform.domain.vault import VaultUseCases
-from zkplatform.pepper import load_pepper
-from zkplatform.repository import Store
+from zkplatform.config import Settings
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
@@ -33,7 +24,7 @@ from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.reflection import reflection_routes
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
-from zkplatform.store import StoreURLError, open_store
+from zkplatform.wiring import Platform, platform_from
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.grpc.health.v1.health_connect import HealthASGIApplication
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
@@ -45,48 +36,11 @@ log = logging.getLogger(__name__)
 PURGE_INTERVAL_SECONDS = 3600
 
 
-@dataclass(frozen=True, slots=True)
-class Platform:
-    """The domain, wired to one store."""
-
-    store: Store
-    clock: Clock
-    authenticator: Authenticator
-    issuer: TokenIssuer
-    vault: VaultUseCases
-    broker: BrokerUseCases
-
-    @classmethod
-    def build(
-        cls, store: Store, pepper: bytes, clock: Clock = system_clock, policy: MintPolicy | None = None
-    ) -> Platform:
-        hasher = TokenHasher(pepper)
-        issuer = TokenIssuer(store, store, hasher, clock)
-        return cls(
-            store=store,
-            clock=clock,
-            authenticator=Authenticator(store, store, hasher, clock),
-            issuer=issuer,
-            vault=VaultUseCases(store, store, clock),
-            broker=BrokerUseCases(store, issuer, policy or MintPolicy(), clock),
-        )
-
-
 def procedures(file: FileDescriptor) -> Iterable[str]:
     """The HTTP paths of every RPC declared in a proto file."""
     for service in file.services_by_name.values():
         for method in service.methods:
             yield f"/{service.full_name}/{method.name}"
-
-
-async def platform_from(settings: Settings) -> Platform:
-    """The platform on the configured store, opened and its schema checked."""
-    try:
-        store = await open_store(settings.store_url)
-    except StoreURLError as error:
-        raise ConfigError(str(error)) from None
-    pepper = load_pepper(settings.token_pepper, settings.state_dir)
-    return Platform.build(store, pepper, policy=settings.mint_policy)
 
 
 def create_app(
@@ -101,12 +55,16 @@ def create_app(
     pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
     edge = Edge(max_body_bytes=settings.max_body_bytes)
-    # Needing no token: reflection (the public contract) and health.
-    health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
-    streams = reflection_routes([vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]) | health_streams
-    if platform is not None:
-        edge.mount(routes(settings, platform, vault, broker), streams)
+
+    def mount(platform: Platform) -> None:
+        # Needing no token: reflection (the public contract) and health.
+        health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
+        files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
+        edge.mount(routes(settings, platform, vault, broker), reflection_routes(files) | health_streams)
         edge.mount(health_unary, protocol_header_required=False)
+
+    if platform is not None:
+        mount(platform)
         edge.lifespan = settle_heap
         return edge
     maintenance: asyncio.Task[None] | None = None
@@ -120,8 +78,7 @@ def create_app(
                 path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
                 log.info("development mode: demo data seeded; credentials written to %s", path)
             maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
-            edge.mount(routes(settings, platform, vault, broker), streams)
-            edge.mount(health_unary, protocol_header_required=False)
+            mount(platform)
             await settle_heap(phase)
         elif phase == "shutdown" and platform is not None:
             if maintenance is not None:

@@ -18,6 +18,8 @@ DEFAULT_BIND = "127.0.0.1:8080"
 DEFAULT_STORE = DEFAULT_SQLITE_URL
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
+DEFAULT_BODY_READ_TIMEOUT_SECONDS = 30
+DEFAULT_MAX_STREAMS = 100
 DEFAULT_STATE_DIR = Path("var")
 DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
 
@@ -30,6 +32,10 @@ class ConfigError(ValueError):
 class Settings:
     store_url: str = DEFAULT_STORE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # How long a request's body may take to arrive, from its headers to its last byte.
+    body_read_timeout_seconds: int = DEFAULT_BODY_READ_TIMEOUT_SECONDS
+    # Open streaming calls (reflection, health watches) per worker.
+    max_streams: int = DEFAULT_MAX_STREAMS
     # Where the server keeps its own files (the token pepper, when none is configured).
     state_dir: Path = DEFAULT_STATE_DIR
     # base64url HMAC key for stored tokens; generated into state_dir when unset.
@@ -46,6 +52,10 @@ class Settings:
         return cls(
             store_url=env.get("ZKPLATFORM_STORE", DEFAULT_STORE),
             max_body_bytes=_positive_int(env, "ZKPLATFORM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+            body_read_timeout_seconds=_positive_int(
+                env, "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS", DEFAULT_BODY_READ_TIMEOUT_SECONDS, at_most=3600
+            ),
+            max_streams=_positive_int(env, "ZKPLATFORM_MAX_STREAMS", DEFAULT_MAX_STREAMS, at_most=100_000),
             state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
             token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
             dev=env.get("ZKPLATFORM_DEV", "") == "1",
@@ -62,6 +72,8 @@ class Settings:
         return {
             "ZKPLATFORM_STORE": self.store_url,
             "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
+            "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(self.body_read_timeout_seconds),
+            "ZKPLATFORM_MAX_STREAMS": str(self.max_streams),
             "ZKPLATFORM_STATE_DIR": str(self.state_dir),
             "ZKPLATFORM_DEV": "1" if self.dev else "0",
             "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),

@@ -19,8 +19,8 @@ from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
 from tests.contract.test_store_contract import item
 from tests.e2e.server import Server, serving, zkplatform_command
 from tests.world import PEPPER, World
-from zkplatform.app import Platform
 from zkplatform.store import open_store
+from zkplatform.wiring import Platform
 
 ENV = {"ZKPLATFORM_TOKEN_PEPPER": base64.urlsafe_b64encode(PEPPER).decode().rstrip("=")}
 

@@ -16,8 +16,9 @@ from google.protobuf import timestamp_pb2
 
 from tests.connect import BROKER_MINT, JSON, PROTO, VAULT_DELETE, Codec, detail, error_of, headers
 from tests.world import World
-from zkplatform.app import Platform, create_app
+from zkplatform.app import create_app
 from zkplatform.config import Settings
+from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
 

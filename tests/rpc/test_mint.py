@@ -10,11 +10,11 @@ import pytest
 
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, Codec, detail, error_of, headers
 from tests.world import PEPPER, FakeClock, World, serve_in_process
-from zkplatform.app import Platform
 from zkplatform.domain import tokens
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.domain.models import Scope
 from zkplatform.store.memory import MemoryStore
+from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2
 
 READ, WRITE, DELETE, MINT = (s.value for s in Scope)

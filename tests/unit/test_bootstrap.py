@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.world import FakeClock
-from zkplatform.app import Platform
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import NotFound, ScopesNotHeld
 from zkplatform.domain.models import Principal, Role, Scope, Tenant
+from zkplatform.wiring import Platform
 
 NO_PROOF = ProofRequest(proof=None, htm="POST", htu="http://testserver/")
 

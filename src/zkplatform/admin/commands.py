@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable
 from google.protobuf import json_format
 
 from zkplatform.admin.importer import read_file
-from zkplatform.app import Platform
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import system_clock
 from zkplatform.domain.errors import ScopesNotHeld
 from zkplatform.domain.models import Principal, Role, Tenant, Vault
+from zkplatform.messages.convert import token_to_proto
 from zkplatform.pepper import load_pepper
-from zkplatform.rpc.convert import token_to_proto
 from zkplatform.store import MigratableStore
+from zkplatform.wiring import Platform
 
 SECONDS_PER_DAY = 86_400
 # A century: beyond any real retention, and `now - retention` stays well within the stores' integers.

@@ -19,8 +19,8 @@ from google.protobuf import json_format
 from tqdm import tqdm
 
 from zkplatform.domain.models import Item
-from zkplatform.rpc.convert import item_from_proto
-from zkplatform.rpc.validation import violations_of
+from zkplatform.messages.convert import item_from_proto
+from zkplatform.messages.rules import violations_of
 from zkplatform_api.platform.v1 import vault_pb2
 
 STDIN = "-"

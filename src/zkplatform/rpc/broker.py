@@ -9,8 +9,8 @@ from connectrpc.request import RequestContext
 
 from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
 from zkplatform.domain.models import Scope
+from zkplatform.messages.convert import token_to_proto
 from zkplatform.rpc.auth import current_caller, current_proof
-from zkplatform.rpc.convert import token_to_proto
 from zkplatform.rpc.metadata import StartCheck
 from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService

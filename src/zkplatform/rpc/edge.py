@@ -20,11 +20,10 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from typing import Any
 
-from connectrpc._protocol import ConnectWireError
-from connectrpc._protocol_grpc import GRPCServerProtocol
-from connectrpc._protocol_server import negotiate_server_protocol
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+
+from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negotiate_server_protocol
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

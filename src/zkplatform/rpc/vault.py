@@ -7,8 +7,8 @@ from typing import Any
 from connectrpc.request import RequestContext
 
 from zkplatform.domain.vault import VaultUseCases
+from zkplatform.messages.convert import delete_response
 from zkplatform.rpc.auth import current_caller
-from zkplatform.rpc.convert import delete_response
 from zkplatform_api.platform.v1 import vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
 
