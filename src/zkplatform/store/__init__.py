@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from zkplatform.repository import Store
 
@@ -18,6 +18,19 @@ DEFAULT_SQLITE_URL = "sqlite:///./var/zkplatform.db"
 
 class StoreURLError(ValueError):
     """A store URL this build cannot open; the message says why."""
+
+
+class StoreUnavailable(ValueError):
+    """A store that cannot be opened (unreachable, refused, not a database); the message says what to do."""
+
+
+def display_url(url: str) -> str:
+    """The store URL as it may be printed: any password masked."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 class MigratableStore(Store, Protocol):
