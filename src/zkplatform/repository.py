@@ -8,7 +8,7 @@ takes the vault's next sequence number: never a read followed by a write.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,10 +53,16 @@ class DirectoryRepository(Protocol):
 
 
 class ItemRepository(Protocol):
-    async def add_items(self, items: Sequence[Item]) -> None:
-        """Store new items, all or none; each takes its vault's next sequence
-        number, in the order given. AlreadyExists or UnknownReference when one
-        cannot be added, and then nothing is."""
+    async def add_items(self, items: Iterable[Item]) -> None:
+        """Store new items in one transaction, all or none; each takes its
+        vault's next sequence number, in the order given.
+
+        `items` may be any iterable, a generator of an import of any length
+        included: it is consumed exactly once, and the SQL stores hold one chunk
+        of it in memory at a time. AlreadyExists or UnknownReference names the
+        first item, in the order given, that cannot be added, and then nothing is
+        stored and no sequence number taken; an error raised by `items` itself
+        propagates, with the same effect."""
         ...
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -21,6 +22,10 @@ from zkplatform.domain.models import (
 )
 from zkplatform.repository import AlreadyExists, Missing, Stale, UnknownReference
 from zkplatform.store import MigratableStore
+from zkplatform.store.rows import ADD_ITEMS_CHUNK
+
+# Past the second chunk of the SQL stores: what fails there must undo two committed-looking chunks.
+LATE = 2 * ADD_ITEMS_CHUNK + 7
 
 NOW = 1_800_000_000
 
@@ -117,6 +122,79 @@ async def test_add_items_is_all_or_none(seeded: MigratableStore) -> None:
             await seeded.add_items(batch)
         assert await seeded.get_item("v1", "n1") is None
         assert await seeded.vault_sequence("v1") == 3
+
+
+def generated(count: int, then: Item | None = None) -> Iterator[Item]:
+    """An import's items, alternating between v1 and v2, made one at a time; then `then`."""
+    for n in range(count):
+        yield item(f"g{n}", vault_id=f"v{1 + n % 2}")
+    if then is not None:
+        yield then
+
+
+async def test_add_items_consumes_a_generator_once(seeded: MigratableStore) -> None:
+    await seeded.add_items(generated(LATE))
+
+    assert await seeded.vault_sequence("v1") == 3 + (LATE + 1) // 2
+    assert await seeded.vault_sequence("v2") == LATE // 2
+    assert await seeded.get_item("v1", "g0") == item("g0")
+    assert await seeded.get_item(f"v{1 + (LATE - 1) % 2}", f"g{LATE - 1}") == item(
+        f"g{LATE - 1}", vault_id=f"v{1 + (LATE - 1) % 2}"
+    )
+    # Each vault's items took its next numbers in the order given: the last one, the vault's latest.
+    outcome = await seeded.delete_item("v2", "g1", 1, NOW)
+    assert isinstance(outcome, Tombstone)
+    assert outcome.sequence == LATE // 2 + 1
+
+
+class _BrokenImport(Exception):
+    """A source of items that fails part-way (a bad line in an NDJSON file)."""
+
+
+def broken_import(count: int) -> Iterator[Item]:
+    yield from generated(count)
+    raise _BrokenImport
+
+
+@pytest.mark.parametrize(
+    ("last", "error", "names"),
+    [
+        (item("i1"), AlreadyExists, "item i1 in vault v1"),  # stored before
+        (item("g0"), AlreadyExists, "item g0 in vault v1"),  # in the first chunk
+        (item("g9", vault_id="v9"), UnknownReference, "no vault v9 in tenant t1"),
+        (item("g9", vault_id="v2", tenant_id="t2"), UnknownReference, "no vault v2 in tenant t2"),
+    ],
+)
+async def test_a_failure_in_a_late_chunk_stores_nothing(
+    seeded: MigratableStore, last: Item, error: type[Exception], names: str
+) -> None:
+    with pytest.raises(error, match=names):
+        await seeded.add_items(generated(LATE, then=last))
+
+    assert await seeded.get_item("v1", "g0") is None
+    assert await seeded.get_item("v2", "g1") is None
+    assert await seeded.vault_sequence("v1") == 3
+    assert await seeded.vault_sequence("v2") == 0
+
+
+async def test_a_failing_source_of_items_stores_nothing(seeded: MigratableStore) -> None:
+    with pytest.raises(_BrokenImport):
+        await seeded.add_items(broken_import(LATE))
+
+    assert await seeded.get_item("v1", "g0") is None
+    assert await seeded.vault_sequence("v1") == 3
+    assert await seeded.vault_sequence("v2") == 0
+    await seeded.add_items(generated(2))  # and the store goes on
+    assert await seeded.vault_sequence("v1") == 4
+
+
+async def test_add_items_names_the_first_item_that_cannot_be_added(seeded: MigratableStore) -> None:
+    with pytest.raises(UnknownReference, match="no vault v9"):
+        await seeded.add_items([item("n1"), item("n2", vault_id="v9"), item("i1")])
+    with pytest.raises(AlreadyExists, match="item i1 in vault v1"):
+        await seeded.add_items([item("n1"), item("i1"), item("n2", vault_id="v9")])
+    assert await seeded.get_item("v1", "n1") is None
+    assert await seeded.vault_sequence("v1") == 3
 
 
 async def test_delete_makes_a_tombstone_with_the_next_sequence(seeded: MigratableStore) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -76,7 +76,8 @@ class MemoryStore:
 
     # items
 
-    async def add_items(self, items: Sequence[Item]) -> None:
+    async def add_items(self, items: Iterable[Item]) -> None:
+        items = list(items)  # consumed once; the memory store keeps them all anyway
         seen: set[tuple[str, str]] = set()
         for item in items:  # check everything first: all or none
             vault = self._vaults.get(item.vault_id)

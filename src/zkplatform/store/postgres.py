@@ -12,8 +12,7 @@ any process are counted one after the other.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, errors, sql
@@ -164,35 +163,11 @@ class PostgresStore:
 
     # items
 
-    async def add_items(self, items: Sequence[Item]) -> None:
+    async def add_items(self, items: Iterable[Item]) -> None:
         async def add(conn: Conn) -> None:
-            for vault_id, tenant_id in dict.fromkeys((item.vault_id, item.tenant_id) for item in items):
-                await _require(
-                    conn,
-                    "SELECT 1 FROM vaults WHERE vault_id = %s AND tenant_id = %s",
-                    (vault_id, tenant_id),
-                    f"no vault {vault_id} in tenant {tenant_id}",
-                )
-            # One statement per vault for the sequence numbers and one batch for the rows.
-            first = {
-                vault_id: await _take_sequences(conn, vault_id, count)
-                for vault_id, count in Counter(item.vault_id for item in items).items()
-            }
-            try:
-                async with conn.transaction(), conn.cursor() as cursor:  # a savepoint: see the store without the batch
-                    await cursor.executemany(
-                        f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        rows.numbered_items(items, first),
-                    )
-            except errors.UniqueViolation:
-                cursor = await conn.execute(
-                    "SELECT vault_id, item_id FROM items WHERE (vault_id, item_id) IN"
-                    " (SELECT * FROM unnest(%s::text[], %s::text[]))",
-                    ([i.vault_id for i in items], [i.item_id for i in items]),
-                )
-                stored = set(await cursor.fetchall())
-                duplicate = rows.first_duplicate(items, lambda i: (i.vault_id, i.item_id) in stored)
-                raise AlreadyExists(f"{duplicate} already exists") from None
+            known: set[tuple[str, str]] = set()  # (vault, tenant) pairs checked: one query per vault, not per item
+            for chunk in rows.chunks(items):
+                await _add_chunk(conn, chunk, known)
 
         await self._tx(add)
 
@@ -298,6 +273,38 @@ class PostgresStore:
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
     return await (await conn.execute(query, params)).fetchone()
+
+
+async def _add_chunk(conn: Conn, chunk: list[Item], known: set[tuple[str, str]]) -> None:
+    if unchecked := list({(i.vault_id, i.tenant_id) for i in chunk} - known):
+        cursor = await conn.execute(
+            "SELECT vault_id, tenant_id FROM vaults WHERE (vault_id, tenant_id) IN"
+            " (SELECT * FROM unnest(%s::text[], %s::text[]))",
+            ([vault_id for vault_id, _ in unchecked], [tenant_id for _, tenant_id in unchecked]),
+        )
+        known.update(await cursor.fetchall())
+    addable, refused = rows.until_unknown_vault(chunk, known)
+    # One statement per vault for the sequence numbers and one batch for the rows.
+    first = {
+        vault_id: await _take_sequences(conn, vault_id, count) for vault_id, count in rows.per_vault(addable).items()
+    }
+    try:
+        async with conn.transaction(), conn.cursor() as cursor:  # a savepoint: see the store without the chunk
+            await cursor.executemany(
+                f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                rows.numbered_items(addable, first),
+            )
+    except errors.UniqueViolation:
+        cursor = await conn.execute(
+            "SELECT vault_id, item_id FROM items WHERE (vault_id, item_id) IN"
+            " (SELECT * FROM unnest(%s::text[], %s::text[]))",
+            ([i.vault_id for i in addable], [i.item_id for i in addable]),
+        )
+        stored = set(await cursor.fetchall())
+        duplicate = rows.first_duplicate(addable, lambda i: (i.vault_id, i.item_id) in stored)
+        raise AlreadyExists(f"{duplicate} already exists") from None
+    if refused is not None:
+        raise UnknownReference(rows.unknown_vault(refused))
 
 
 async def _take_sequences(conn: Conn, vault_id: str, count: int) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, WrappedKey
@@ -15,6 +17,10 @@ TOKEN_COLUMNS = (
     "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked"  # noqa: S105 # column names
 )
 
+
+# Items an add_items holds in memory at a time, and inserts with one statement: an import
+# of any length costs one chunk of memory, and a million items still take seconds.
+ADD_ITEMS_CHUNK = 1_000
 
 PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes"
 # A token and its principal, found by the token's HMAC (the placeholder is the driver's).
@@ -75,6 +81,32 @@ def item_params(item: Item, sequence: int) -> tuple[Any, ...]:
         item.deleted,
         sequence,
     )
+
+
+def chunks(items: Iterable[Item], size: int = ADD_ITEMS_CHUNK) -> Iterator[list[Item]]:
+    """The items, consumed once, in lists of at most `size`."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def until_unknown_vault(chunk: list[Item], known: Collection[tuple[str, str]]) -> tuple[list[Item], Item | None]:
+    """The items before the first whose (vault, tenant) is not known, and that item (None when
+    there is none). The items before it are still inserted, so that a duplicate among them is
+    the error: every store names the first item, in the order given, that cannot be added."""
+    for index, item in enumerate(chunk):
+        if (item.vault_id, item.tenant_id) not in known:
+            return chunk[:index], item
+    return chunk, None
+
+
+def unknown_vault(item: Item) -> str:
+    return f"no vault {item.vault_id} in tenant {item.tenant_id}"
+
+
+def per_vault(items: Iterable[Item]) -> Counter[str]:
+    """How many sequence numbers each vault takes for these items."""
+    return Counter(item.vault_id for item in items)
 
 
 def numbered_items(items: Sequence[Item], first_sequence: Mapping[str, int]) -> list[tuple[Any, ...]]:

@@ -8,8 +8,7 @@ commits (to disk) before it is answered; reads see the last committed state.
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
@@ -148,32 +147,11 @@ class SQLiteStore:
 
     # items
 
-    async def add_items(self, items: Sequence[Item]) -> None:
+    async def add_items(self, items: Iterable[Item]) -> None:
         def add(conn: sqlite3.Connection) -> None:
-            for vault_id, tenant_id in dict.fromkeys((item.vault_id, item.tenant_id) for item in items):
-                _require(
-                    conn,
-                    "SELECT 1 FROM vaults WHERE vault_id = ? AND tenant_id = ?",
-                    (vault_id, tenant_id),
-                    f"no vault {vault_id} in tenant {tenant_id}",
-                )
-            # One statement per vault for the sequence numbers and one for the rows: an import of
-            # a million items takes seconds, not minutes.
-            first = {
-                vault_id: _take_sequences(conn, vault_id, count)
-                for vault_id, count in Counter(item.vault_id for item in items).items()
-            }
-            conn.execute("SAVEPOINT add_items")  # to name a duplicate, look at the store without this batch
-            try:
-                conn.executemany(
-                    f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows.numbered_items(items, first),
-                )
-            except sqlite3.IntegrityError:
-                conn.execute("ROLLBACK TO add_items")
-                what = rows.first_duplicate(items, lambda i: _item_row(conn, i.vault_id, i.item_id) is not None)
-                raise AlreadyExists(f"{what} already exists") from None
-            conn.execute("RELEASE add_items")
+            known: set[tuple[str, str]] = set()  # (vault, tenant) pairs checked: one query per vault, not per item
+            for chunk in rows.chunks(items):
+                _add_chunk(conn, chunk, known)
 
         await self._write(add)
 
@@ -290,6 +268,28 @@ def _statements(sql: str) -> list[str]:
     """The statements of a migration file (no semicolons inside statements)."""
     lines = [line.split("--", 1)[0] for line in sql.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _add_chunk(conn: sqlite3.Connection, chunk: list[Item], known: set[tuple[str, str]]) -> None:
+    for vault_id, tenant_id in {(i.vault_id, i.tenant_id) for i in chunk} - known:
+        if conn.execute("SELECT 1 FROM vaults WHERE vault_id = ? AND tenant_id = ?", (vault_id, tenant_id)).fetchone():
+            known.add((vault_id, tenant_id))
+    addable, refused = rows.until_unknown_vault(chunk, known)
+    # One statement per vault for the sequence numbers and one for the rows.
+    first = {vault_id: _take_sequences(conn, vault_id, count) for vault_id, count in rows.per_vault(addable).items()}
+    conn.execute("SAVEPOINT add_items")  # to name a duplicate, look at the store without this chunk
+    try:
+        conn.executemany(
+            f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows.numbered_items(addable, first),
+        )
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO add_items")
+        what = rows.first_duplicate(addable, lambda i: _item_row(conn, i.vault_id, i.item_id) is not None)
+        raise AlreadyExists(f"{what} already exists") from None
+    conn.execute("RELEASE add_items")
+    if refused is not None:
+        raise UnknownReference(rows.unknown_vault(refused))
 
 
 def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[object, ...] | None:
