@@ -1,6 +1,6 @@
 """Development mode: demo data in the memory store, tokens in a credentials file.
 
-The data set of contract.md: two tenants; the first has an owner and a member
+The development data set of docs/api.md: two tenants; the first has an owner and a member
 and two vaults, the member not being a member of the owner's vault; the second
 has one principal and one vault. Every vault holds live items, each with an
 encrypted payload and two wrapped keys. Each principal gets a one-hour token

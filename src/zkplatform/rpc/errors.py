@@ -41,7 +41,7 @@ def bad_request(
 
 
 def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: PLR0911 # one arm per row
-    """The Connect form of a domain error (the table of contract.md)."""
+    """The Connect form of a domain error (the error table of docs/api.md)."""
     match error:
         case domain.InvalidArgument():
             return bad_request(error.violations, str(error))
