@@ -54,7 +54,11 @@ def create_app(
     the configured store at start-up (and closes it at shutdown). Tests may
     pass their own platform or servicers."""
     settings = Settings.from_env() if settings is None else settings
-    edge = Edge(max_body_bytes=settings.max_body_bytes)
+    edge = Edge(
+        max_body_bytes=settings.max_body_bytes,
+        body_read_timeout_seconds=settings.body_read_timeout_seconds,
+        max_streams=settings.max_streams,
+    )
 
     def mount(platform: Platform) -> None:
         # Needing no token: reflection (the public contract) and health.
@@ -62,6 +66,7 @@ def create_app(
         files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
         edge.mount(routes(settings, platform, vault, broker), reflection_routes(files) | health_streams)
         edge.mount(health_unary, protocol_header_required=False)
+        edge.revoke_leaked_with(platform.authenticator.revoke_leaked)
 
     if platform is not None:
         mount(platform)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.world import FakeClock
+from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import NotFound, ScopesNotHeld
 from zkplatform.domain.models import Principal, Role, Scope, Tenant
@@ -18,7 +19,7 @@ async def test_issues_a_root_token_for_a_principal(platform: Platform, clock: Fa
     await platform.store.add_principal(Principal("root", "t1", Role.OWNER, Role.OWNER.default_scopes))
 
     issued = await platform.issuer.issue_for("root", 3600)
-    caller = await platform.authenticator.authenticate(f"Bearer {issued.secret}", NO_PROOF)
+    caller = await platform.authenticator.authenticate(Presented(issued.secret, dpop_scheme=False), NO_PROOF)
 
     assert caller.principal.principal_id == "root"
     assert caller.scopes == frozenset(Scope)

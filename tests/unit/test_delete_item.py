@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tests.world import FakeClock, World
-from zkplatform.domain.auth import Caller
+from zkplatform.domain.auth import Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import NotFound, PermissionDenied, VersionMismatch
 from zkplatform.domain.models import Scope
@@ -16,7 +16,9 @@ NO_PROOF = ProofRequest(proof=None, htm="POST", htu="http://testserver/platform.
 
 
 async def caller(world: World, principal_id: str) -> Caller:
-    return await world.platform.authenticator.authenticate(f"Bearer {world.token(principal_id)}", NO_PROOF)
+    return await world.platform.authenticator.authenticate(
+        Presented(world.token(principal_id), dpop_scheme=False), NO_PROOF
+    )
 
 
 async def test_delete_makes_a_crypto_shredded_tombstone(world: World, clock: FakeClock) -> None:
@@ -78,7 +80,7 @@ async def test_delete_needs_the_delete_scope(world: World) -> None:
     alice = await world.platform.store.get_principal("alice")
     assert alice is not None
     issued = await world.platform.issuer.issue(alice, 600, [Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE])
-    reader = await world.platform.authenticator.authenticate(f"Bearer {issued.secret}", NO_PROOF)
+    reader = await world.platform.authenticator.authenticate(Presented(issued.secret, dpop_scheme=False), NO_PROOF)
 
     with pytest.raises(PermissionDenied, match=r"vault\.items\.delete"):
         await world.platform.vault.delete_item(reader, "acme-private", "item-1", 1)

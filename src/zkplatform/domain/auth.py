@@ -5,18 +5,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
 
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.dpop import ProofRequest, verify_proof
-from zkplatform.domain.errors import FieldViolation, InvalidArgument, PermissionDenied, Unauthenticated
+from zkplatform.domain.errors import PermissionDenied, Unauthenticated
 from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
 from zkplatform.repository import LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
 
-_SCHEMES = ("bearer", "dpop")  # RFC 6750; RFC 9449 for key-bound tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Presented:
+    """A token as the request presented it: `Authorization: Bearer` (RFC 6750) or,
+    for a key-bound token, `Authorization: DPoP` (RFC 9449)."""
+
+    token: str
+    dpop_scheme: bool
+
+    def __repr__(self) -> str:
+        return f"Presented(dpop_scheme={self.dpop_scheme})"  # never the token
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,29 +76,17 @@ class Authenticator:
         self._hash = hasher
         self._clock = clock
 
-    async def refuse_tokens_in_query(self, query_string: str) -> None:
-        """A token in a URL has leaked (logs, history, referrers): revoke it and refuse the call."""
-        leaked = list(_tokens_in_query(query_string))
-        if not leaked:
-            return
-        for _, value in leaked:
-            if tokens.is_well_formed(value) and (record := await self._tokens.find_token(self._hash(value))):
+    async def revoke_leaked(self, leaked: Iterable[str]) -> None:
+        """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked."""
+        for token in leaked:
+            if (record := await self._tokens.find_token(self._hash(token))) and not record.revoked:
                 await self._tokens.revoke_token(record.secret_hash)
-                log.warning("token %s was sent in a URL query and has been revoked", record.token_id)
-        names = sorted({name for name, _ in leaked})
-        raise InvalidArgument(
-            [
-                FieldViolation(
-                    name, "a token must never be sent in the URL; it has been revoked, use the Authorization header"
-                )
-                for name in names
-            ]
-        )
+                log.warning("token %s was sent in a URL and has been revoked", record.token_id)
 
-    async def authenticate(self, authorization: str | None, proof: ProofRequest) -> Caller:
-        """The caller, if the token is live and, when it is key-bound, the
-        request carries a valid DPoP proof of that key."""
-        secret = _credentials(authorization)
+    async def authenticate(self, presented: Presented, proof: ProofRequest) -> Caller:
+        """The caller, if the token is live and, when it is key-bound, presented
+        with the DPoP scheme and a valid proof of that key."""
+        secret = presented.token
         if not tokens.is_well_formed(secret):
             raise _refused("malformed token")
         found = await self._tokens.find_token_with_principal(self._hash(secret))
@@ -101,6 +99,8 @@ class Authenticator:
         if now >= record.expires_at:
             raise _refused("token expired", record)
         if record.pop_key_id:
+            if not presented.dpop_scheme:  # RFC 9449 section 7.2: a bound token is never a bearer token
+                raise _refused("a key-bound token must be sent as 'Authorization: DPoP <token>'", record)
             try:
                 await verify_proof(
                     proof, key_thumbprint=record.pop_key_id, access_token=secret, now=now, replay=self._limits
@@ -116,18 +116,3 @@ def _refused(reason: str, record: TokenRecord | None = None) -> Unauthenticated:
     """The refusal, logged with the token's public id when there is one (never the token)."""
     log.info("authentication refused: %s%s", reason, f" (token {record.token_id})" if record else "")
     return Unauthenticated(reason)
-
-
-def _credentials(authorization: str | None) -> str:
-    if not authorization:
-        raise Unauthenticated("missing Authorization header")
-    scheme, _, value = authorization.strip().partition(" ")
-    if scheme.lower() not in _SCHEMES or not value.strip():
-        raise Unauthenticated("the Authorization header must be 'Bearer <token>'")
-    return value.strip()
-
-
-def _tokens_in_query(query_string: str) -> Iterable[tuple[str, str]]:
-    for name, value in parse_qsl(query_string, keep_blank_values=True):
-        if name == "access_token" or tokens.is_well_formed(value):
-            yield name, value

@@ -59,6 +59,13 @@ def is_well_formed(candidate: str) -> bool:
     return hmac.compare_digest(_checksum(body), candidate[-_CHECK_LEN:])
 
 
+def find_in(text: str) -> list[str]:
+    """Every well-formed token inside a longer text (a URL, a header), checksums checked."""
+    if PREFIX not in text:
+        return []
+    return [match.group() for match in _SHAPE.finditer(text) if is_well_formed(match.group())]
+
+
 def new_token_id() -> str:
     """A public handle of a token, safe to log."""
     return "tok_" + secrets.token_hex(12)

@@ -1,19 +1,20 @@
 """Authentication at the edge of every RPC, before the body is parsed.
 
-The contract's order: a token in the URL's query is refused (and revoked)
-first, then the Authorization header must carry a live token, with a DPoP
-proof when the token is key-bound. The caller and the request's proof are
-then available to servicers through `current_caller()` and `current_proof()`.
+The Authorization header must carry exactly one live token, with a DPoP proof
+when the token is key-bound (a token in the URL was refused earlier, by the
+edge). The caller and the request's proof are then available to servicers
+through `current_caller()` and `current_proof()`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
 from connectrpc.request import RequestContext
 
-from zkplatform.domain.auth import Authenticator, Caller
+from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
 from zkplatform.rpc.edge import request_facts
@@ -40,12 +41,23 @@ class Authenticate(StartCheck):
         self._authenticator = authenticator
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        facts = request_facts.get()
-        if facts.query_string:
-            await self._authenticator.refuse_tokens_in_query(facts.query_string.decode("latin-1"))
+        presented = presented_token(ctx.request_headers.getall("authorization"))
         proofs = ctx.request_headers.getall("dpop")
         if len(proofs) > 1:
             raise Unauthenticated("DPoP proof: more than one DPoP header")
-        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=facts.url)
+        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=request_facts.get().url)
         _proof.set(proof)
-        _caller.set(await self._authenticator.authenticate(ctx.request_headers.get("authorization"), proof))
+        _caller.set(await self._authenticator.authenticate(presented, proof))
+
+
+def presented_token(authorizations: Sequence[str]) -> Presented:
+    """The token of the one Authorization header, and its scheme (RFC 6750, RFC 9449)."""
+    if not authorizations or authorizations == [""]:
+        raise Unauthenticated("missing Authorization header")
+    if len(authorizations) > 1:
+        raise Unauthenticated("more than one Authorization header")
+    scheme, _, token = authorizations[0].strip().partition(" ")
+    scheme = scheme.lower()
+    if scheme not in ("bearer", "dpop") or not token.strip():
+        raise Unauthenticated("the Authorization header must be 'Bearer <token>' (or 'DPoP <token>' for a bound token)")
+    return Presented(token=token.strip(), dpop_scheme=scheme == "dpop")

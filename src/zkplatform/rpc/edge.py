@@ -2,27 +2,43 @@
 
 - routes each procedure path to its service's Connect application, and answers
   unknown paths 404 `unimplemented` and `GET /healthz` with 200;
+- revokes any token it finds in a URL, whatever the path and whatever else is
+  wrong with the request: a URL is logged and shared, so the token has leaked
+  (the call itself is refused in its turn, as the order of checks says);
 - buffers a unary call's body, refusing one over the size limit before anything
-  else is looked at (the contract's first check). Reading the whole body first
-  also sidesteps hypercorn 0.18 dropping an HTTP/2 connection when a call is
-  refused before its body was read (hypercorn issue 329);
-- then requires `Connect-Protocol-Version` on Connect-protocol calls (the
-  contract's second check): connectrpc refuses a wrong value but accepts a
-  missing header. gRPC and gRPC-Web calls do not use the header;
-- records the request's query string and URL for the checks that need them (a
-  token in the URL, a DPoP proof's htu), which connectrpc's request context
+  else is looked at (the first check of every call), and one that does not
+  arrive within the body read timeout or the call's own deadline. Reading the
+  whole body first also sidesteps hypercorn 0.18 dropping an HTTP/2 connection
+  when a call is refused before its body was read (hypercorn issue 329);
+- refuses what connectrpc would answer with a 500 and a traceback: a header
+  that is not UTF-8, gRPC over HTTP/1.1 (which has no trailers);
+- then requires `Connect-Protocol-Version` on Connect-protocol calls:
+  connectrpc refuses a wrong value but accepts a missing header. gRPC and
+  gRPC-Web calls do not use the header;
+- bounds streaming calls, which are not buffered: how many are open, how large
+  each message may be, how long a message may take to arrive;
+- records the URL a DPoP proof must name, which connectrpc's request context
   does not carry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2
 
+from zkplatform.domain import tokens
+from zkplatform.domain.errors import FieldViolation
+from zkplatform.rpc.details import error_detail
+from zkplatform.rpc.errors import bad_request
 from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negotiate_server_protocol
 
 Scope = MutableMapping[str, Any]
@@ -30,6 +46,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+RevokeLeaked = Callable[[Sequence[str]], Awaitable[None]]
+
+_ENVELOPE_PREFIX = 5  # flags, then a big-endian 32-bit length: every streaming protocol frames messages so
 
 
 class RequestFacts:
@@ -41,11 +60,6 @@ class RequestFacts:
         self._scope = scope
 
     @property
-    def query_string(self) -> bytes:
-        query: bytes = self._scope.get("query_string", b"")
-        return query
-
-    @property
     def url(self) -> str:
         """scheme://host/path as the client addressed it: what a DPoP proof's htu names.
         Built on demand: only key-bound tokens need it."""
@@ -55,13 +69,42 @@ class RequestFacts:
 request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
 
 
+@dataclass(frozen=True, slots=True)
+class _Procedure:
+    app: ASGIApp
+    header_required: bool  # Connect-Protocol-Version
+
+
+@dataclass(frozen=True, slots=True)
+class _Leak:
+    """Where a URL carried tokens (query parameter names, or "path"), and the tokens."""
+
+    places: tuple[str, ...]
+    tokens: tuple[str, ...]
+
+    def refusal(self) -> ConnectError:
+        advice = "a token must never be sent in the URL; it has been revoked, use the Authorization header"
+        return bad_request([FieldViolation(place, advice) for place in self.places], f"invalid request: {advice}")
+
+
 class Edge:
     """The one ASGI application the server runs."""
 
-    def __init__(self, *, max_body_bytes: int, lifespan: Callable[[str], Awaitable[None]] | None = None) -> None:
-        self._procedures: dict[str, tuple[ASGIApp, bool]] = {}
+    def __init__(
+        self,
+        *,
+        max_body_bytes: int,
+        body_read_timeout_seconds: float = 30,
+        max_streams: int = 100,
+        lifespan: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self._procedures: dict[str, _Procedure] = {}
         self._streams: dict[str, ASGIApp] = {}
         self._max_body_bytes = max_body_bytes
+        self._body_timeout = body_read_timeout_seconds
+        self._max_streams = max_streams
+        self._open_streams = 0
+        self._revoke_leaked: RevokeLeaked | None = None
         self.lifespan = lifespan
 
     def mount(
@@ -75,60 +118,89 @@ class Edge:
         calls are read whole first; streams are handed on as they come. The
         platform's procedures require Connect-Protocol-Version; health, which
         load balancers probe with whatever they send, does not."""
-        self._procedures.update((path, (app, protocol_header_required)) for path, app in unary_procedures.items())
+        self._procedures.update(
+            (path, _Procedure(app, protocol_header_required)) for path, app in unary_procedures.items()
+        )
         self._streams.update(streams or {})
+
+    def revoke_leaked_with(self, revoke: RevokeLeaked) -> None:
+        """How tokens found in URLs are revoked (the store is open by then)."""
+        self._revoke_leaked = revoke
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._serve_lifespan(receive, send)
-        elif scope["type"] == "http":
-            path = scope["path"]
-            if (stream := self._streams.get(path)) is not None:
-                await stream(scope, receive, send)
-            elif (procedure := self._procedures.get(path)) is not None:
-                await self._unary(*procedure, scope, receive, send)
-            elif path == "/healthz" and scope["method"] in ("GET", "HEAD"):
-                await _send_plain(send, 200, b"ok\n")
-            else:
-                unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
-                await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
-
-    async def _unary(self, app: ASGIApp, header_required: bool, scope: Scope, receive: Receive, send: Send) -> None:
-        request_facts.set(RequestFacts(scope))
-        if scope["method"] == "POST":
-            body = await self._read_body(scope, receive)
-            if body is None:
-                limit = self._max_body_bytes
-                error = ConnectError(Code.RESOURCE_EXHAUSTED, f"request body exceeds {limit} bytes")
-                await send_error(send, scope, error)
-                return
-            receive = _replay(body, receive)
-        if header_required and _lacks_protocol_version(scope):
-            error = ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
-            await send_error(send, scope, error)
             return
-        await app(scope, receive, send)
+        if scope["type"] != "http":
+            return  # websockets: the server refuses the upgrade
+        leak = _leak_in(scope)
+        if leak is not None and leak.tokens and self._revoke_leaked is not None:
+            await self._revoke_leaked(leak.tokens)
+        path = scope["path"]
+        if (procedure := self._procedures.get(path)) is not None:
+            await self._unary(procedure, scope, receive, send, leak)
+        elif (refusal := _malformed(scope) or (leak.refusal() if leak else None)) is not None:
+            await send_error(send, scope, refusal)
+        elif (stream := self._streams.get(path)) is not None:
+            await self._stream(stream, scope, receive, send)
+        elif path == "/healthz" and scope["method"] in ("GET", "HEAD"):
+            await _send_plain(send, 200, b"ok\n")
+        else:
+            unknown = ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}")
+            await send_error(send, scope, unknown, http_status=404)  # the status Connect clients expect
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
-        """The whole body, or None when it is over the limit."""
-        limit = self._max_body_bytes
-        declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                break  # disconnected: connectrpc sees the end of the body and answers canceled
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        return b"".join(chunks)
+    async def _unary(
+        self, procedure: _Procedure, scope: Scope, receive: Receive, send: Send, leak: _Leak | None
+    ) -> None:
+        if scope["method"] != "POST":
+            refused = ConnectError(Code.UNIMPLEMENTED, f"{scope['method']} is not allowed: this procedure takes POST")
+            await send_error(send, scope, refused, http_status=405, headers=[(b"allow", b"POST")])
+            return
+        body, refusal = await self._read_body(scope, receive)
+        if refusal is None:
+            refusal = _malformed(scope)
+        if refusal is None and procedure.header_required and _lacks_protocol_version(scope):
+            refusal = ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
+        if refusal is None and leak is not None:
+            refusal = leak.refusal()
+        if refusal is not None:
+            await send_error(send, scope, refusal)
+            return
+        request_facts.set(RequestFacts(scope))
+        await procedure.app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, ConnectError | None]:
+        """The whole body, or why not: over the limit, or too slow to arrive.
+        The call's deadline covers the reading; what is left of it is handed on."""
+        deadline = _deadline_seconds(scope)
+        wait = self._body_timeout if deadline is None else min(deadline, self._body_timeout)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(wait):
+                body = await _read_limited(scope, receive, self._max_body_bytes)
+        except TimeoutError:
+            if deadline is not None and deadline <= self._body_timeout:
+                return b"", ConnectError(Code.DEADLINE_EXCEEDED, "the deadline passed while the request was read")
+            message = f"the request body did not arrive within {self._body_timeout:g} s"
+            return b"", ConnectError(Code.DEADLINE_EXCEEDED, message)
+        if body is None:
+            return b"", ConnectError(Code.RESOURCE_EXHAUSTED, f"request body exceeds {self._max_body_bytes} bytes")
+        if deadline is not None:
+            _set_remaining_deadline(scope, deadline - (loop.time() - started))
+        return body, None
+
+    async def _stream(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._open_streams >= self._max_streams:
+            retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=1))
+            message = f"too many open streaming calls (at most {self._max_streams}); retry later"
+            await send_error(send, scope, ConnectError(Code.RESOURCE_EXHAUSTED, message, [error_detail(retry)]))
+            return
+        self._open_streams += 1
+        try:
+            await app(scope, _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout), send)
+        finally:
+            self._open_streams -= 1
 
     async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -145,6 +217,116 @@ class Edge:
                 return
 
 
+async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None when it is over the limit."""
+    declared = _header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # disconnected: connectrpc sees the end of the body and answers canceled
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+class _EnvelopeGuard:
+    """The receive of a streaming call, watched message by message: a message
+    declared over the limit is refused before it is buffered, and one that
+    stalls half-way is given up after the timeout, so a stalled client holds
+    neither memory nor a task for long. Between messages a stream may idle."""
+
+    __slots__ = ("_limit", "_prefix", "_receive", "_remaining", "_timeout")
+
+    def __init__(self, receive: Receive, limit: int, timeout: float) -> None:
+        self._receive = receive
+        self._limit = limit
+        self._timeout = timeout
+        self._prefix = bytearray()
+        self._remaining = 0
+
+    async def __call__(self) -> Message:
+        if self._prefix or self._remaining:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    message = await self._receive()
+            except TimeoutError:
+                stalled = f"a request message did not arrive within {self._timeout:g} s"
+                raise ConnectError(Code.DEADLINE_EXCEEDED, stalled) from None
+        else:
+            message = await self._receive()
+        if message["type"] == "http.request":
+            self._feed(message.get("body", b""))
+        return message
+
+    def _feed(self, chunk: bytes) -> None:
+        at = 0
+        while at < len(chunk):
+            if self._remaining:
+                taken = min(self._remaining, len(chunk) - at)
+                self._remaining -= taken
+                at += taken
+                continue
+            taken = min(_ENVELOPE_PREFIX - len(self._prefix), len(chunk) - at)
+            self._prefix += chunk[at : at + taken]
+            at += taken
+            if len(self._prefix) == _ENVELOPE_PREFIX:
+                length = int.from_bytes(self._prefix[1:], "big")
+                self._prefix.clear()
+                if length > self._limit:
+                    raise ConnectError(Code.RESOURCE_EXHAUSTED, f"request message exceeds {self._limit} bytes")
+                self._remaining = length
+
+
+def _leak_in(scope: Scope) -> _Leak | None:
+    """Tokens in the URL: in the path, or in a query parameter's name or value,
+    alone or inside a longer string; `access_token` is refused whatever it holds."""
+    path: str = scope["path"]
+    query: bytes = scope.get("query_string", b"")
+    if not query and tokens.PREFIX not in path:
+        return None  # the common case, at the cost of one substring search
+    places: list[str] = []
+    found: list[str] = []
+    if in_path := tokens.find_in(path):
+        places.append("path")
+        found += in_path
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if (in_param := tokens.find_in(name) + tokens.find_in(value)) or name == "access_token":
+            places.append(name)
+            found += in_param
+    return _Leak(tuple(dict.fromkeys(places)), tuple(dict.fromkeys(found))) if places else None
+
+
+def _malformed(scope: Scope) -> ConnectError | None:
+    """What connectrpc cannot answer cleanly itself."""
+    for key, value in scope.get("headers", ()):
+        if not (key.isascii() and value.isascii()) and not _is_utf8(key + value):
+            name = key.decode("latin-1") if key.isascii() else "a request header"
+            return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {name} is not valid UTF-8")
+    content_type = _header(scope, b"content-type") or ""
+    grpc = content_type.startswith("application/grpc") and not content_type.startswith("application/grpc-web")
+    if grpc and scope.get("http_version") != "2":
+        advice = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
+        return ConnectError(Code.UNIMPLEMENTED, advice)
+    return None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 # Content types of Connect unary calls; gRPC and gRPC-Web (application/grpc...) carry no protocol header.
 _CONNECT_UNARY_TYPES = (b"application/json", b"application/proto")
 
@@ -158,6 +340,33 @@ def _lacks_protocol_version(scope: Scope) -> bool:
         if key == b"content-type":
             content_type = value
     return scope["method"] == "GET" or content_type.lower().startswith(_CONNECT_UNARY_TYPES)
+
+
+_GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+def _deadline_seconds(scope: Scope) -> float | None:
+    """The call's own deadline: Connect-Timeout-Ms, or gRPC's grpc-timeout. A
+    malformed value is left for connectrpc to refuse."""
+    if (connect := _header(scope, b"connect-timeout-ms")) is not None:
+        return int(connect) / 1000 if connect.isdigit() and len(connect) <= 10 else None
+    grpc = _header(scope, b"grpc-timeout")
+    if grpc and grpc[:-1].isdigit() and len(grpc) <= 9 and grpc[-1] in _GRPC_TIMEOUT_UNITS:
+        return int(grpc[:-1]) * _GRPC_TIMEOUT_UNITS[grpc[-1]]
+    return None
+
+
+def _set_remaining_deadline(scope: Scope, remaining: float) -> None:
+    """connectrpc starts the deadline when it gets the call: hand it what is left."""
+    left_ms = max(1, int(remaining * 1000))
+    headers = []
+    for key, value in scope.get("headers", ()):
+        if key == b"connect-timeout-ms":
+            value = str(left_ms).encode()  # noqa: PLW2901
+        elif key == b"grpc-timeout":
+            value = f"{left_ms}m".encode()  # noqa: PLW2901
+        headers.append((key, value))
+    scope["headers"] = headers
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -188,16 +397,23 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def send_error(send: Send, scope: Scope, error: ConnectError, *, http_status: int | None = None) -> None:
+async def send_error(
+    send: Send,
+    scope: Scope,
+    error: ConnectError,
+    *,
+    http_status: int | None = None,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
     """Answer with a Connect error in the protocol of the request (Connect, gRPC, gRPC-Web)."""
     protocol = negotiate_server_protocol(_header(scope, b"content-type") or "")
     if isinstance(protocol, GRPCServerProtocol):
-        headers = protocol.trailers_only_headers(None, error)
+        trailers = protocol.trailers_only_headers(None, error)
         await send(
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [(k.encode(), v.encode()) for k, v in headers.allitems()],
+                "headers": [(k.encode(), v.encode()) for k, v in trailers.allitems()],
             }
         )
         await send({"type": "http.response.body", "body": b""})
@@ -208,7 +424,11 @@ async def send_error(send: Send, scope: Scope, error: ConnectError, *, http_stat
         {
             "type": "http.response.start",
             "status": http_status or wire.to_http_status().code,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
