@@ -41,12 +41,14 @@ class BrokerService(Protocol):
     """
     BrokerService issues API tokens.
 
-    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 and a
-    CRC32 checksum, so that secret scanners can recognise them. The server keeps
-    only an HMAC-SHA256 of each token. The scopes are `vault.items.read`,
+    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
+    characters) and a CRC32 checksum of those in base62 (6 characters), so that
+    secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
+    each token, under a server secret. The scopes are `vault.items.read`,
     `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
     principal's role bounds the scopes it may hold: owner and admin all four,
-    member the three vault scopes, service only what the operator granted.
+    member the three vault scopes, service only what the operator granted. A
+    call may use the scopes its token holds and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -58,22 +60,34 @@ class BrokerService(Protocol):
         principal, with least-privilege scopes, a bounded lifetime and an optional
         binding to a key.
 
-        Requires the scope `broker.tokens.mint`; `tenant_id` must be the caller's
-        tenant (PERMISSION_DENIED otherwise).
+        Every authenticated call counts against the principal's mint rate,
+        whatever it answers. After the checks common to every RPC (see
+        vault.proto), in this order:
 
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest detail for malformed
-        fields, and for a lifetime outside the configured bounds (the bounds are
-        in the detail; nothing is silently clamped); PERMISSION_DENIED with a
-        google.rpc.ErrorInfo of reason `SCOPES_NOT_HELD` and metadata
-        `refusedScopes` (comma-separated) when a requested scope is not held by
-        the calling token or not allowed for the principal; FAILED_PRECONDITION
-        with reason `PARENT_EXPIRES_SOON` when the calling token expires before
-        the minimum lifetime; UNAUTHENTICATED when `pop_key_id` is set and the
-        call carries no valid DPoP proof signed by that key; RESOURCE_EXHAUSTED
-        with a google.rpc.RetryInfo when the principal's mint rate (10 a minute
-        by default; every authenticated attempt counts) or its cap of active
-        minted tokens (50 by default; operator-issued tokens do not count) is
-        reached. Older tokens are never revoked to make room.
+        1. key binding: when the calling token is bound, `pop_key_id` must be
+           empty or its key (INVALID_ARGUMENT); when it is unbound and
+           `pop_key_id` is set, the call must carry a valid `DPoP` proof signed
+           by that key (UNAUTHENTICATED);
+        2. lifetime: `requested_ttl_seconds` within the bounds
+           (INVALID_ARGUMENT with a google.rpc.BadRequest whose description
+           gives the bounds; nothing is silently clamped);
+        3. the token's scopes must include `broker.tokens.mint`
+           (PERMISSION_DENIED);
+        4. `tenant_id` must be the caller's tenant (PERMISSION_DENIED);
+        5. every requested scope must be held by the calling token and allowed
+           for the principal (PERMISSION_DENIED with a google.rpc.ErrorInfo of
+           reason `SCOPES_NOT_HELD` and metadata `refusedScopes`, the refused
+           scopes comma-separated);
+        6. the new token's expiry is capped at the calling token's; when that
+           leaves less than the minimum lifetime (60 s by default):
+           FAILED_PRECONDITION with reason `PARENT_EXPIRES_SOON`;
+        7. the mint rate, 10 attempts a minute per principal by default:
+           RESOURCE_EXHAUSTED with a google.rpc.RetryInfo;
+        8. the cap of live minted tokens, 50 per principal by default
+           (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
+           google.rpc.RetryInfo. Older tokens are never revoked to make room.
+
+        The limits hold across every worker and host of one store.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -119,12 +133,14 @@ class BrokerServiceClient(ConnectClient):
     """
     BrokerService issues API tokens.
 
-    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 and a
-    CRC32 checksum, so that secret scanners can recognise them. The server keeps
-    only an HMAC-SHA256 of each token. The scopes are `vault.items.read`,
+    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
+    characters) and a CRC32 checksum of those in base62 (6 characters), so that
+    secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
+    each token, under a server secret. The scopes are `vault.items.read`,
     `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
     principal's role bounds the scopes it may hold: owner and admin all four,
-    member the three vault scopes, service only what the operator granted.
+    member the three vault scopes, service only what the operator granted. A
+    call may use the scopes its token holds and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -166,22 +182,34 @@ class BrokerServiceClient(ConnectClient):
         principal, with least-privilege scopes, a bounded lifetime and an optional
         binding to a key.
 
-        Requires the scope `broker.tokens.mint`; `tenant_id` must be the caller's
-        tenant (PERMISSION_DENIED otherwise).
+        Every authenticated call counts against the principal's mint rate,
+        whatever it answers. After the checks common to every RPC (see
+        vault.proto), in this order:
 
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest detail for malformed
-        fields, and for a lifetime outside the configured bounds (the bounds are
-        in the detail; nothing is silently clamped); PERMISSION_DENIED with a
-        google.rpc.ErrorInfo of reason `SCOPES_NOT_HELD` and metadata
-        `refusedScopes` (comma-separated) when a requested scope is not held by
-        the calling token or not allowed for the principal; FAILED_PRECONDITION
-        with reason `PARENT_EXPIRES_SOON` when the calling token expires before
-        the minimum lifetime; UNAUTHENTICATED when `pop_key_id` is set and the
-        call carries no valid DPoP proof signed by that key; RESOURCE_EXHAUSTED
-        with a google.rpc.RetryInfo when the principal's mint rate (10 a minute
-        by default; every authenticated attempt counts) or its cap of active
-        minted tokens (50 by default; operator-issued tokens do not count) is
-        reached. Older tokens are never revoked to make room.
+        1. key binding: when the calling token is bound, `pop_key_id` must be
+           empty or its key (INVALID_ARGUMENT); when it is unbound and
+           `pop_key_id` is set, the call must carry a valid `DPoP` proof signed
+           by that key (UNAUTHENTICATED);
+        2. lifetime: `requested_ttl_seconds` within the bounds
+           (INVALID_ARGUMENT with a google.rpc.BadRequest whose description
+           gives the bounds; nothing is silently clamped);
+        3. the token's scopes must include `broker.tokens.mint`
+           (PERMISSION_DENIED);
+        4. `tenant_id` must be the caller's tenant (PERMISSION_DENIED);
+        5. every requested scope must be held by the calling token and allowed
+           for the principal (PERMISSION_DENIED with a google.rpc.ErrorInfo of
+           reason `SCOPES_NOT_HELD` and metadata `refusedScopes`, the refused
+           scopes comma-separated);
+        6. the new token's expiry is capped at the calling token's; when that
+           leaves less than the minimum lifetime (60 s by default):
+           FAILED_PRECONDITION with reason `PARENT_EXPIRES_SOON`;
+        7. the mint rate, 10 attempts a minute per principal by default:
+           RESOURCE_EXHAUSTED with a google.rpc.RetryInfo;
+        8. the cap of live minted tokens, 50 per principal by default
+           (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
+           google.rpc.RetryInfo. Older tokens are never revoked to make room.
+
+        The limits hold across every worker and host of one store.
         """
         return await self.execute_unary(
             request=request,
@@ -201,12 +229,14 @@ class BrokerServiceSync(Protocol):
     """
     BrokerService issues API tokens.
 
-    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 and a
-    CRC32 checksum, so that secret scanners can recognise them. The server keeps
-    only an HMAC-SHA256 of each token. The scopes are `vault.items.read`,
+    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
+    characters) and a CRC32 checksum of those in base62 (6 characters), so that
+    secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
+    each token, under a server secret. The scopes are `vault.items.read`,
     `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
     principal's role bounds the scopes it may hold: owner and admin all four,
-    member the three vault scopes, service only what the operator granted.
+    member the three vault scopes, service only what the operator granted. A
+    call may use the scopes its token holds and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -218,22 +248,34 @@ class BrokerServiceSync(Protocol):
         principal, with least-privilege scopes, a bounded lifetime and an optional
         binding to a key.
 
-        Requires the scope `broker.tokens.mint`; `tenant_id` must be the caller's
-        tenant (PERMISSION_DENIED otherwise).
+        Every authenticated call counts against the principal's mint rate,
+        whatever it answers. After the checks common to every RPC (see
+        vault.proto), in this order:
 
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest detail for malformed
-        fields, and for a lifetime outside the configured bounds (the bounds are
-        in the detail; nothing is silently clamped); PERMISSION_DENIED with a
-        google.rpc.ErrorInfo of reason `SCOPES_NOT_HELD` and metadata
-        `refusedScopes` (comma-separated) when a requested scope is not held by
-        the calling token or not allowed for the principal; FAILED_PRECONDITION
-        with reason `PARENT_EXPIRES_SOON` when the calling token expires before
-        the minimum lifetime; UNAUTHENTICATED when `pop_key_id` is set and the
-        call carries no valid DPoP proof signed by that key; RESOURCE_EXHAUSTED
-        with a google.rpc.RetryInfo when the principal's mint rate (10 a minute
-        by default; every authenticated attempt counts) or its cap of active
-        minted tokens (50 by default; operator-issued tokens do not count) is
-        reached. Older tokens are never revoked to make room.
+        1. key binding: when the calling token is bound, `pop_key_id` must be
+           empty or its key (INVALID_ARGUMENT); when it is unbound and
+           `pop_key_id` is set, the call must carry a valid `DPoP` proof signed
+           by that key (UNAUTHENTICATED);
+        2. lifetime: `requested_ttl_seconds` within the bounds
+           (INVALID_ARGUMENT with a google.rpc.BadRequest whose description
+           gives the bounds; nothing is silently clamped);
+        3. the token's scopes must include `broker.tokens.mint`
+           (PERMISSION_DENIED);
+        4. `tenant_id` must be the caller's tenant (PERMISSION_DENIED);
+        5. every requested scope must be held by the calling token and allowed
+           for the principal (PERMISSION_DENIED with a google.rpc.ErrorInfo of
+           reason `SCOPES_NOT_HELD` and metadata `refusedScopes`, the refused
+           scopes comma-separated);
+        6. the new token's expiry is capped at the calling token's; when that
+           leaves less than the minimum lifetime (60 s by default):
+           FAILED_PRECONDITION with reason `PARENT_EXPIRES_SOON`;
+        7. the mint rate, 10 attempts a minute per principal by default:
+           RESOURCE_EXHAUSTED with a google.rpc.RetryInfo;
+        8. the cap of live minted tokens, 50 per principal by default
+           (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
+           google.rpc.RetryInfo. Older tokens are never revoked to make room.
+
+        The limits hold across every worker and host of one store.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -277,12 +319,14 @@ class BrokerServiceClientSync(ConnectClientSync):
     """
     BrokerService issues API tokens.
 
-    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 and a
-    CRC32 checksum, so that secret scanners can recognise them. The server keeps
-    only an HMAC-SHA256 of each token. The scopes are `vault.items.read`,
+    Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
+    characters) and a CRC32 checksum of those in base62 (6 characters), so that
+    secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
+    each token, under a server secret. The scopes are `vault.items.read`,
     `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
     principal's role bounds the scopes it may hold: owner and admin all four,
-    member the three vault scopes, service only what the operator granted.
+    member the three vault scopes, service only what the operator granted. A
+    call may use the scopes its token holds and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -324,22 +368,34 @@ class BrokerServiceClientSync(ConnectClientSync):
         principal, with least-privilege scopes, a bounded lifetime and an optional
         binding to a key.
 
-        Requires the scope `broker.tokens.mint`; `tenant_id` must be the caller's
-        tenant (PERMISSION_DENIED otherwise).
+        Every authenticated call counts against the principal's mint rate,
+        whatever it answers. After the checks common to every RPC (see
+        vault.proto), in this order:
 
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest detail for malformed
-        fields, and for a lifetime outside the configured bounds (the bounds are
-        in the detail; nothing is silently clamped); PERMISSION_DENIED with a
-        google.rpc.ErrorInfo of reason `SCOPES_NOT_HELD` and metadata
-        `refusedScopes` (comma-separated) when a requested scope is not held by
-        the calling token or not allowed for the principal; FAILED_PRECONDITION
-        with reason `PARENT_EXPIRES_SOON` when the calling token expires before
-        the minimum lifetime; UNAUTHENTICATED when `pop_key_id` is set and the
-        call carries no valid DPoP proof signed by that key; RESOURCE_EXHAUSTED
-        with a google.rpc.RetryInfo when the principal's mint rate (10 a minute
-        by default; every authenticated attempt counts) or its cap of active
-        minted tokens (50 by default; operator-issued tokens do not count) is
-        reached. Older tokens are never revoked to make room.
+        1. key binding: when the calling token is bound, `pop_key_id` must be
+           empty or its key (INVALID_ARGUMENT); when it is unbound and
+           `pop_key_id` is set, the call must carry a valid `DPoP` proof signed
+           by that key (UNAUTHENTICATED);
+        2. lifetime: `requested_ttl_seconds` within the bounds
+           (INVALID_ARGUMENT with a google.rpc.BadRequest whose description
+           gives the bounds; nothing is silently clamped);
+        3. the token's scopes must include `broker.tokens.mint`
+           (PERMISSION_DENIED);
+        4. `tenant_id` must be the caller's tenant (PERMISSION_DENIED);
+        5. every requested scope must be held by the calling token and allowed
+           for the principal (PERMISSION_DENIED with a google.rpc.ErrorInfo of
+           reason `SCOPES_NOT_HELD` and metadata `refusedScopes`, the refused
+           scopes comma-separated);
+        6. the new token's expiry is capped at the calling token's; when that
+           leaves less than the minimum lifetime (60 s by default):
+           FAILED_PRECONDITION with reason `PARENT_EXPIRES_SOON`;
+        7. the mint rate, 10 attempts a minute per principal by default:
+           RESOURCE_EXHAUSTED with a google.rpc.RetryInfo;
+        8. the cap of live minted tokens, 50 per principal by default
+           (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
+           google.rpc.RetryInfo. Older tokens are never revoked to make room.
+
+        The limits hold across every worker and host of one store.
         """
         return self.execute_unary(
             request=request,

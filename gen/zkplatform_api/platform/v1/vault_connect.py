@@ -47,9 +47,15 @@ class VaultService(Protocol):
         DeleteItem deletes an item of a vault, conditionally on its version, and
         leaves a tombstone so that offline clients learn of the delete.
 
-        Requires the scope `vault.items.delete`, and the caller must be a member
-        of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-        before the item is looked up, so it reveals nothing).
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.delete`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before the item is looked up, so it reveals nothing);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. a live item must be at `base_version` (ABORTED).
 
         On a live item whose version equals `base_version`, the item becomes a
         tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -64,9 +70,9 @@ class VaultService(Protocol):
 
         Errors: NOT_FOUND when the item does not exist in the vault (or its
         tombstone has been purged after the retention period, 90 days by
-        default); ABORTED with a google.rpc.ErrorInfo of reason
-        `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-        differs from the live item's version.
+        default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+        reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+        version, as a decimal string) when `base_version` differs from it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -148,9 +154,15 @@ class VaultServiceClient(ConnectClient):
         DeleteItem deletes an item of a vault, conditionally on its version, and
         leaves a tombstone so that offline clients learn of the delete.
 
-        Requires the scope `vault.items.delete`, and the caller must be a member
-        of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-        before the item is looked up, so it reveals nothing).
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.delete`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before the item is looked up, so it reveals nothing);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. a live item must be at `base_version` (ABORTED).
 
         On a live item whose version equals `base_version`, the item becomes a
         tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -165,9 +177,9 @@ class VaultServiceClient(ConnectClient):
 
         Errors: NOT_FOUND when the item does not exist in the vault (or its
         tombstone has been purged after the retention period, 90 days by
-        default); ABORTED with a google.rpc.ErrorInfo of reason
-        `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-        differs from the live item's version.
+        default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+        reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+        version, as a decimal string) when `base_version` differs from it.
         """
         return await self.execute_unary(
             request=request,
@@ -193,9 +205,15 @@ class VaultServiceSync(Protocol):
         DeleteItem deletes an item of a vault, conditionally on its version, and
         leaves a tombstone so that offline clients learn of the delete.
 
-        Requires the scope `vault.items.delete`, and the caller must be a member
-        of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-        before the item is looked up, so it reveals nothing).
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.delete`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before the item is looked up, so it reveals nothing);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. a live item must be at `base_version` (ABORTED).
 
         On a live item whose version equals `base_version`, the item becomes a
         tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -210,9 +228,9 @@ class VaultServiceSync(Protocol):
 
         Errors: NOT_FOUND when the item does not exist in the vault (or its
         tombstone has been purged after the retention period, 90 days by
-        default); ABORTED with a google.rpc.ErrorInfo of reason
-        `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-        differs from the live item's version.
+        default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+        reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+        version, as a decimal string) when `base_version` differs from it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -292,9 +310,15 @@ class VaultServiceClientSync(ConnectClientSync):
         DeleteItem deletes an item of a vault, conditionally on its version, and
         leaves a tombstone so that offline clients learn of the delete.
 
-        Requires the scope `vault.items.delete`, and the caller must be a member
-        of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-        before the item is looked up, so it reveals nothing).
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.delete`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before the item is looked up, so it reveals nothing);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. a live item must be at `base_version` (ABORTED).
 
         On a live item whose version equals `base_version`, the item becomes a
         tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -309,9 +333,9 @@ class VaultServiceClientSync(ConnectClientSync):
 
         Errors: NOT_FOUND when the item does not exist in the vault (or its
         tombstone has been purged after the retention period, 90 days by
-        default); ABORTED with a google.rpc.ErrorInfo of reason
-        `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-        differs from the live item's version.
+        default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+        reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+        version, as a decimal string) when `base_version` differs from it.
         """
         return self.execute_unary(
             request=request,

@@ -52,9 +52,15 @@ class VaultServiceServicer:
         """DeleteItem deletes an item of a vault, conditionally on its version, and
         leaves a tombstone so that offline clients learn of the delete.
 
-        Requires the scope `vault.items.delete`, and the caller must be a member
-        of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-        before the item is looked up, so it reveals nothing).
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.delete`
+        (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+        member (PERMISSION_DENIED, the same answer for a vault that does not
+        exist; checked before the item is looked up, so it reveals nothing);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. a live item must be at `base_version` (ABORTED).
 
         On a live item whose version equals `base_version`, the item becomes a
         tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -69,9 +75,9 @@ class VaultServiceServicer:
 
         Errors: NOT_FOUND when the item does not exist in the vault (or its
         tombstone has been purged after the retention period, 90 days by
-        default); ABORTED with a google.rpc.ErrorInfo of reason
-        `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-        differs from the live item's version.
+        default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+        reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+        version, as a decimal string) when `base_version` differs from it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

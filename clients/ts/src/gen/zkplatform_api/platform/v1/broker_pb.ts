@@ -22,8 +22,9 @@ export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
  */
 export type Token = Message<"platform.v1.Token"> & {
   /**
-   * access_token: Output only. The secret bearer value. Returned once, at mint
-   * time; the server keeps only its HMAC and never logs it.
+   * access_token: Output only. The secret token value, for the
+   * `Authorization` header. Returned once, at mint time; the server keeps
+   * only its HMAC and never logs it.
    *
    * @generated from field: string access_token = 1;
    */
@@ -69,8 +70,9 @@ export type Token = Message<"platform.v1.Token"> & {
 
   /**
    * pop_key_id: Output only. The RFC 7638 thumbprint of the key the token is
-   * bound to; empty for an unbound token. Every call with a bound token needs
-   * a fresh DPoP proof signed by that key.
+   * bound to; empty for an unbound token. Every call with a bound token sends
+   * it as `Authorization: DPoP <token>` with a fresh DPoP proof signed by
+   * that key.
    *
    * @generated from field: string pop_key_id = 7;
    */
@@ -114,7 +116,8 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
 
   /**
    * requested_scopes: Required. 1 to 32 known scopes; duplicates are folded.
-   * Each must be held by the calling token and allowed for the principal.
+   * Each must be held by the calling token and allowed for the principal
+   * (PERMISSION_DENIED with reason `SCOPES_NOT_HELD` otherwise).
    *
    * @generated from field: repeated string requested_scopes = 2;
    */
@@ -123,8 +126,9 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
   /**
    * requested_ttl_seconds: Optional. The lifetime in seconds; 0 or absent
    * means the default (900). Must lie within the configured bounds (60 to
-   * 3600 by default). The new token never outlives the calling token: the
-   * returned `expires_at` is capped at the caller's expiry.
+   * 3600 by default, inclusive; INVALID_ARGUMENT otherwise). The new token
+   * never outlives the calling token: the returned `expires_at` is capped at
+   * the caller's expiry.
    *
    * @generated from field: int32 requested_ttl_seconds = 3;
    */
@@ -135,8 +139,10 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
    * thumbprint of its public key, base64url, 43 characters (EC P-256 with
    * ES256 or Ed25519 with EdDSA). The call must then carry a `DPoP` proof
    * (RFC 9449) signed by that key, with `ath` the hash of the calling token.
-   * A child of a bound token is always bound to the same key: omit the field
-   * to inherit it, or repeat the parent's value.
+   * Without a valid proof the call is UNAUTHENTICATED. A child of a bound
+   * token is always bound to the same key: omit the field to inherit it, or
+   * repeat the parent's value (another value is INVALID_ARGUMENT); the proof
+   * that authenticated the call covers the binding.
    *
    * @generated from field: string pop_key_id = 4;
    */
@@ -224,12 +230,14 @@ export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
 /**
  * BrokerService issues API tokens.
  *
- * Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 and a
- * CRC32 checksum, so that secret scanners can recognise them. The server keeps
- * only an HMAC-SHA256 of each token. The scopes are `vault.items.read`,
+ * Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
+ * characters) and a CRC32 checksum of those in base62 (6 characters), so that
+ * secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
+ * each token, under a server secret. The scopes are `vault.items.read`,
  * `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
  * principal's role bounds the scopes it may hold: owner and admin all four,
- * member the three vault scopes, service only what the operator granted.
+ * member the three vault scopes, service only what the operator granted. A
+ * call may use the scopes its token holds and its principal may still hold.
  *
  * The first token of a principal is issued outside the API, by an operator
  * command with direct access to the store (or by the development mode of the
@@ -243,22 +251,34 @@ export const BrokerService: GenService<{
    * principal, with least-privilege scopes, a bounded lifetime and an optional
    * binding to a key.
    *
-   * Requires the scope `broker.tokens.mint`; `tenant_id` must be the caller's
-   * tenant (PERMISSION_DENIED otherwise).
+   * Every authenticated call counts against the principal's mint rate,
+   * whatever it answers. After the checks common to every RPC (see
+   * vault.proto), in this order:
    *
-   * Errors: INVALID_ARGUMENT with a google.rpc.BadRequest detail for malformed
-   * fields, and for a lifetime outside the configured bounds (the bounds are
-   * in the detail; nothing is silently clamped); PERMISSION_DENIED with a
-   * google.rpc.ErrorInfo of reason `SCOPES_NOT_HELD` and metadata
-   * `refusedScopes` (comma-separated) when a requested scope is not held by
-   * the calling token or not allowed for the principal; FAILED_PRECONDITION
-   * with reason `PARENT_EXPIRES_SOON` when the calling token expires before
-   * the minimum lifetime; UNAUTHENTICATED when `pop_key_id` is set and the
-   * call carries no valid DPoP proof signed by that key; RESOURCE_EXHAUSTED
-   * with a google.rpc.RetryInfo when the principal's mint rate (10 a minute
-   * by default; every authenticated attempt counts) or its cap of active
-   * minted tokens (50 by default; operator-issued tokens do not count) is
-   * reached. Older tokens are never revoked to make room.
+   * 1. key binding: when the calling token is bound, `pop_key_id` must be
+   *    empty or its key (INVALID_ARGUMENT); when it is unbound and
+   *    `pop_key_id` is set, the call must carry a valid `DPoP` proof signed
+   *    by that key (UNAUTHENTICATED);
+   * 2. lifetime: `requested_ttl_seconds` within the bounds
+   *    (INVALID_ARGUMENT with a google.rpc.BadRequest whose description
+   *    gives the bounds; nothing is silently clamped);
+   * 3. the token's scopes must include `broker.tokens.mint`
+   *    (PERMISSION_DENIED);
+   * 4. `tenant_id` must be the caller's tenant (PERMISSION_DENIED);
+   * 5. every requested scope must be held by the calling token and allowed
+   *    for the principal (PERMISSION_DENIED with a google.rpc.ErrorInfo of
+   *    reason `SCOPES_NOT_HELD` and metadata `refusedScopes`, the refused
+   *    scopes comma-separated);
+   * 6. the new token's expiry is capped at the calling token's; when that
+   *    leaves less than the minimum lifetime (60 s by default):
+   *    FAILED_PRECONDITION with reason `PARENT_EXPIRES_SOON`;
+   * 7. the mint rate, 10 attempts a minute per principal by default:
+   *    RESOURCE_EXHAUSTED with a google.rpc.RetryInfo;
+   * 8. the cap of live minted tokens, 50 per principal by default
+   *    (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
+   *    google.rpc.RetryInfo. Older tokens are never revoked to make room.
+   *
+   * The limits hold across every worker and host of one store.
    *
    * @generated from rpc platform.v1.BrokerService.MintUserApiToken
    */

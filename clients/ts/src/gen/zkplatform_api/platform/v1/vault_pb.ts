@@ -9,30 +9,49 @@
 // standard library module `platform`. The package name, and with it every wire
 // path, is unchanged: see buf.yaml (PACKAGE_DIRECTORY_MATCH).
 //
-// Common to every RPC of this package:
+// Common to every RPC of this package (docs/api.md has the full reference):
 //
-// - Calls are HTTP POST with `Content-Type: application/json` (or
-//   `application/proto`), `Connect-Protocol-Version: 1` (required: a missing
-//   header or another value answers INVALID_ARGUMENT) and an optional
-//   `Connect-Timeout-Ms` deadline (when it passes: DEADLINE_EXCEEDED, and
-//   nothing is half-applied).
-// - Every call needs `Authorization: Bearer <token>`; a key-bound token may
-//   also be sent as `Authorization: DPoP <token>` and always needs a `DPoP`
-//   proof header (RFC 9449). A missing, malformed, unknown, expired or revoked
-//   token answers UNAUTHENTICATED.
-// - A token in the URL's query (a parameter named `access_token`, or any value
-//   that has the token format) answers INVALID_ARGUMENT before authentication,
-//   and that token is revoked because it has leaked.
-// - Request bodies over 64 KiB (configurable) answer RESOURCE_EXHAUSTED before
-//   anything else is looked at.
-// - Malformed requests answer INVALID_ARGUMENT with a google.rpc.BadRequest
-//   detail naming every offending field.
-// - Any unexpected failure answers INTERNAL with a generic message.
-// - Error details are google.rpc messages (ErrorInfo, BadRequest, RetryInfo)
-//   rendered in the Connect error body as {type, value, debug}.
+// - Calls are HTTP POST (any other method answers HTTP 405 with
+//   `Allow: POST`) with `Content-Type: application/json` or
+//   `application/proto` and `Connect-Protocol-Version: 1`, over HTTP/1.1 or
+//   HTTP/2; the same handlers answer gRPC (HTTP/2 only) and gRPC-Web.
+//   `Connect-Timeout-Ms` is an optional deadline: when it passes the call
+//   answers DEADLINE_EXCEEDED, and nothing is half-applied.
+// - Every call needs exactly one `Authorization` header:
+//   `Bearer <token>` for an unbound token, `DPoP <token>` and a `DPoP` proof
+//   header (RFC 9449) for a key-bound token. A bound token under `Bearer` is
+//   refused even with a proof.
+// - Tokens are never accepted in a URL. A token anywhere in the URL of any
+//   request (its path, a query parameter's name or value, even inside a
+//   longer string), or a query parameter named `access_token`, answers
+//   INVALID_ARGUMENT, and a token found that way is revoked: it has leaked.
 //
-// Identifiers (tenant, vault, item, principal, token, recipient ids) are 1 to
-// 64 characters of [A-Za-z0-9._:-], the first one alphanumeric.
+// Checks run in this order; the first failure answers:
+//
+// 1. a body over 64 KiB (configurable): RESOURCE_EXHAUSTED, before anything
+//    else is looked at; a body that has not arrived within 30 s
+//    (configurable) or the call's deadline: DEADLINE_EXCEEDED;
+// 2. a header that is not valid UTF-8, or a Connect call without
+//    `Connect-Protocol-Version: 1`: INVALID_ARGUMENT; gRPC over HTTP/1.1:
+//    UNIMPLEMENTED;
+// 3. a token in the URL: INVALID_ARGUMENT;
+// 4. a missing, duplicated, malformed, unknown, expired or revoked token, or
+//    a bound token without the `DPoP` scheme and a valid proof:
+//    UNAUTHENTICATED;
+// 5. a body that does not decode, a JSON value of the wrong type or out of
+//    range, or a field that breaks its rule: INVALID_ARGUMENT with a
+//    google.rpc.BadRequest detail naming every offending field by its JSON
+//    name;
+// 6. the checks of the RPC, as its comment lists them.
+//
+// Any unexpected failure answers INTERNAL with a generic message. Error
+// details are google.rpc messages (ErrorInfo with domain `zkplatform`,
+// BadRequest, RetryInfo) rendered in the Connect error body as
+// {type, value, debug}.
+//
+// Identifiers (tenant, vault, item, principal, recipient ids) are 1 to
+// 64 characters of [A-Za-z0-9._:-], the first one alphanumeric. Timestamps
+// are whole seconds. 64-bit integers are strings in JSON.
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
@@ -280,7 +299,9 @@ export type DeleteItemRequest = Message<"platform.v1.DeleteItemRequest"> & {
   /**
    * base_version: Required. The version of the item the caller has seen,
    * at least 1: the delete happens only if it is still the live item's
-   * version (ABORTED otherwise). Accepted in JSON as a number or a string.
+   * version (ABORTED otherwise). Ignored when the item is already a
+   * tombstone. Accepted in JSON as a number or a string holding a whole
+   * number; anything else is INVALID_ARGUMENT.
    *
    * @generated from field: int64 base_version = 3;
    */
@@ -335,9 +356,15 @@ export const VaultService: GenService<{
    * DeleteItem deletes an item of a vault, conditionally on its version, and
    * leaves a tombstone so that offline clients learn of the delete.
    *
-   * Requires the scope `vault.items.delete`, and the caller must be a member
-   * of the vault, within its own tenant (PERMISSION_DENIED otherwise; checked
-   * before the item is looked up, so it reveals nothing).
+   * After the checks common to every RPC, in this order:
+   *
+   * 1. the token's scopes must include `vault.items.delete`
+   *    (PERMISSION_DENIED);
+   * 2. the vault must belong to the caller's tenant and have the caller as a
+   *    member (PERMISSION_DENIED, the same answer for a vault that does not
+   *    exist; checked before the item is looked up, so it reveals nothing);
+   * 3. the item must exist in the vault (NOT_FOUND);
+   * 4. a live item must be at `base_version` (ABORTED).
    *
    * On a live item whose version equals `base_version`, the item becomes a
    * tombstone in one atomic step: `deleted` is set, `version` grows by one,
@@ -352,9 +379,9 @@ export const VaultService: GenService<{
    *
    * Errors: NOT_FOUND when the item does not exist in the vault (or its
    * tombstone has been purged after the retention period, 90 days by
-   * default); ABORTED with a google.rpc.ErrorInfo of reason
-   * `VERSION_MISMATCH` and metadata `currentVersion` when `base_version`
-   * differs from the live item's version.
+   * default, counted from the delete); ABORTED with a google.rpc.ErrorInfo of
+   * reason `VERSION_MISMATCH` and metadata `currentVersion` (the live item's
+   * version, as a decimal string) when `base_version` differs from it.
    *
    * @generated from rpc platform.v1.VaultService.DeleteItem
    */
