@@ -1,7 +1,8 @@
 """Make DPoP keys and proofs: for clients, the README's example and the tests.
 
-python -m zkplatform.dpop_proof new-key KEYFILE [--kind ec|ed25519]
-    writes a private JWK and prints its thumbprint (the popKeyId)
+python -m zkplatform.dpop_proof new-key KEYFILE [--kind ec|ed25519] [--force]
+    writes a private JWK and prints its thumbprint (the popKeyId); an existing
+    KEYFILE is kept unless --force
 python -m zkplatform.dpop_proof proof KEYFILE URL TOKEN
     prints a fresh proof for a POST to URL made with TOKEN
 """
@@ -12,18 +13,25 @@ import argparse
 import json
 import os
 import secrets
+import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Literal
 
 from joserfc import jwk, jws
-from joserfc.errors import SecurityWarning
+from joserfc.errors import JoseError, SecurityWarning
 
 from zkplatform.domain.dpop import access_token_hash
 
 KeyKind = Literal["ec", "ed25519"]
 _ALG = {"EC": "ES256", "OKP": "EdDSA"}
+PROG = "python -m zkplatform.dpop_proof"
+USAGE_ERROR = 2
+
+
+class _Unusable(Exception):
+    """A key file that cannot be written or used: one line for the user, exit code 2."""
 
 
 def new_key(kind: KeyKind = "ec") -> jwk.Key:
@@ -61,26 +69,60 @@ def make_proof(  # noqa: PLR0913 # the claims a test may want to get wrong
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zkplatform.dpop_proof", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     keygen = commands.add_parser("new-key", help="write a new private JWK; print its thumbprint")
-    keygen.add_argument("keyfile", type=Path)
-    keygen.add_argument("--kind", choices=["ec", "ed25519"], default="ec")
+    keygen.add_argument("keyfile", type=Path, help="where to write the key (mode 0600)")
+    keygen.add_argument("--kind", choices=["ec", "ed25519"], default="ec", help="EC P-256 (ES256) or Ed25519")
+    keygen.add_argument("--force", action="store_true", help="replace an existing key file")
     proof = commands.add_parser("proof", help="print a DPoP proof for a POST to URL with TOKEN")
-    proof.add_argument("keyfile", type=Path)
-    proof.add_argument("url")
-    proof.add_argument("token")
+    proof.add_argument("keyfile", type=Path, help="a key file written by new-key")
+    proof.add_argument("url", help="the procedure's URL (htu)")
+    proof.add_argument("token", help="the access token the call presents (its hash is the proof's ath)")
     args = parser.parse_args(argv)
-    if args.command == "new-key":
-        key = new_key(args.kind)
-        fd = os.open(args.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as file:
-            json.dump(key.as_dict(private=True), file)
-        print(thumbprint(key))  # noqa: T201
-        return 0
-    key = jwk.import_key(json.loads(args.keyfile.read_text()))
-    print(make_proof(key, args.url, args.token))  # noqa: T201
+    try:
+        if args.command == "new-key":
+            print(_write_new_key(args.keyfile, args.kind, force=args.force))  # noqa: T201
+        else:
+            print(make_proof(_read_key(args.keyfile), args.url, args.token))  # noqa: T201
+    except _Unusable as error:
+        print(f"{PROG}: {error}", file=sys.stderr)  # noqa: T201
+        return USAGE_ERROR
     return 0
+
+
+def _write_new_key(path: Path, kind: KeyKind, *, force: bool) -> str:
+    """Write a new private key to `path`; its thumbprint. A key that exists is someone's: losing it
+    would orphan every token bound to it, so only --force replaces it."""
+    key = new_key(kind)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        msg = f"{path} exists: it may be a key in use; choose another path, or pass --force to replace it"
+        raise _Unusable(msg) from None
+    except OSError as error:
+        raise _Unusable(f"{path}: {error.strerror}") from None
+    with os.fdopen(fd, "w") as file:
+        json.dump(key.as_dict(private=True), file)
+    return thumbprint(key)
+
+
+def _read_key(path: Path) -> jwk.Key:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise _Unusable(f"{path}: {error.strerror}; make a key with new-key") from None
+    msg = f"{path} is not a key written by new-key (a private JWK)"
+    try:
+        key = jwk.import_key(json.loads(text))
+    except (ValueError, TypeError, KeyError, JoseError):
+        raise _Unusable(msg) from None
+    if not key.is_private or key.key_type not in _ALG:  # a public key cannot sign
+        raise _Unusable(msg)
+    return key
 
 
 if __name__ == "__main__":

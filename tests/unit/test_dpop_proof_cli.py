@@ -1,7 +1,9 @@
-"""`python -m zkplatform.dpop_proof`, as the README uses it, makes proofs the server accepts."""
+"""`python -m zkplatform.dpop_proof`, as the README uses it: proofs the server accepts, and one line
+and exit code 2 for a key file it will not overwrite or cannot use."""
 
 from __future__ import annotations
 
+import json
 import stat
 import time
 from pathlib import Path
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zkplatform.domain.dpop import ProofRequest, verify_proof
-from zkplatform.dpop_proof import main
+from zkplatform.dpop_proof import main, new_key
 from zkplatform.store.memory import MemoryStore
 
 URL = "http://127.0.0.1:8080/platform.v1.VaultService/DeleteItem"
@@ -33,3 +35,57 @@ async def test_key_and_proof_commands(tmp_path: Path, capsys: pytest.CaptureFixt
         now=int(time.time()),
         replay=MemoryStore(),
     )
+
+
+def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """What the command said on stderr, checked to be exactly one line."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("python -m zkplatform.dpop_proof: "), err
+    return err
+
+
+def test_new_key_keeps_an_existing_key_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keyfile = tmp_path / "key.json"
+    assert main(["new-key", str(keyfile)]) == 0
+    first, kept = capsys.readouterr().out.strip(), keyfile.read_text()
+
+    assert main(["new-key", str(keyfile)]) == 2
+    assert "exists" in error_line(capsys)
+    assert keyfile.read_text() == kept
+
+    assert main(["new-key", str(keyfile), "--force"]) == 0
+    assert capsys.readouterr().out.strip() != first
+    assert keyfile.read_text() != kept
+    assert stat.S_IMODE(keyfile.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "No such file or directory; make a key with new-key"),
+        ("not json", "is not a key written by new-key"),
+        ('{"kty": "EC"}', "is not a key written by new-key"),
+        ("public", "is not a key written by new-key"),
+    ],
+)
+def test_proof_with_an_unusable_key_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, says: str
+) -> None:
+    keyfile = tmp_path / "key.json"
+    if content == "public":  # a key that cannot sign
+        content = json.dumps(new_key().as_dict(private=False))
+    if content is not None:
+        keyfile.write_text(content)
+
+    assert main(["proof", str(keyfile), URL, TOKEN]) == 2
+
+    assert says in error_line(capsys)
+    assert capsys.readouterr().out == ""
+
+
+def test_an_unreadable_key_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A directory where the key should be: unreadable whoever runs the test (root reads any mode).
+    assert main(["proof", str(tmp_path), URL, TOKEN]) == 2
+
+    assert "Is a directory" in error_line(capsys)
