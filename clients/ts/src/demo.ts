@@ -4,8 +4,24 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { bearer, clients, decodeErrorInfo, type Protocol } from "./client.js";
 
+const USAGE = "usage: node dist/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID";
+const PROTOCOLS: readonly Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
+
+// A wrong invocation is the caller's to fix: say how to call it (exit 2, as for usage errors), no stack trace.
+function usage(problem: string): never {
+  console.error(`demo: ${problem}\n${USAGE}\n  PROTOCOL is one of ${PROTOCOLS.join(", ")}`);
+  process.exit(2);
+}
+
 async function main(): Promise<void> {
-  const [baseUrl, protocol, token, vaultId, itemId, otherItemId] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  if (args.length !== 6 || args.some((arg) => arg === "")) {
+    usage(`expected 6 non-empty arguments, got ${args.filter((arg) => arg !== "").length}`);
+  }
+  const [baseUrl, protocol, token, vaultId, itemId, otherItemId] = args;
+  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
+    usage(`unknown protocol ${JSON.stringify(protocol)}`);
+  }
   const { vault, broker } = clients(baseUrl, protocol as Protocol);
   const auth = bearer(token);
 
