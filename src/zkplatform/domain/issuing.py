@@ -7,22 +7,38 @@ through the API uses it once its own checks have passed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import LimitReached, NotFound, ScopesNotHeld
-from zkplatform.domain.models import Principal, Scope, TokenRecord
+from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
 from zkplatform.repository import DirectoryRepository, TokenRepository
 
 
 @dataclass(frozen=True, slots=True)
 class IssuedToken:
-    """A new token: the secret, shown once, and what the server keeps of it."""
+    """A new token: the secret, shown once, what the server keeps of it, and its
+    principal's role (part of the token as it is shown)."""
 
     secret: str
     record: TokenRecord
+    role: Role
+
+
+class ScopesNotGranted(ScopesNotHeld):
+    """Scopes an operator asked for that the principal may not hold. There is no calling
+    token here, so the message speaks of the principal and says what it may hold."""
+
+    def __init__(self, principal: Principal, refused: Sequence[str]) -> None:
+        super().__init__(refused)
+        held = ", ".join(sorted(principal.scopes)) or "none"
+        refused_text = ", ".join(self.refused)
+        self.message = f"principal {principal.principal_id} may not hold {refused_text} (it may hold: {held})"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class TokenIssuer:
@@ -40,16 +56,20 @@ class TokenIssuer:
         against the principal's cap of minted tokens."""
         record, secret = self._new(principal, scopes, self._clock() + ttl_seconds, pop_key_id="", minted=False)
         await self._tokens.add_token(record)
-        return IssuedToken(secret, record)
+        return IssuedToken(secret, record, principal.role)
 
     async def issue_for(
         self, principal_id: str, ttl_seconds: int, scopes: Iterable[Scope] | None = None
     ) -> IssuedToken:
-        """The operator bootstrap: a token for the principal with that id."""
+        """The operator bootstrap: a token for the principal with that id; NotFound
+        without one, ScopesNotGranted for scopes it may not hold."""
         principal = await self._directory.get_principal(principal_id)
         if principal is None:
             raise NotFound(f"no principal {principal_id}")
-        return await self.issue(principal, ttl_seconds, scopes)
+        try:
+            return await self.issue(principal, ttl_seconds, scopes)
+        except ScopesNotHeld as error:
+            raise ScopesNotGranted(principal, error.refused) from None
 
     async def mint(
         self, principal: Principal, scopes: Iterable[Scope], expires_at: int, pop_key_id: str, cap: int
@@ -59,7 +79,7 @@ class TokenIssuer:
         first_expiry = await self._tokens.add_minted_token(record, cap, record.issued_at)
         if first_expiry is not None:
             raise LimitReached(f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at)
-        return IssuedToken(secret, record)
+        return IssuedToken(secret, record, principal.role)
 
     def _new(
         self, principal: Principal, scopes: Iterable[Scope] | None, expires_at: int, *, pop_key_id: str, minted: bool

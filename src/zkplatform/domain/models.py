@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from zkplatform.domain.errors import DomainError
 
 
 class Scope(StrEnum):
@@ -34,6 +37,24 @@ class Role(StrEnum):
         """What a principal of this role is granted when the operator says nothing."""
         return frozenset() if self is Role.SERVICE else self.scope_bound
 
+    def grant(self, scopes: Iterable[Scope] | None = None) -> frozenset[Scope]:
+        """The scopes a new principal of this role is given: `scopes`, or by default the
+        role's default; ScopesBeyondRole when they exceed the role's bound."""
+        granted = self.default_scopes if scopes is None else frozenset(scopes)
+        if beyond := granted - self.scope_bound:
+            raise ScopesBeyondRole(self, beyond)
+        return granted
+
+
+class ScopesBeyondRole(DomainError):
+    """A grant wider than its role's bound: refused, so that what is stored is what holds."""
+
+    def __init__(self, role: Role, beyond: Iterable[Scope]) -> None:
+        self.role = role
+        self.beyond = tuple(sorted(beyond))
+        allowed = ", ".join(sorted(role.scope_bound))
+        super().__init__(f"the role {role} may not hold {', '.join(self.beyond)} (it allows {allowed})")
+
 
 @dataclass(frozen=True, slots=True)
 class Tenant:
@@ -46,6 +67,14 @@ class Principal:
     tenant_id: str
     role: Role
     allowed_scopes: frozenset[Scope]
+
+    @classmethod
+    def new(cls, principal_id: str, tenant_id: str, role: Role, scopes: Iterable[Scope] | None = None) -> Principal:
+        """A principal to add: granted `scopes` (default: its role's default) within its role's bound.
+
+        The constructor itself does not check the bound: it also rebuilds principals from
+        stored rows, on every authenticated call, and `scopes` narrows those anyway."""
+        return cls(principal_id, tenant_id, role, role.grant(scopes))
 
     @property
     def scopes(self) -> frozenset[Scope]:
