@@ -1,36 +1,114 @@
-"""The `zkplatform` command: `serve` runs the API on hypercorn."""
+"""The `zkplatform` command: `serve` runs the API on hypercorn; `admin` acts directly on a store."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
+import functools
+import importlib.metadata
 import logging
 import os
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn, cast
 
+from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.run import run as hypercorn_run
+from hypercorn.typing import ASGIFramework
 
 from zkplatform.app import create_app
-from zkplatform.config import DEFAULT_BIND, DEFAULT_DEV_CREDENTIALS, DEFAULT_STORE, ConfigError, Settings
+from zkplatform.config import (
+    DEFAULT_BIND,
+    DEFAULT_BODY_READ_TIMEOUT_SECONDS,
+    DEFAULT_DEV_CREDENTIALS,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_STATE_DIR,
+    DEFAULT_STORE,
+    DEFAULT_TOMBSTONE_RETENTION_DAYS,
+    ConfigError,
+    Settings,
+    check_bind,
+)
+from zkplatform.domain.broker import MintPolicy
 from zkplatform.pepper import load_pepper
-from zkplatform.rpc.edge import Edge
-from zkplatform.store import StoreURLError, kind_of, open_store
+from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
-from zkplatform.workers import listening_socket, run_workers
+from zkplatform.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
 
 log = logging.getLogger("zkplatform")
 
+# Conditions a user can cause and fix: one line on standard error, exit code 2.
+STARTUP_ERRORS = (ConfigError, StoreURLError, StoreUnavailable, SchemaError, AddressUnavailable)
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+_MINT = MintPolicy()
+_ENVIRONMENT = {
+    "ZKPLATFORM_STORE": f"store URL (default {DEFAULT_STORE})",
+    "ZKPLATFORM_MAX_BODY_BYTES": f"largest request body, in bytes (default {DEFAULT_MAX_BODY_BYTES})",
+    "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": (
+        f"seconds a request body may take to arrive (default {DEFAULT_BODY_READ_TIMEOUT_SECONDS})"
+    ),
+    "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
+    "ZKPLATFORM_STATE_DIR": f"the server's own files, such as the token pepper (default ./{DEFAULT_STATE_DIR})",
+    "ZKPLATFORM_TOKEN_PEPPER": "base64url key (>= 32 bytes) tokens are stored under, the same on every host\n"
+    "(default: generated once into the state directory)",
+    "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": f"days a tombstone is kept (default {DEFAULT_TOMBSTONE_RETENTION_DAYS})",
+    "ZKPLATFORM_TOKEN_TTL_DEFAULT": f"lifetime of a mint that asks none (default {_MINT.default_ttl_seconds} s)",
+    "ZKPLATFORM_TOKEN_TTL_MIN": f"shortest lifetime a mint may ask (default {_MINT.min_ttl_seconds} s)",
+    "ZKPLATFORM_TOKEN_TTL_MAX": f"longest lifetime a mint may ask (default {_MINT.max_ttl_seconds} s)",
+    "ZKPLATFORM_MINT_RATE_PER_MINUTE": f"mint attempts per principal and minute (default {_MINT.mints_per_minute})",
+    "ZKPLATFORM_MINT_ACTIVE_CAP": f"live minted tokens per principal (default {_MINT.active_minted_cap})",
+}
+_EXIT_CODES = {
+    "0": "stopped by SIGTERM or SIGINT (Ctrl-C)",
+    "1": "a worker failed while serving",
+    "2": "a usage, configuration or start-up problem: one line on standard error says what to do",
+    "130": "interrupted (Ctrl-C) before it listened",
+}
+
+
+def _table(rows: dict[str, str], width: int) -> str:
+    return "\n".join(
+        f"  {key:<{width}}{text.replace(chr(10), chr(10) + ' ' * (width + 2))}" for key, text in rows.items()
+    )
+
+
+SERVE_EPILOG = (
+    f"environment (the flags above win over it):\n{_table(_ENVIRONMENT, 38)}\n\nexit codes:\n{_table(_EXIT_CODES, 5)}"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, not the usage too: the mistake, and where the usage is."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zkplatform", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the Connect API (and GET /healthz) with hypercorn")
+    parser = _Parser(prog="zkplatform", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do; zkplatform COMMAND --help tells more"
+    )
+    serve = commands.add_parser(
+        "serve",
+        help="serve the Connect API (and GET /healthz) with hypercorn",
+        description="Serve platform.v1 (Connect, gRPC, gRPC-Web) and GET /healthz with hypercorn.",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument(
-        "--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"address to listen on (default {DEFAULT_BIND})"
+        "--bind",
+        type=_bind,
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_BIND})",
     )
     serve.add_argument(
         "--store",
@@ -39,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
     )
     serve.add_argument("--workers", type=_positive, default=1, metavar="N", help="worker processes (default 1)")
+    serve.add_argument(
+        "--migrate", action="store_true", help="create or upgrade the store's schema first (as `admin migrate` does)"
+    )
+    serve.add_argument(
+        "--log-level", choices=LOG_LEVELS, default="info", help="least severe log level shown (default info)"
+    )
     serve.add_argument(
         "--dev",
         action="store_true",
@@ -54,8 +138,17 @@ def _parser() -> argparse.ArgumentParser:
     admin = commands.add_parser(
         "admin", help="operator commands on a store (zkplatform admin --help)", add_help=False, prefix_chars="\0"
     )
-    admin.add_argument("arguments", nargs=argparse.REMAINDER)
+    admin.add_argument(
+        "arguments", nargs=argparse.REMAINDER, help="an operator command and its arguments (zkplatform admin --help)"
+    )
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("zkplatform")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _positive(raw: str) -> int:
@@ -65,18 +158,27 @@ def _positive(raw: str) -> int:
     return int(raw)
 
 
+def _bind(raw: str) -> str:
+    try:
+        return check_bind(raw)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "admin":
         from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
 
         return admin_main(args.arguments)
-    configure_logging()
+    configure_logging(args.log_level)
     try:
         return _serve(args)
-    except (ConfigError, StoreURLError, SchemaError) as error:
+    except STARTUP_ERRORS as error:
         print(f"zkplatform: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the server listened: nothing to stop
+        return 130
 
 
 def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
@@ -96,19 +198,25 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     return settings
 
 
-def configure_logging() -> None:
-    """One format for every process; the pid tells the workers apart."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+def configure_logging(level: str = "info") -> None:
+    """One format for every process: the pid tells the workers apart, and times carry their UTC offset."""
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s",
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+    )
 
 
-def worker_app() -> Edge:
-    """What each hypercorn worker loads: spawned workers start with no logging set up."""
-    configure_logging()
-    return create_app()
-
-
-async def _check_store(url: str) -> None:
+async def _prepare_store(url: str, *, migrate: bool) -> None:
     """Open the store once: a bad URL, an unreachable server or another schema version stops here."""
+    if migrate:
+        store = await open_store(url, check_schema=False)
+        try:
+            applied = await store.migrate()
+        finally:
+            await store.close()
+        if applied:
+            log.info("migrated %s: applied version(s) %s", display_url(url), ", ".join(map(str, applied)))
     store = await open_store(url)
     await store.close()
 
@@ -116,37 +224,79 @@ async def _check_store(url: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     settings = serve_settings(args, Settings.from_env())
     # Fail on unusable settings here, before binding the port or spawning workers.
-    asyncio.run(_check_store(settings.store_url))
-    load_pepper(settings.token_pepper, settings.state_dir)
+    asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
+    try:
+        load_pepper(settings.token_pepper, settings.state_dir)
+    except OSError as error:
+        msg = f"cannot keep the token pepper in {settings.state_dir} ({error.strerror or error}): "
+        raise ConfigError(msg + "set ZKPLATFORM_STATE_DIR to a writable directory") from None
     os.environ.update(settings.to_env())  # the worker processes read these
-    log.info(
-        "serving platform.v1 on http://%s with %d worker(s), store %s%s",
-        args.bind,
-        args.workers,
-        settings.store_url,
-        " (development mode)" if settings.dev else "",
-    )
-    if args.workers == 1:
-        return hypercorn_run(_hypercorn_config(args.bind))
-    return run_workers(args.workers, args.bind, _worker)
+
+    def listening() -> None:
+        log.info(
+            "listening on http://%s (%d worker(s), store %s%s)",
+            args.bind,
+            args.workers,
+            display_url(settings.store_url),
+            ", development mode" if settings.dev else "",
+        )
+
+    # The lock first, so a second server on the port is told so; then the address, bound
+    # whatever the worker count, so a taken address fails before anything starts.
+    with (
+        contextlib.closing(hold_address(args.bind)),
+        contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
+    ):
+        if args.workers == 1:
+            asyncio.run(_serve_app(sock, args.bind, listening, (signal.SIGINT, signal.SIGTERM)))
+            code = 0
+        else:  # sock stays bound, never listening: only listening sockets are given connections
+            code = run_workers(args.workers, args.bind, functools.partial(_worker, log_level=args.log_level), listening)
+    log.info("stopped")
+    return code
 
 
-def _hypercorn_config(bind: str) -> HypercornConfig:
+def _worker(bind: str, ready: Callable[[], None], *, log_level: str) -> None:
+    """One of several worker processes: the application on a listening socket of its own."""
+    configure_logging(log_level)
+    try:
+        sock = listening_socket(bind)
+        asyncio.run(_serve_app(sock, bind, ready, (signal.SIGTERM,)))  # the parent relays Ctrl-C as SIGTERM
+    except STARTUP_ERRORS as error:
+        print(f"zkplatform: worker {os.getpid()}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+async def _serve_app(
+    sock: socket.socket, bind: str, ready: Callable[[], None], stop_signals: tuple[signal.Signals, ...]
+) -> None:
+    """Start the application, then listen, then tell `ready`; serve until a stop signal."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in stop_signals:
+        loop.add_signal_handler(sig, stopping.set)
+    app = create_app()
+    # The application's start-up (opening the store) runs here, before listening,
+    # so that `ready` means both; hypercorn then finds nothing left to start.
+    lifespan, app.lifespan = app.lifespan, None
+    if lifespan is not None:
+        await lifespan("startup")
+    try:
+        if stopping.is_set():
+            return
+        config = _hypercorn_config()
+        listen(sock, bind, config.backlog)
+        ready()
+        # hypercorn closes the socket it makes from the descriptor; detached, ours will not close it a second time.
+        config.bind = [f"fd://{sock.detach()}"]
+        await hypercorn_serve(cast("ASGIFramework", app), config, shutdown_trigger=stopping.wait)
+    finally:
+        if lifespan is not None:
+            await lifespan("shutdown")
+
+
+def _hypercorn_config() -> HypercornConfig:
     config = HypercornConfig()
-    config.bind = [bind]
-    config.application_path = "zkplatform.cli:worker_app()"
-    config.workers = 0  # serve in this process: several workers are our processes (zkplatform.workers)
     config.accesslog = None  # an access log would record query strings, where tokens may leak
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
     return config
-
-
-def _worker(bind: str) -> None:
-    """One of several worker processes: hypercorn on a listening socket of its own."""
-    configure_logging()
-    sock = listening_socket(bind)  # kept referenced: hypercorn serves its file descriptor
-    try:
-        code = hypercorn_run(_hypercorn_config(f"fd://{sock.fileno()}"))
-    finally:
-        sock.close()
-    raise SystemExit(code)  # the process's exit code, which run_workers reports

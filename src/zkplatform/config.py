@@ -1,12 +1,16 @@
 """Settings, from `zkplatform serve` flags or the environment.
 
-Worker processes are spawned by hypercorn and re-import the application, so
-the CLI hands its flags to them through these same environment variables.
+`serve --workers N` spawns its worker processes itself (zkplatform.workers);
+each starts a clean interpreter and builds the application from the
+environment, so the CLI hands its flags to them through these same
+environment variables.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +30,25 @@ DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message says which and why."""
+
+
+_HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
+
+
+def check_bind(bind: str) -> str:
+    """HOST:PORT as `serve --bind` takes it ([::1]:PORT for IPv6), or ConfigError saying what is wrong."""
+    host, colon, port = bind.rpartition(":")
+    usage = f"HOST:PORT expected, with a port from 1 to 65535 (e.g. {DEFAULT_BIND} or [::1]:8080), not {bind!r}"
+    if not colon or not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(usage)
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ConfigError(usage) from None
+    elif not _HOSTNAME.fullmatch(host):  # also refuses an unbracketed IPv6 address and an empty host
+        raise ConfigError(usage)
+    return bind
 
 
 @dataclass(frozen=True, slots=True)

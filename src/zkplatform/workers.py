@@ -7,71 +7,171 @@ all land on one worker while the others idle, and N workers serve like one.
 Here each worker binds a socket of its own to the address with SO_REUSEPORT,
 and the kernel spreads new connections evenly over them. A worker listens only
 once its application has started, so no connection waits on a worker that is
-still opening its store.
+still opening its store; it then tells the parent, which knows when all listen.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import multiprocessing
+import os
 import signal
 import socket
 from collections.abc import Callable
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
 STOP_TIMEOUT_S = 30.0
 
+log = logging.getLogger(__name__)
 
-def listening_socket(bind: str) -> socket.socket:
-    """A TCP socket bound to HOST:PORT ([::1]:PORT for IPv6) that other workers may bind too."""
+# What a worker runs: worker(bind, ready), calling ready() once its socket listens.
+Worker = Callable[[str, Callable[[], None]], None]
+
+
+class AddressUnavailable(Exception):
+    """The address cannot be served; the message says why and what to do."""
+
+
+def hold_address(bind: str) -> socket.socket:
+    """A lock on the port for this server's lifetime: one zkplatform server per port.
+
+    SO_REUSEPORT lets a second server's workers bind the port too, and the kernel
+    would then split the connections between two servers. The lock is a Linux
+    abstract-namespace unix socket named after the port: binding a name that is
+    taken fails, and the kernel frees the name when the process ends, however it
+    ends, so no stale lock file survives a kill -9. It is named after the port,
+    not the address, because SO_REUSEPORT sockets on 0.0.0.0:P and 127.0.0.1:P
+    coexist too, and the more specific one would silently take the other's calls.
+    Like ports, these names belong to the network namespace."""
+    port = bind.rpartition(":")[2]
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        lock.bind(f"\0zkplatform-serve-port-{port}")
+    except OSError as error:
+        lock.close()
+        if error.errno != errno.EADDRINUSE:
+            raise
+        msg = f"another zkplatform server already serves port {port}: stop it, or choose another --bind"
+        raise AddressUnavailable(msg) from None
+    return lock
+
+
+def listening_socket(bind: str, *, shared: bool = True) -> socket.socket:
+    """A TCP socket bound (not yet listening) to HOST:PORT ([::1]:PORT for IPv6);
+    `shared`: other workers of this server may bind the address too (SO_REUSEPORT)."""
     host, _, port = bind.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, int(port)))
-    except BaseException:
+    except OSError as error:
         sock.close()
-        raise
+        raise AddressUnavailable(_why(bind, error)) from None
     return sock
 
 
-def run_workers(count: int, bind: str, worker: Callable[[str], None]) -> int:
-    """Run `worker(bind)` in `count` spawned processes until one exits or we are told to stop.
+def listen(sock: socket.socket, bind: str, backlog: int) -> None:
+    """Start listening; another program may have started listening on the address since we bound it."""
+    try:
+        sock.listen(backlog)
+    except OSError as error:
+        raise AddressUnavailable(_why(bind, error)) from None
 
-    Binding once here first makes a taken address fail before anything starts.
-    The first worker to exit stops the others; its exit code is ours."""
-    listening_socket(bind).close()
+
+def _why(bind: str, error: OSError) -> str:
+    if error.errno == errno.EADDRINUSE:
+        return f"{bind} is already in use: stop what listens there, or choose another --bind"
+    if error.errno == errno.EACCES:
+        return f"not allowed to listen on {bind}: choose a port above 1023, or another --bind"
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"{bind} is not an address of this host: choose another --bind"
+    return f"cannot listen on {bind} ({error.strerror or error}): choose another --bind"
+
+
+def run_workers(count: int, bind: str, worker: Worker, on_ready: Callable[[], None] = lambda: None) -> int:
+    """Run `worker(bind, ready)` in `count` spawned processes until one exits or we are told to stop.
+
+    `on_ready` runs once every worker has called its `ready`. The first worker
+    to exit stops the others; its exit code is ours (0 when we were told to stop)."""
     context = multiprocessing.get_context("spawn")  # a clean interpreter each: no forked event loop or pool
-    processes: list[BaseProcess] = [context.Process(target=worker, args=(bind,)) for _ in range(count)]
-    stopping = told_to_stop = False
+    readiness, tell = context.Pipe(duplex=False)
+    processes: list[BaseProcess] = [context.Process(target=_run, args=(worker, bind, tell)) for _ in range(count)]
+    started: list[BaseProcess] = []
+    stopping = False
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
-        for process in processes:
+        for process in started:
             if process.is_alive():
-                process.terminate()  # SIGTERM: hypercorn shuts the worker down gracefully
+                process.terminate()  # SIGTERM: the worker shuts down gracefully
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for process in processes:
-            process.start()
-        wait([process.sentinel for process in processes])
+            if stopping:
+                break
+            # A worker ignores SIGINT from birth (an ignored signal stays ignored
+            # in the child): Ctrl-C reaches the whole process group, and a worker
+            # still starting would die of a KeyboardInterrupt traceback. The
+            # parent relays it as SIGTERM.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                process.start()
+            finally:
+                signal.signal(signal.SIGINT, stop)
+            started.append(process)
+        tell.close()  # ours: the workers hold their own copies
+        if not started:
+            return 0
+        first = _first_exit(started, readiness, on_ready)
         told_to_stop = stopping
         stop(signal.SIGTERM, None)
-        for process in processes:
-            process.join(STOP_TIMEOUT_S)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        _join(started)
     finally:
+        readiness.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    failures = [process.exitcode for process in processes if process.exitcode]
-    if told_to_stop or not failures:
+    code = first.exitcode or 0
+    if told_to_stop or code == 0:
         return 0
-    return failures[0] if failures[0] > 0 else 1  # a negative code: killed by that signal
+    log.error("worker %d exited with code %d; stopped the others", first.pid, code)
+    return code if code > 0 else 1  # a negative code: killed by that signal
+
+
+def _join(processes: list[BaseProcess]) -> None:
+    for process in processes:
+        process.join(STOP_TIMEOUT_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def _first_exit(processes: list[BaseProcess], readiness: Connection, on_ready: Callable[[], None]) -> BaseProcess:
+    """Wait for a worker to exit, calling on_ready once all have said they listen; the worker that exited."""
+    by_sentinel = {process.sentinel: process for process in processes}
+    ready: set[int] = set()
+    watched: list[Connection | int] = [readiness, *by_sentinel]
+    while True:
+        for event in wait(watched):
+            if isinstance(event, int):
+                return by_sentinel[event]
+            try:
+                ready.add(readiness.recv())
+            except EOFError:  # every worker has exited: their sentinels say so
+                watched.remove(readiness)
+                continue
+            if len(ready) == len(processes):
+                on_ready()
+
+
+def _run(worker: Worker, bind: str, tell: Connection) -> None:
+    """A worker process's entry point: ready() tells the parent this worker listens."""
+    worker(bind, lambda: tell.send(os.getpid()))

@@ -45,43 +45,66 @@ def zkplatform_command() -> str:
 
 @contextmanager
 def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """Start the server, wait (bounded) until /healthz answers, stop it afterwards."""
+    """Start the server, wait (bounded) until it says every worker listens, stop it afterwards.
+
+    The server runs in a session of its own, so a test can signal its whole
+    process group as a terminal's Ctrl-C does."""
     port = free_port()
     log_path = tmp_path / f"server-{port}.log"
     command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            command, stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, **(env or {})}
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
         )
     server = Server(f"http://127.0.0.1:{port}", log_path, process)
     try:
-        _wait_until_healthy(server)
+        _wait_until_listening(server)
         yield server
     finally:
         stop(server)
 
 
-def _wait_until_healthy(server: Server) -> None:
+def _wait_until_listening(server: Server) -> None:
+    """The server logs "listening on URL" once every worker listens (a worker that
+    answers /healthz says nothing of the others)."""
+    announcement = f"listening on {server.base_url} "
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
+        if announcement in server.log():
+            assert httpx.get(f"{server.base_url}/healthz", timeout=10).status_code == 200
+            return
         if server.process.poll() is not None:
             msg = f"server exited with {server.process.returncode}:\n{server.log()}"
             raise AssertionError(msg)
-        try:
-            if httpx.get(f"{server.base_url}/healthz", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    msg = f"server did not answer /healthz within {START_TIMEOUT_S}s:\n{server.log()}"
+        time.sleep(0.05)
+    msg = f"server did not say it listens within {START_TIMEOUT_S}s:\n{server.log()}"
     raise AssertionError(msg)
 
 
+def run_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`zkplatform serve ARGS` expected to refuse to start: its exit code and output."""
+    return subprocess.run(
+        [zkplatform_command(), "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, **(env or {})},
+    )
+
+
 def stop(server: Server) -> None:
+    """SIGTERM, then SIGKILL to the whole process group should it not stop in time."""
     if server.process.poll() is None:
         server.process.send_signal(signal.SIGTERM)
         try:
             server.process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            server.process.kill()
+            os.killpg(server.process.pid, signal.SIGKILL)
             server.process.wait(timeout=STOP_TIMEOUT_S)
