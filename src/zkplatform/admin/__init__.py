@@ -17,12 +17,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from zkplatform.admin import commands
-from zkplatform.admin.arguments import build_parser
-from zkplatform.admin.importer import BadLine
+from zkplatform.admin.arguments import build_parser, store_url
+from zkplatform.admin.importer import BadFile, BadLine
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain.errors import DomainError
 from zkplatform.repository import AlreadyExists, UnknownReference
-from zkplatform.store import StoreURLError, kind_of, open_store
+from zkplatform.store import StoreUnavailable, StoreURLError, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
 
 __all__ = ["main"]
@@ -30,31 +30,36 @@ __all__ = ["main"]
 PROG = "zkplatform admin"
 DONE, REFUSED, UNUSABLE, INTERRUPTED = 0, 1, 2, 130
 # Bad input, found before anything was written: the operator can fix it and run again.
-REFUSALS = (commands.Refused, BadLine, AlreadyExists, UnknownReference, DomainError)
+REFUSALS = (commands.Refused, BadLine, BadFile, AlreadyExists, UnknownReference, DomainError)
 # A setting or a store this command cannot work with; each message says what to do.
-UNUSABLE_SETUP = (StoreURLError, SchemaError, ConfigError)
+UNUSABLE_SETUP = (StoreURLError, StoreUnavailable, SchemaError, ConfigError)
 
 
 def main(argv: Sequence[str]) -> int:
     """Run one command: 0 done, 1 refused input (nothing changed), 2 bad usage or an unusable store."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
+        url = store_url(parser, args)
     except SystemExit as stop:  # --help, or a usage error argparse has already explained
         return stop.code if isinstance(stop.code, int) else UNUSABLE
     with _driver_complaints() as complaints:
         try:
-            output = asyncio.run(_run(args))
+            output = asyncio.run(_run(args, url))
         except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 # an operator gets one line, never a traceback
             code, message = _explain(error, complaints.last)
-            print(f"{PROG}: {' '.join(message.split())}", file=sys.stderr)
+            # A file's bad lines each get their own line, before the one that sums them up.
+            reported = error.reported if isinstance(error, BadFile) and error.total > 1 else ()
+            for line in [*(str(bad) for bad in reported), message]:
+                print(f"{PROG}: {' '.join(line.split())}", file=sys.stderr)
             return code
     print(output)  # the command's result (a token's JSON) is for standard output
     return DONE
 
 
-async def _run(args: argparse.Namespace) -> str:
+async def _run(args: argparse.Namespace, chosen_url: str | None) -> str:
     command: commands.Command = args.run
-    url: str = args.store or Settings.from_env().store_url
+    url = chosen_url or Settings.from_env().store_url
     if kind_of(url) == "memory":
         print(f"{PROG}: note: the memory: store keeps nothing once this command ends", file=sys.stderr)
     # Only `migrate` may open a store whose schema is not this build's: it is what fixes that.

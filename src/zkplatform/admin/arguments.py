@@ -21,6 +21,10 @@ Operator commands, acting directly on a store. `token issue` is the only way
 to a first token outside development mode, like a root token at
 initialisation; every other token is minted from one through the API.
 """
+STORE_HELP = (
+    "sqlite:///PATH, postgresql://... or memory:, before or after the command"
+    f" (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})"
+)
 EPILOG = """\
 exit codes: 0 done; 1 refused input (nothing was changed); 2 bad usage, an
 unusable store, or a schema other than this build's (run `migrate`).
@@ -34,25 +38,41 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--store",
-        default=None,
-        metavar="URL",
-        help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
+    parser.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    # --store is also taken after the command (`tenant add acme --store URL`), as operators write it.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--store", dest="store_after", default=None, metavar="URL", help=STORE_HELP)
+    subcommands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of these (each has --help):"
     )
-    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    migrate = subcommands.add_parser("migrate", help="create the schema, or upgrade it to this build's")
+    def command(
+        within: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str, description: str = ""
+    ) -> argparse.ArgumentParser:
+        return within.add_parser(name, help=help_text, description=description or help_text, parents=[after])
+
+    migrate = command(
+        subcommands,
+        "migrate",
+        "create the schema, or upgrade it to this build's",
+        "Create the schema in an empty database, or apply the migrations it lacks. Running it again is harmless.",
+    )
     migrate.set_defaults(run=commands.migrate)
 
     tenant = _group(subcommands, "tenant", "manage tenants")
-    add = tenant.add_parser("add", help="add a tenant")
-    add.add_argument("tenant_id", type=_id, metavar="TENANT_ID")
+    add = command(tenant, "add", "add a tenant")
+    add.add_argument("tenant_id", type=_id, metavar="TENANT_ID", help="the new tenant's id")
     add.set_defaults(run=commands.add_tenant)
 
     principal = _group(subcommands, "principal", "manage principals")
-    add = principal.add_parser("add", help="add a principal to a tenant")
-    add.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID")
+    add = command(
+        principal,
+        "add",
+        "add a principal to a tenant",
+        "Add a principal to a tenant, with scopes within its role's bound: owner and admin may hold"
+        " every scope, member the vault.items.* scopes, service what it is granted.",
+    )
+    add.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the new principal's id")
     add.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
     add.add_argument("--role", choices=[r.value for r in Role], required=True, help="its role")
     add.add_argument(
@@ -65,27 +85,34 @@ def build_parser() -> argparse.ArgumentParser:
     add.set_defaults(run=commands.add_principal)
 
     vault = _group(subcommands, "vault", "manage vaults")
-    add = vault.add_parser("add", help="add a vault to a tenant")
-    add.add_argument("vault_id", type=_id, metavar="VAULT_ID")
+    add = command(vault, "add", "add a vault to a tenant")
+    add.add_argument("vault_id", type=_id, metavar="VAULT_ID", help="the new vault's id")
     add.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
     add.add_argument(
         "--members", type=_ids, default=[], metavar="p1,p2,...", help="principals of the same tenant (default: none)"
     )
     add.set_defaults(run=commands.add_vault)
 
-    importing = subcommands.add_parser(
+    importing = command(
+        subcommands,
         "import",
-        help="import items, all or nothing, from NDJSON: one platform.v1.Item per line in proto3 JSON",
-        description="Check every line first; import only when all are good, in one transaction.",
+        "import items, all or nothing, from NDJSON: one platform.v1.Item per line in proto3 JSON",
+        "Check every line first, reporting each bad one; import only when all are good, in one transaction.",
     )
     importing.add_argument("file", metavar="FILE", help="the NDJSON file, or - for standard input")
+    importing.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the file and that its vaults exist, store nothing; exit code 0 when it can be imported",
+    )
     importing.set_defaults(run=commands.import_items)
 
     token = _group(subcommands, "token", "issue and revoke tokens")
-    issue = token.add_parser(
+    issue = command(
+        token,
         "issue",
-        help="issue a token for a principal and print it as JSON (its secret is shown this once)",
-        description="Issue a token and print it as proto3 JSON on standard output. Use the server's"
+        "issue a token for a principal and print it as JSON (its secret is shown this once)",
+        "Issue a token and print it as proto3 JSON on standard output. Use the server's"
         " ZKPLATFORM_TOKEN_PEPPER or ZKPLATFORM_STATE_DIR, or the server will not recognise it.",
     )
     issue.add_argument("--principal", type=_id, required=True, metavar="P", help="the principal's id")
@@ -98,11 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     issue.add_argument("--scopes", type=_scopes, metavar="a,b,...", help="default: every scope the principal may hold")
     issue.set_defaults(run=commands.issue_token)
-    revoke = token.add_parser("revoke", help="revoke a token by its public id (its tokenId, tok_...)")
-    revoke.add_argument("token_id", metavar="TOKEN_ID")
+    revoke = command(token, "revoke", "revoke a token by its public id (its tokenId, tok_...)")
+    revoke.add_argument("token_id", metavar="TOKEN_ID", help="the tokenId printed with the token, never its secret")
     revoke.set_defaults(run=commands.revoke_token)
 
-    purge = subcommands.add_parser("purge-tombstones", help="forget tombstones deleted longer ago than the retention")
+    purge = command(subcommands, "purge-tombstones", "forget tombstones deleted longer ago than the retention")
     purge.add_argument(
         "--older-than-days",
         type=_bounded(commands.MAX_RETENTION_DAYS),
@@ -113,12 +140,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def store_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The --store given, before or after the command; None for the default. Two different
+    ones are bad usage: acting on either could be acting on the wrong database."""
+    before: str | None = args.store
+    after: str | None = args.store_after
+    if before and after and before != after:
+        parser.error("--store is given twice, with two different URLs: give it once")
+    return after or before
+
+
 def _group(
     subcommands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
 ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """A command made of subcommands, such as `tenant add`."""
     group = subcommands.add_parser(name, help=help_text, description=help_text)
-    return group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    return group.add_subparsers(dest="action", required=True, metavar="ACTION", help="one of these (each has --help):")
 
 
 def _id(raw: str) -> str:

@@ -14,16 +14,16 @@ from collections.abc import Awaitable, Callable
 
 from google.protobuf import json_format
 
-from zkplatform.admin.importer import read_file
+from zkplatform.admin.importer import Spool, check_file, storing
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import system_clock
-from zkplatform.domain.errors import ScopesNotHeld
 from zkplatform.domain.models import Principal, Role, Tenant, Vault
 from zkplatform.messages.convert import token_to_proto
 from zkplatform.pepper import load_pepper
 from zkplatform.store import MigratableStore
 from zkplatform.wiring import Platform
+from zkplatform_api.platform.v1 import vault_pb2
 
 SECONDS_PER_DAY = 86_400
 # A century: beyond any real retention, and `now - retention` stays well within the stores' integers.
@@ -50,15 +50,9 @@ async def add_tenant(args: argparse.Namespace, store: MigratableStore) -> str:
 
 
 async def add_principal(args: argparse.Namespace, store: MigratableStore) -> str:
-    role = Role(args.role)
-    scopes = role.default_scopes if args.scopes is None else frozenset(args.scopes)
-    # The store would keep a wider grant, and every check would narrow it again
-    # (Principal.scopes): refuse it here instead, so that what is stored is what holds.
-    if beyond := scopes - role.scope_bound:
-        allowed = ", ".join(sorted(role.scope_bound))
-        msg = f"the role {role} may not hold {', '.join(sorted(beyond))} (it allows {allowed})"
-        raise Refused(msg)
-    await store.add_principal(Principal(args.principal_id, args.tenant, role, scopes))
+    principal = Principal.new(args.principal_id, args.tenant, Role(args.role), args.scopes)
+    await store.add_principal(principal)
+    role, scopes = principal.role, principal.allowed_scopes
     return f"principal {args.principal_id} added to tenant {args.tenant} as {role} with {_listed(scopes)}"
 
 
@@ -69,30 +63,41 @@ async def add_vault(args: argparse.Namespace, store: MigratableStore) -> str:
 
 
 async def import_items(args: argparse.Namespace, store: MigratableStore) -> str:
-    # Pass 1, in a thread so that the event loop (and a PostgreSQL pool) stays responsive:
-    # the whole file, parsed and checked, before anything is stored.
-    items = await asyncio.to_thread(read_file, args.file)
-    # Pass 2: one add_items, one transaction, all or nothing.
-    await store.add_items(items)
-    return f"imported {len(items)} item(s)"
+    if args.dry_run:
+        return await _check_import(args.file, store)
+    with Spool() as spool:
+        # Pass 1, in a thread so that the event loop (and a PostgreSQL pool) stays responsive:
+        # the whole file checked, before anything is stored.
+        await asyncio.to_thread(check_file, args.file, spool.add)
+        # Pass 2: one add_items, one transaction, all or nothing, fed as the store takes them.
+        await store.add_items(storing(spool))
+        return f"imported {spool.count} item(s)"
+
+
+async def _check_import(name: str, store: MigratableStore) -> str:
+    """`import --dry-run`: pass 1, and whether the store has the items' vaults; nothing is stored."""
+    vaults: set[tuple[str, str]] = set()
+
+    def note(message: vault_pb2.Item) -> None:
+        vaults.add((message.vault_id, message.tenant_id))
+
+    count = await asyncio.to_thread(check_file, name, note)
+    missing = []
+    for vault_id, tenant_id in sorted(vaults):
+        found = await store.get_vault(vault_id)
+        if found is None or found.tenant_id != tenant_id:
+            missing.append(f"no vault {vault_id} in tenant {tenant_id}")
+    if missing:
+        raise Refused("; ".join(missing))
+    return f"{count} item(s) checked, all good; nothing was stored (--dry-run)"
 
 
 async def issue_token(args: argparse.Namespace, store: MigratableStore) -> str:
     settings = Settings.from_env()
     # The server's pepper, or tokens issued here would not be recognised there.
     platform = Platform.build(store, load_pepper(settings.token_pepper, settings.state_dir))
-    # What issue_for does, but the principal's role is needed for the printed Token too.
-    principal = await store.get_principal(args.principal)
-    if principal is None:
-        msg = f"no principal {args.principal}"
-        raise Refused(msg)
-    try:
-        issued = await platform.issuer.issue(principal, args.ttl, args.scopes)
-    except ScopesNotHeld as error:  # its message speaks of an API caller; here there is none
-        held = ", ".join(sorted(principal.scopes)) or "none"
-        msg = f"principal {principal.principal_id} may not hold {', '.join(error.refused)} (it may hold: {held})"
-        raise Refused(msg) from None
-    token = json_format.MessageToDict(token_to_proto(issued, principal.role))
+    issued = await platform.issuer.issue_for(args.principal, args.ttl, args.scopes)
+    token = json_format.MessageToDict(token_to_proto(issued, issued.role))
     return json.dumps(token, separators=(",", ":"))  # the secret: shown here, once
 
 
