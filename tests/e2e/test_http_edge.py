@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +18,7 @@ from tests.contract.test_store_contract import item
 from tests.e2e.server import Server, serving
 from tests.e2e.test_durable import ENV, seeded
 from tests.world import World
-from zkplatform.domain.models import Vault
+from zkplatform.domain.models import Item, Vault
 from zkplatform.store import open_store
 
 
@@ -24,7 +27,6 @@ def world_and_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
     tmp_path = tmp_path_factory.mktemp("edge")
     url = f"sqlite:///{tmp_path}/zk.db"
     world = seeded(url)
-    asyncio.run(_deadline_vault(url))
     with serving(tmp_path, "--store", url, env=ENV) as server:
         yield world, server
 
@@ -106,49 +108,85 @@ def test_malformed_timeout_header_is_invalid_argument(server: Server, alice: str
     assert error_of(response)["code"] == "invalid_argument"
 
 
-def test_expired_deadline_is_deadline_exceeded_and_nothing_is_half_applied(
-    world_and_server: tuple[World, Server], alice: str
-) -> None:
-    _, server = world_and_server
-    outcomes = asyncio.run(_racing_deadlines(server.base_url, alice))
-
-    assert "deadline_exceeded" in {code for code, _ in outcomes}
-    # Whatever each call answered, every item is either untouched or a whole tombstone.
-    after = [post(server, VAULT_DELETE, _delete_body(n, 1), headers(JSON, alice)) for n in range(1, 31)]
-    for response in after:
-        assert response.status_code == 200, response.text
-        item = response.json()["item"]
-        assert item["deleted"] is True
-        assert item["version"] == "2"
-        assert "encryptedPayload" not in item
-    sequences = [int(r.json()["cursor"]["sequence"]) for r in after]
-    assert len(set(sequences)) == len(sequences)
+DEADLINE_ITEMS = [f"d-{n}" for n in range(1, 6)]
 
 
-def _delete_body(number: int, version: int) -> bytes:
-    return json.dumps({"vaultId": "deadline", "itemId": f"d-{number}", "baseVersion": version}).encode()
+def test_expired_deadline_is_deadline_exceeded_and_nothing_is_half_applied(tmp_path: Path) -> None:
+    """A connection of the test holds the SQLite file's write lock, so no delete can finish
+    within its deadline however fast the machine (the deadline only has to be shorter than
+    the store's busy timeout). The server's transaction still waits for the lock after the
+    answer: released, a delete may be applied, but only whole and only once."""
+    database = tmp_path / "zk.db"
+    url = f"sqlite:///{database}"
+    alice = seeded(url).token("alice")
+    asyncio.run(_deadline_vault(url))
+    with serving(tmp_path, "--store", url, env=ENV) as server:
+        with _write_lock(database):
+            answers = asyncio.run(_deletes_with_a_deadline(server.base_url, alice, DEADLINE_ITEMS, timeout_ms=200))
+            items_then, sequence_then = asyncio.run(_deadline_vault_state(url))
+        # The caller cannot tell whether a delete that timed out was applied: it repeats it.
+        repeats = [
+            post(server, VAULT_DELETE, _delete_body(item_id, 1), headers(JSON, alice)) for item_id in DEADLINE_ITEMS
+        ]
+    items_after, sequence_after = asyncio.run(_deadline_vault_state(url))
+
+    assert answers == ["deadline_exceeded"] * len(DEADLINE_ITEMS)
+    assert [(item.deleted, item.version) for item in items_then.values()] == [(False, 1)] * len(DEADLINE_ITEMS)
+    for item_id, repeat in zip(DEADLINE_ITEMS, repeats, strict=True):
+        assert repeat.status_code == 200, repeat.text
+        stored = items_after[item_id]
+        assert stored == items_then[item_id].tombstone(stored.updated_at)  # a whole tombstone, one version up
+        assert repeat.json()["item"]["version"] == "2"
+    assert sequence_after == sequence_then + len(DEADLINE_ITEMS)  # one change per item: none lost, none twice
 
 
-async def _racing_deadlines(base_url: str, token: str) -> list[tuple[str, int]]:
+@contextmanager
+def _write_lock(database: Path) -> Iterator[None]:
+    """Hold the SQLite file's write lock (as another writer would) until the block ends."""
+    connection = sqlite3.connect(database, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        yield
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+def _delete_body(item_id: str, version: int) -> bytes:
+    return json.dumps({"vaultId": "deadline", "itemId": item_id, "baseVersion": version}).encode()
+
+
+async def _deletes_with_a_deadline(base_url: str, token: str, item_ids: list[str], timeout_ms: int) -> list[str]:
+    """Delete the items concurrently, each with that deadline: the code of each answer."""
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
 
-        async def one(number: int) -> tuple[str, int]:
+        async def one(item_id: str) -> str:
             response = await client.post(
                 VAULT_DELETE,
-                content=_delete_body(number, 1),
-                headers=headers(JSON, token, **{"Connect-Timeout-Ms": "1"}),
+                content=_delete_body(item_id, 1),
+                headers=headers(JSON, token, **{"Connect-Timeout-Ms": str(timeout_ms)}),
             )
-            code = "ok" if response.status_code == 200 else error_of(response)["code"]
-            return code, number
+            return "ok" if response.status_code == 200 else str(error_of(response)["code"])
 
-        return list(await asyncio.gather(*(one(n) for n in range(1, 31))))
+        return list(await asyncio.gather(*(one(item_id) for item_id in item_ids)))
+
+
+async def _deadline_vault_state(url: str) -> tuple[dict[str, Item], int]:
+    """The deadline vault's items, read straight from the store, and its sequence number."""
+    store = await open_store(url)
+    try:
+        found = {item_id: await store.get_item("deadline", item_id) for item_id in DEADLINE_ITEMS}
+        sequence = await store.vault_sequence("deadline")
+    finally:
+        await store.close()
+    return {item_id: item for item_id, item in found.items() if item is not None}, sequence
 
 
 async def _deadline_vault(url: str) -> None:
-    """A vault of 30 items for the deadline test, added through the store as an operator would."""
+    """A vault for the deadline test, added through the store as an operator would."""
     store = await open_store(url)
     try:
         await store.add_vault(Vault("deadline", "acme", frozenset({"alice"})))
-        await store.add_items([item(f"d-{n}", vault_id="deadline", tenant_id="acme") for n in range(1, 31)])
+        await store.add_items([item(item_id, vault_id="deadline", tenant_id="acme") for item_id in DEADLINE_ITEMS])
     finally:
         await store.close()
