@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 import httpx
 import pytest
 from joserfc import jwk
 
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
+from tests.proofs import build_proof
 from tests.world import BASE_URL, FakeClock, World
-from zkplatform.domain.dpop import access_token_hash
 from zkplatform.dpop_proof import KeyKind, make_proof, new_key, thumbprint
 
 MINT_URL = BASE_URL + BROKER_MINT
@@ -204,7 +201,7 @@ async def test_forged_or_malformed_proofs_are_refused(
     header, payload, signature = good.split(".")
     other_claims = make_proof(key, DELETE_URL, token, iat=clock.now).split(".")[1]
     swapped_payload = f"{header}.{other_claims}.{signature}"
-    unsigned = make_unsigned(key, token, clock)
+    unsigned = build_proof(key, DELETE_URL, token, clock.now, header={"alg": "none"}, signature=b"")
 
     cases = {
         "not-a-jws": "not a compact JWS",
@@ -214,15 +211,6 @@ async def test_forged_or_malformed_proofs_are_refused(
     }
     for proof, reason in cases.items():
         assert refused(await delete(client, token, "item-1", proof), reason), proof
-
-
-def make_unsigned(key: jwk.Key, token: str, clock: FakeClock) -> str:
-    def part(value: object) -> str:
-        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
-
-    header = {"typ": "dpop+jwt", "alg": "none", "jwk": key.as_dict(private=False)}
-    claims = {"htm": "POST", "htu": DELETE_URL, "iat": clock.now, "jti": "x", "ath": access_token_hash(token)}
-    return f"{part(header)}.{part(claims)}."
 
 
 async def test_two_dpop_headers_are_refused(
