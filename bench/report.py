@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.importing import ImportFigures
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load
 from bench.plan import OVERHEAD_ROUNDS
 
@@ -40,6 +41,7 @@ class Inputs:
     peak_rss_mib: dict[str, float]
     machine: str
     minutes: float
+    imported: ImportFigures | None = None
 
 
 class _Table:
@@ -198,6 +200,21 @@ class _Report:
             table.row(key, f"{mib:,.0f}")
         self.section("Memory", "Peak resident set of the busiest server process, after its runs.", table)
 
+    def importing(self) -> None:
+        table = _Table("lines", "file MiB", "seconds", "lines/s", "peak RSS MiB")
+        if (imported := self.inputs.imported) is not None:
+            table.row(
+                f"{imported.lines:,}", f"{imported.file_mib:,.0f}", f"{imported.seconds:.1f}",
+                _n(imported.lines_per_second), f"{imported.peak_rss_mib:,.0f}",
+            )  # fmt: skip
+        else:
+            table.row(*["n/a"] * 5)
+        note = (
+            "`zkplatform admin import FILE` (bench/importing.py) into a fresh SQLite file, run alone after the"
+            " loads: every line checked, then all stored in one transaction. Peak RSS of that process."
+        )
+        self.section("Import: NDJSON items into SQLite", note, table)
+
 
 def render(inputs: Inputs) -> str:
     report = _Report(inputs)
@@ -213,7 +230,7 @@ def render(inputs: Inputs) -> str:
     report.out.append(header)
     for section in (
         report.every_run, report.overhead, report.stores, report.workers,
-        report.store_size, report.servers, report.half_peak, report.memory,
+        report.store_size, report.servers, report.half_peak, report.memory, report.importing,
     ):  # fmt: skip
         section()
     report.section("Targets", "", report.targets)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from bench import report
+from bench import importing, report
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.plan import ITEM_RATE, PLAN, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
@@ -166,18 +166,23 @@ def main() -> int:
     wrk_version = ensure_wrk()
     started = time.monotonic()
     only = os.environ.get("BENCH_ONLY", "").split(",")  # a subset of the setups, to try the harness out
+    imported = None
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
         bench = Bench(stack, Path(tmp))
         for group in PLAN:
             chosen = tuple(setup for setup in group if only == [""] or setup.key in only)
             if chosen:
                 bench.run(chosen)
+        if only == [""] or "import" in only:  # alone on the machine: no server is running now
+            imported = importing.measure(Path(tmp) / "import")
+            print(f"  import: {imported}", file=sys.stderr)
     text = report.render(
         report.Inputs(
             figures=bench.figures,
             peak_rss_mib=bench.peak_rss_mib,
             machine=machine(wrk_version),
             minutes=(time.monotonic() - started) / 60,
+            imported=imported,
         )
     )
     print(text)
