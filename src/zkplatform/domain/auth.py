@@ -16,7 +16,6 @@ from zkplatform.repository import LimitsRepository, TokenRepository
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Presented:
     """A token as the request presented it: `Authorization: Bearer` (RFC 6750) or,

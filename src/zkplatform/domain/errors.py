@@ -21,7 +21,8 @@ class FieldViolation:
 
 class InvalidArgument(DomainError):
     def __init__(self, violations: Sequence[FieldViolation]) -> None:
-        super().__init__("invalid request: " + "; ".join(f"{v.field}: {v.description}" for v in violations))
+        summary = "; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in violations)
+        super().__init__(f"invalid request: {summary}")
         self.violations = tuple(violations)
 
 

@@ -1,4 +1,4 @@
-"""The JSON codec: compact output, proto3 JSON names, unknown fields ignored."""
+"""The JSON codec: compact output, proto3 JSON names, unknown fields ignored, type errors named by field."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from typing import TypeVar
 from connectrpc.codec import Codec
 from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from zkplatform.domain.errors import InvalidArgument
+from zkplatform.messages.json_input import from_json
+from zkplatform.rpc.errors import to_connect_error
 
 _M = TypeVar("_M", bound=Message)
 
@@ -23,6 +27,7 @@ class CompactJSONCodec(Codec[Message, _M]):
         return json.dumps(as_dict, separators=(",", ":"), ensure_ascii=False).encode()
 
     def decode(self, data: bytes | bytearray, message_class: type[_M]) -> _M:
-        message = message_class()
-        json_format.Parse(bytes(data), message, ignore_unknown_fields=True)
-        return message
+        try:
+            return from_json(data, message_class)
+        except InvalidArgument as error:
+            raise to_connect_error(error) from None  # connectrpc passes a ConnectError on as it is

@@ -36,9 +36,9 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 
 from zkplatform.domain import tokens
-from zkplatform.domain.errors import FieldViolation
+from zkplatform.domain.errors import FieldViolation, InvalidArgument
 from zkplatform.rpc.details import error_detail
-from zkplatform.rpc.errors import bad_request
+from zkplatform.rpc.errors import to_connect_error
 from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negotiate_server_protocol
 
 Scope = MutableMapping[str, Any]
@@ -84,7 +84,7 @@ class _Leak:
 
     def refusal(self) -> ConnectError:
         advice = "a token must never be sent in the URL; it has been revoked, use the Authorization header"
-        return bad_request([FieldViolation(place, advice) for place in self.places], f"invalid request: {advice}")
+        return to_connect_error(InvalidArgument([FieldViolation(place, advice) for place in self.places]))
 
 
 class Edge:
@@ -299,8 +299,9 @@ def _leak_in(scope: Scope) -> _Leak | None:
         places.append("path")
         found += in_path
     for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
-        if (in_param := tokens.find_in(name) + tokens.find_in(value)) or name == "access_token":
-            places.append(name)
+        in_name = tokens.find_in(name)
+        if (in_param := in_name + tokens.find_in(value)) or name == "access_token":
+            places.append("a query parameter's name" if in_name else name)  # never echo a token
             found += in_param
     return _Leak(tuple(dict.fromkeys(places)), tuple(dict.fromkeys(found))) if places else None
 

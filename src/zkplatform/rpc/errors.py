@@ -29,22 +29,16 @@ def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
     return error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata)
 
 
-def bad_request(
-    violations: list[domain.FieldViolation] | tuple[domain.FieldViolation, ...], message: str
-) -> ConnectError:
-    detail = error_details_pb2.BadRequest(
-        field_violations=[
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in violations
-        ]
-    )
-    return ConnectError(Code.INVALID_ARGUMENT, message, [error_detail(detail)])
-
-
 def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: PLR0911 # one arm per row
     """The Connect form of a domain error (the error table of docs/api.md)."""
     match error:
         case domain.InvalidArgument():
-            return bad_request(error.violations, str(error))
+            violations = [
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                for v in error.violations
+            ]
+            detail = error_details_pb2.BadRequest(field_violations=violations)
+            return ConnectError(Code.INVALID_ARGUMENT, str(error), [error_detail(detail)])
         case domain.Unauthenticated():
             return ConnectError(Code.UNAUTHENTICATED, str(error))
         case domain.ScopesNotHeld():

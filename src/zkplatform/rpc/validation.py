@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from connectrpc.request import RequestContext
 from google.protobuf.message import Message
 
+from zkplatform.domain.errors import InvalidArgument
 from zkplatform.messages.rules import violations_of
-from zkplatform.rpc.errors import bad_request
 
 REQ = TypeVar("REQ")
 RES = TypeVar("RES")
@@ -29,6 +29,5 @@ class ValidateRequests:
             msg = f"not a protobuf request: {type(request).__name__}"
             raise TypeError(msg)
         if violations := violations_of(request):
-            summary = "; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in violations)
-            raise bad_request(violations, f"invalid request: {summary}")
+            raise InvalidArgument(violations)
         return await call_next(request, ctx)
