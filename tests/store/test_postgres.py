@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import psycopg
-import psycopg_pool
 import pytest
 
 from tests.contract.test_store_contract import item
@@ -22,7 +20,7 @@ from zkplatform.domain.models import (
     Vault,
 )
 from zkplatform.repository import Stale
-from zkplatform.store import open_store, postgres
+from zkplatform.store import open_store
 from zkplatform.store.migrations import SchemaError, latest
 from zkplatform.store.postgres import PostgresStore
 
@@ -117,16 +115,6 @@ async def test_open_refuses_an_older_schema(migrated_url: str) -> None:
 
     with pytest.raises(SchemaError, match=r"admin .*migrate"):
         await open_store(migrated_url)
-
-
-async def test_open_gives_up_on_a_server_that_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(postgres, "OPEN_TIMEOUT", 0.5)
-    started = time.monotonic()
-
-    with pytest.raises(psycopg_pool.PoolTimeout):
-        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/nothing?connect_timeout=1")
-
-    assert time.monotonic() - started < 10
 
 
 # races between processes

@@ -13,7 +13,7 @@ from zkplatform.store.migrations import SchemaError, latest
 
 async def test_sqlite_migrates_once_and_then_opens(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/zk.db"
-    with pytest.raises(SchemaError, match=r"not initialised.*admin --store URL migrate"):
+    with pytest.raises(SchemaError, match=rf"not initialised.*admin --store {url} migrate"):
         await open_store(url)
 
     store = await open_store(url, check_schema=False)

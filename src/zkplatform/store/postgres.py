@@ -12,38 +12,78 @@ any process are counted one after the other.
 
 from __future__ import annotations
 
+import asyncio
+import math
+import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
+import psycopg
 from psycopg import AsyncConnection, errors, sql
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
 from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
-from zkplatform.store import rows
+from zkplatform.store import StoreUnavailable, display_url, rows
 from zkplatform.store.migrations import check_version, migrations
 
 T = TypeVar("T")
 DIALECT = "postgresql"
-OPEN_TIMEOUT = 10.0  # seconds for the first connection: a wrong URL fails fast
+OPEN_TIMEOUT = 10.0  # seconds to wait for a server that may yet accept connections
+RETRY_DELAYS = (0.1, 0.2, 0.5, 1.0)  # then every last one, until OPEN_TIMEOUT
+# libpq reports a refused connection with the server's message and no SQLSTATE (psycopg's
+# sqlstate is None), so the states that heal by themselves are known by their messages;
+# anything else (28P01 and 28000 credentials, 3D000 no such database, a refused or unknown
+# host) fails at once: waiting would only delay the one line that says what to fix.
+_HEALING = (
+    "the database system is starting up",  # 57P03, and the three below
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "sorry, too many clients already",  # 53300
+    "remaining connection slots are reserved",  # 53300
+    "connection timeout expired",
+)
+_ADVICE = (  # the first pattern found in the reason, lower-cased
+    (r"password authentication failed|authentication failed", "check the user and password in the store URL"),
+    (r"no password supplied", "put the password in the store URL"),
+    (r"no pg_hba\.conf entry", "allow this host, user and database in the server's pg_hba.conf"),
+    (r'^role ".*" does not exist', "check the user in the store URL"),
+    (r'^database ".*" does not exist', "create the database, or correct its name in the store URL"),
+    (r"connection refused", "check that the server is running, and the host and port in the store URL"),
+    (r"failed to resolve host", "check the host in the store URL"),
+)
 _MIGRATION_LOCK = 0x7A6B_706C  # pg_advisory_xact_lock key: one migrator at a time
 Conn = AsyncConnection[tuple[Any, ...]]
 
 
 class PostgresStore:
-    def __init__(self, pool: AsyncConnectionPool[Conn]) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Conn], url: str) -> None:
         self._pool = pool
+        self._url = display_url(url)
 
     @classmethod
     async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
+        """Open a pool on the database at url; StoreUnavailable at once when the
+        server refuses it for good (credentials, no such database, nothing
+        listening), after OPEN_TIMEOUT when it stays unready (starting up, full).
+        SchemaError (unless told not to check) when it is not at this build's schema."""
+        deadline = time.monotonic() + OPEN_TIMEOUT
+        await _first_connection(url, deadline)
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
         )
-        store = cls(pool)
+        store = cls(pool, url)
         try:
-            await pool.open(wait=True, timeout=OPEN_TIMEOUT)
+            try:
+                await pool.open(wait=True, timeout=max(deadline - time.monotonic(), 1.0))
+            except PoolTimeout:  # the server went away since the first connection
+                msg = f"cannot open the store {store._url}: the server stopped accepting connections; try again"
+                raise StoreUnavailable(msg) from None
             if check_schema:
-                check_version(await store.schema_version(), DIALECT)
+                check_version(await store.schema_version(), DIALECT, store._url)
         except BaseException:
             await store.close()
             raise
@@ -87,7 +127,7 @@ class PostgresStore:
             if applied:
                 await conn.execute("DELETE FROM schema_version")
                 await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (applied[-1],))
-            check_version(applied[-1] if applied else current, DIALECT)
+            check_version(applied[-1] if applied else current, DIALECT, self._url)
             return applied
 
         return await self._tx(apply)
@@ -269,6 +309,40 @@ class PostgresStore:
             return inserted.rowcount > 0
 
         return await self._tx(remember)
+
+
+async def _first_connection(url: str, deadline: float) -> None:
+    """Connect once, so that the pool never retries what cannot heal."""
+    shown = display_url(url)
+    delays = iter(RETRY_DELAYS)
+    while True:
+        try:
+            conn = await AsyncConnection.connect(url, connect_timeout=max(2, math.ceil(deadline - time.monotonic())))
+        except psycopg.Error as error:
+            reason = _reason(error, url)
+            if not any(state in reason.lower() for state in _HEALING):
+                advice = next((a for text, a in _ADVICE if re.search(text, reason.lower())), "check the store URL")
+                msg = f"cannot open the store {shown}: {reason}: {advice}"
+                raise StoreUnavailable(msg) from None
+            delay = next(delays, RETRY_DELAYS[-1])
+            if time.monotonic() + delay >= deadline:
+                msg = f"cannot open the store {shown}: not ready within {OPEN_TIMEOUT:g} s ({reason}): try again later"
+                raise StoreUnavailable(msg) from None
+            await asyncio.sleep(delay)
+        else:
+            await conn.close()
+            return
+
+
+def _reason(error: psycopg.Error, url: str) -> str:
+    """libpq's message in one line, without what libpq prefixes to it, and never the password."""
+    # The first line: libpq's hints that follow it say less than the advice we add.
+    text = str(error).strip().partition("\n")[0] or type(error).__name__
+    text = re.sub(r"^connection failed: |connection to server at .*? failed: |FATAL: +", "", text)
+    password = urlsplit(url).password
+    for form in {password, unquote(password or "")} - {None, ""}:
+        text = text.replace(str(form), "***")
+    return text
 
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:

@@ -7,35 +7,43 @@ commits (to disk) before it is answered; reads see the last committed state.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
 from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
-from zkplatform.store import rows
+from zkplatform.store import StoreUnavailable, rows
 from zkplatform.store.migrations import check_version, migrations
-from zkplatform.store.sqlite_engine import SQLiteEngine
+from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
 
 DIALECT = "sqlite"
 
 
 class SQLiteStore:
     def __init__(self, path: Path) -> None:
+        self._path = path
         self._engine = SQLiteEngine(path)
         self._read = self._engine.read
         self._write = self._engine.write
 
     @classmethod
     async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
-        store = cls(path)
-        try:
-            await store._engine.open()
+        """Open the store at path; StoreUnavailable when that cannot be a SQLite
+        database, SchemaError (unless told not to check) when it is not at this
+        build's schema. A refused open leaves the disk as it found it."""
+        with _unavailable(path):
             if check_schema:
-                check_version(await store.schema_version(), DIALECT)
-        except BaseException:
-            await store.close()
-            raise
+                # Before the engine, which creates the directory and the file and turns on WAL.
+                check_version(await asyncio.to_thread(_stored_version, path), DIALECT, _url(path))
+            store = cls(path)
+            try:
+                await store._engine.open()
+            except BaseException:
+                await store.close()
+                raise
         return store
 
     async def close(self) -> None:
@@ -44,13 +52,7 @@ class SQLiteStore:
     # schema
 
     async def schema_version(self) -> int | None:
-        def version(conn: sqlite3.Connection) -> int | None:
-            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
-                return None
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            return None if row is None else int(row[0])
-
-        return await self._read(version)
+        return await self._read(_schema_version)
 
     async def migrate(self) -> list[int]:
         """Apply the missing migrations, each in its own transaction; the versions applied."""
@@ -68,7 +70,7 @@ class SQLiteStore:
                 conn.execute("DELETE FROM schema_version")
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (migration.version,))
                 applied.append(migration.version)
-            check_version(applied[-1] if applied else current, DIALECT)
+            check_version(applied[-1] if applied else current, DIALECT, _url(self._path))
             return applied
 
         return await self._write(apply)
@@ -262,6 +264,54 @@ class SQLiteStore:
             return inserted > 0
 
         return await self._write(remember)
+
+
+def _url(path: Path) -> str:
+    """The store URL of path, absolute: what to type whatever the working directory."""
+    return f"sqlite:///{path.absolute()}"
+
+
+@contextmanager
+def _unavailable(path: Path) -> Iterator[None]:
+    """Errors that say the store cannot be opened at all, as StoreUnavailable."""
+    try:
+        yield
+    except OSError as error:  # creating the directory
+        msg = (
+            f"cannot create the directory of the SQLite store {path.absolute()} ({error.strerror}): choose another path"
+        )
+        raise StoreUnavailable(msg) from None
+    except sqlite3.DatabaseError as error:
+        if error.sqlite_errorcode == sqlite3.SQLITE_NOTADB:
+            msg = f"{path.absolute()} is not a SQLite database: choose another path, or move that file away"
+        else:
+            msg = f"cannot open the SQLite store {path.absolute()} ({error}): check the path and its permissions"
+        raise StoreUnavailable(msg) from None
+
+
+def _stored_version(path: Path) -> int | None:
+    """The schema version of the database at path, creating nothing: None when there is none."""
+    if not path.exists():
+        for parent in path.absolute().parents:  # what migrate would have to create, it must be able to
+            if parent.exists():
+                if not parent.is_dir():
+                    msg = f"cannot create the directory of the SQLite store {path.absolute()}: {parent} is a file"
+                    raise StoreUnavailable(msg)
+                break
+        return None
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True)  # rw: never creates the file
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return _schema_version(conn)
+    finally:
+        conn.close()
+
+
+def _schema_version(conn: sqlite3.Connection) -> int | None:
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
+        return None
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    return None if row is None else int(row[0])
 
 
 def _statements(sql: str) -> list[str]:

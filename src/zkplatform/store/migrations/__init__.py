@@ -7,6 +7,7 @@ exactly at this build's version (uninitialised, older, or newer).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from importlib import resources
 
@@ -39,11 +40,13 @@ def latest(dialect: str) -> int:
     return len(migrations(dialect))
 
 
-def check_version(current: int | None, dialect: str) -> None:
-    """Refuse anything but exactly this build's schema version."""
+def check_version(current: int | None, dialect: str, store: str) -> None:
+    """Refuse anything but exactly this build's schema version; `store` is the
+    store's URL as it may be printed (no password), for the command to run."""
     expected = latest(dialect)
+    migrate = f"run `zkplatform admin --store {shlex.quote(store)} migrate`"
     if current is None:
-        msg = "the database is not initialised: run `zkplatform admin --store URL migrate`"
+        msg = f"the database is not initialised: {migrate}"
         raise SchemaError(msg)
     if current > expected:
         msg = (
@@ -51,8 +54,5 @@ def check_version(current: int | None, dialect: str) -> None:
         )
         raise SchemaError(msg)
     if current < expected:
-        msg = (
-            f"the database schema is at version {current}, this build needs {expected}:"
-            " run `zkplatform admin --store URL migrate`"
-        )
+        msg = f"the database schema is at version {current}, this build needs {expected}: {migrate}"
         raise SchemaError(msg)
