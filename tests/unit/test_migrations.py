@@ -9,6 +9,7 @@ import pytest
 
 from zkplatform.store import open_store
 from zkplatform.store.migrations import SchemaError, latest
+from zkplatform.store.sqlite import _statements
 
 
 async def test_sqlite_migrates_once_and_then_opens(tmp_path: Path) -> None:
@@ -45,3 +46,33 @@ async def test_sqlite_store_is_durable_wal(tmp_path: Path) -> None:
 
     with sqlite3.connect(tmp_path / "zk.db") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+MIGRATION_LIKE = """-- a header; with a semicolon, and 'quotes
+CREATE TABLE notes (body TEXT NOT NULL DEFAULT ';', tail TEXT NOT NULL DEFAULT '--') STRICT; -- why; it matters
+CREATE TABLE log (body TEXT NOT NULL) STRICT;
+CREATE TRIGGER notes_logged AFTER INSERT ON notes BEGIN
+    INSERT INTO log VALUES ('logged; ' || new.body);
+END;
+INSERT INTO notes (body) VALUES ('it''s; -- not a comment');
+/* a block; comment */ INSERT INTO notes VALUES ('a;b', 'c--d')
+-- the last statement has no semicolon
+"""
+
+
+def test_sqlite_migrations_split_where_sqlite_says_a_statement_ends() -> None:
+    statements = _statements(MIGRATION_LIKE)
+
+    assert len(statements) == 5
+    with sqlite3.connect(":memory:") as conn:
+        for statement in statements:
+            conn.execute(statement)
+        assert conn.execute("SELECT body, tail FROM notes").fetchall() == [
+            ("it's; -- not a comment", "--"),
+            ("a;b", "c--d"),
+        ]
+        assert conn.execute("SELECT body FROM log").fetchall() == [
+            ("logged; it's; -- not a comment",),
+            ("logged; a;b",),
+        ]
+    conn.close()

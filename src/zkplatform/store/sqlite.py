@@ -315,9 +315,22 @@ def _schema_version(conn: sqlite3.Connection) -> int | None:
 
 
 def _statements(sql: str) -> list[str]:
-    """The statements of a migration file (no semicolons inside statements)."""
-    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    """The statements of a migration file, each with its comments, in order.
+
+    A `;` ends a statement only where SQLite says one is complete: not inside a
+    string literal, a comment or a trigger's body.
+    """
+    *pieces, last = sql.split(";")
+    statements: list[str] = []
+    current = ""
+    for piece in pieces:
+        current += piece + ";"
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if (current + last).strip():  # a last statement without its `;`; comments alone execute as nothing
+        statements.append((current + last).strip())
+    return statements
 
 
 def _add_chunk(conn: sqlite3.Connection, chunk: list[Item], known: set[tuple[str, str]]) -> None:
