@@ -65,7 +65,11 @@ class ItemRepository(Protocol):
         propagates, with the same effect."""
         ...
 
-    async def get_item(self, vault_id: str, item_id: str) -> Item | None: ...
+    async def get_item(self, vault_id: str, item_id: str) -> Item | None:
+        """The item as last committed, a tombstone included (deleted, no payload
+        and no keys); None when the vault holds no such item or its tombstone
+        was purged. Not authorised here: the caller checks the vault."""
+        ...
 
     async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
         """Atomically: if the item is live at base_version, make it a tombstone
@@ -74,7 +78,9 @@ class ItemRepository(Protocol):
         ...
 
     async def vault_sequence(self, vault_id: str) -> int:
-        """The sequence number of the vault's latest change (0 before any)."""
+        """The sequence number of the vault's latest change, an add or a delete
+        (purges are not changes): 0 before any, and for a vault the store does
+        not have. Every change takes the next one, so it counts the changes."""
         ...
 
     async def purge_tombstones(self, deleted_before: int) -> int:

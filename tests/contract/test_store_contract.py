@@ -111,6 +111,23 @@ async def test_items_round_trip_and_take_sequence_numbers(seeded: MigratableStor
     assert await seeded.get_item("v2", "i2") is None
 
 
+async def test_reads_answer_the_last_committed_state(seeded: MigratableStore) -> None:
+    tombstone = await seeded.delete_item("v1", "i1", 1, NOW)
+    assert isinstance(tombstone, Tombstone)
+
+    assert await seeded.get_item("v1", "i1") == tombstone.item  # a tombstone is read like an item
+    assert await seeded.get_item("v1", "nope") is None
+    assert await seeded.get_item("v2", "i2") is None  # an item is in one vault only
+    assert await seeded.get_item("nowhere", "i2") is None
+    assert await seeded.vault_sequence("v1") == 4
+    assert await seeded.vault_sequence("v2") == 0  # before any change
+    assert await seeded.vault_sequence("nowhere") == 0
+
+    assert await seeded.purge_tombstones(NOW + 1) == 1
+    assert await seeded.get_item("v1", "i1") is None
+    assert await seeded.vault_sequence("v1") == 4  # a purge is not a change
+
+
 async def test_add_items_is_all_or_none(seeded: MigratableStore) -> None:
     for batch, error, names in (
         ([item("n1"), item("n2"), item("i1")], AlreadyExists, "item i1 in vault v1"),
