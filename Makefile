@@ -57,7 +57,7 @@ lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
 	buf format -d --exit-code proto
 	ruff check src tests scripts bench
 	ruff format --check src tests scripts bench
-	$(BIN)/python scripts/check_layers.py
+	lint-imports --no-cache  # the import contracts in pyproject.toml
 
 .PHONY: typecheck
 typecheck: $(STAMP) ## mypy --strict
