@@ -14,7 +14,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -24,6 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 from psycopg import sql
+
+from tests.e2e.server import free_port
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/test"
 CONNECT_TIMEOUT = 2  # seconds
@@ -37,13 +38,6 @@ def answers(url: str) -> str | None:
             return None
     except psycopg.Error as error:
         return str(error).strip() or type(error).__name__
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class ThrowawayCluster:
@@ -66,7 +60,7 @@ class ThrowawayCluster:
             self._as = ["runuser", "-u", "postgres", "--"]
         self._dir = Path(tempfile.mkdtemp(prefix="zk-pg-"))
         self._data = self._dir / "data"
-        port = _free_port()
+        port = free_port()
         try:
             if self._as:
                 shutil.chown(self._dir, "postgres")
