@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,28 +28,52 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
     await opened.add_tenant(Tenant("t1"))
     await opened.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
     await opened.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await opened.add_items([_item(n) for n in range(100)])
+    await opened.add_items([_item(n) for n in range(101)])
     yield opened
     await opened.close()
 
 
-def _count_commits(store: SQLiteStore) -> list[str]:
+def _trace(store: SQLiteStore, began: threading.Event) -> list[str]:
+    """The statements the store's writer runs from now on; `began` is set when one begins a transaction."""
     statements: list[str] = []
+
+    def trace(statement: str) -> None:
+        statements.append(statement)
+        if statement == "BEGIN IMMEDIATE":
+            began.set()
+
     conn = store._engine._write_conn
     assert conn is not None
-    conn.set_trace_callback(statements.append)
+    conn.set_trace_callback(trace)
     return statements
 
 
-async def test_concurrent_deletes_share_commits(store: SQLiteStore) -> None:
-    statements = _count_commits(store)
+async def test_writes_arriving_during_a_commit_share_the_next_one(store: SQLiteStore, tmp_path: Path) -> None:
+    """What arrives while a transaction is under way goes, whole, into the next one.
 
-    outcomes = await asyncio.gather(*(store.delete_item("v1", f"i{n}", 1, NOW) for n in range(100)))
+    Another connection holds the file's write lock, so the first delete's transaction
+    waits until the test lets it go: the 100 deletes that arrive meanwhile are known to
+    wait, however busy the machine, and must then commit together.
+    """
+    began = threading.Event()
+    statements = _trace(store, began)
+    other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        first = asyncio.ensure_future(store.delete_item("v1", "i0", 1, NOW))
+        await asyncio.to_thread(began.wait)  # the writer is in the first transaction, waiting for the lock
+        waiting = [asyncio.ensure_future(store.delete_item("v1", f"i{n}", 1, NOW)) for n in range(1, 101)]
+        # Callbacks run in the order they were scheduled: the lock goes once all 100 have asked.
+        asyncio.get_running_loop().call_soon(other.execute, "COMMIT")
+        outcomes = await asyncio.gather(first, *waiting)
+    finally:
+        other.close()
 
-    assert sorted(o.sequence for o in outcomes if isinstance(o, Tombstone)) == list(range(101, 201))
-    commits = statements.count("COMMIT")
-    # One transaction per use case would be 100 commits, 100 fsyncs.
-    assert 1 <= commits <= 3, commits
+    assert sorted(o.sequence for o in outcomes if isinstance(o, Tombstone)) == list(range(102, 203))
+    assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT") == 2  # the first alone, then the rest
+    with sqlite3.connect(tmp_path / "store.db") as reader:  # on disk, for any other process to read
+        assert reader.execute("SELECT count(*) FROM items WHERE deleted = 1").fetchone() == (101,)
+    reader.close()
 
 
 async def test_a_cancelled_caller_leaves_its_change_whole(store: SQLiteStore) -> None:
@@ -62,4 +88,4 @@ async def test_a_cancelled_caller_leaves_its_change_whole(store: SQLiteStore) ->
     assert isinstance(outcome, Tombstone)
     assert outcome.item.version == 2
     assert outcome.item.payload is None
-    assert await store.vault_sequence("v1") == 102
+    assert await store.vault_sequence("v1") == 103
