@@ -3,6 +3,8 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
+# A recipe that fails leaves no half-made target behind to pass for a made one.
+.DELETE_ON_ERROR:
 
 PYTHON ?= python3.11
 VENV := .venv
@@ -87,10 +89,27 @@ bench: $(BENCH_STAMP) ## Load figures side by side (wrk, 127.0.0.1); writes docs
 	$(BIN)/python -m bench.run
 
 .PHONY: run
-run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db (migrated first)
-	zkplatform admin migrate
-	zkplatform serve $(ARGS)
+run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db, or ARGS='--store URL'; migrates that store first
+	zkplatform serve --migrate $(ARGS)
 
 .PHONY: dev
 dev: $(STAMP) ## Serve demo data on 127.0.0.1:8080; tokens in var/dev-credentials.json
 	zkplatform serve --dev $(ARGS)
+
+LOCK_VENV := build/lock-venv
+
+.PHONY: lock
+lock: ## Regenerate constraints.txt: resolve pyproject.toml's pins (dev and bench extras too) in a fresh venv
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	{ echo "# Every transitive dependency, pinned exactly: pip install -c constraints.txt -e '.[dev]'"; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable | LC_ALL=C sort -f; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(LOCK_VENV)
+	@echo "constraints.txt regenerated: review 'git diff constraints.txt', then run make test"
+
+.PHONY: clean
+clean: ## Remove the venv, node_modules, build output and caches (never var/: the database and the pepper)
+	rm -rf $(VENV) build dist *.egg-info clients/ts/node_modules clients/ts/dist .pytest_cache .mypy_cache .ruff_cache
+	find src gen tests scripts bench -name __pycache__ -type d -prune -exec rm -rf {} +
