@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.store.stores import closing, migrated
 from zkplatform.store import MigratableStore, open_store
 
 STORES = ["memory", "sqlite", "postgresql"]
@@ -21,9 +22,6 @@ async def store(
             url = f"sqlite:///{tmp_path_factory.mktemp('sqlite')}/store.db"
         case _:
             url = request.getfixturevalue("postgres_url")
-    migrating = await open_store(url, check_schema=False)
-    await migrating.migrate()
-    await migrating.close()
-    opened = await open_store(url)
-    yield opened
-    await opened.close()
+    await migrated(url)
+    async with closing(open_store(url)) as opened:
+        yield opened

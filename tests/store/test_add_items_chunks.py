@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 
 from tests.contract.test_store_contract import item
+from tests.store.stores import closing
 from zkplatform.domain.models import Item, Principal, Role, Tenant, Vault
 from zkplatform.store import MigratableStore, open_store
 from zkplatform.store.rows import ADD_ITEMS_CHUNK
@@ -29,8 +30,7 @@ def watched(count: int, look: Callable[[int], None]) -> Iterator[Item]:
 
 
 async def test_sqlite_writes_each_chunk_before_reading_the_next(tmp_path: Path) -> None:
-    store = await open_store(f"sqlite:///{tmp_path}/zk.db", check_schema=False)
-    try:
+    async with closing(open_store(f"sqlite:///{tmp_path}/zk.db", check_schema=False)) as store:
         await store.migrate()
         await seed(store)
         assert isinstance(store, SQLiteStore)
@@ -47,8 +47,6 @@ async def test_sqlite_writes_each_chunk_before_reading_the_next(tmp_path: Path) 
 
         assert written == {0: 0, ADD_ITEMS_CHUNK: ADD_ITEMS_CHUNK, 2 * ADD_ITEMS_CHUNK: 2 * ADD_ITEMS_CHUNK}
         assert await store.vault_sequence("v1") == 3 * ADD_ITEMS_CHUNK
-    finally:
-        await store.close()
 
 
 def vault_is_locked(url: str) -> bool:
@@ -62,8 +60,7 @@ def vault_is_locked(url: str) -> bool:
 
 
 async def test_postgresql_writes_the_first_chunk_before_reading_the_next(migrated_url: str) -> None:
-    store = await open_store(migrated_url)
-    try:
+    async with closing(open_store(migrated_url)) as store:
         await seed(store)
         locked: dict[int, bool] = {}
 
@@ -75,5 +72,3 @@ async def test_postgresql_writes_the_first_chunk_before_reading_the_next(migrate
 
         assert locked == {0: False, ADD_ITEMS_CHUNK: True}
         assert await store.vault_sequence("v1") == ADD_ITEMS_CHUNK + 1
-    finally:
-        await store.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -12,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.store.fake_postgres import FakePostgres
+from tests.store.stores import closing, migrated, sqlite_file
 from zkplatform.store import StoreUnavailable, open_store, postgres
 from zkplatform.store.migrations import SchemaError, latest
 
@@ -68,9 +68,8 @@ async def test_a_refused_open_creates_nothing(tmp_path: Path) -> None:
 
 async def test_a_foreign_database_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "other.db"
-    with sqlite3.connect(path) as conn:
+    with sqlite_file(path) as conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
-    conn.close()
     before = path.read_bytes()
 
     with pytest.raises(SchemaError, match="not initialised"):
@@ -84,12 +83,9 @@ async def test_the_schema_hint_names_the_store_as_an_absolute_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    migrating = await open_store("sqlite:///./var/zk.db", check_schema=False)
-    await migrating.migrate()
-    await migrating.close()
-    with sqlite3.connect(tmp_path / "var" / "zk.db") as conn:
+    await migrated("sqlite:///./var/zk.db")
+    with sqlite_file(tmp_path / "var" / "zk.db") as conn:
         conn.execute("UPDATE schema_version SET version = 0")
-    conn.close()
 
     with pytest.raises(SchemaError) as error:
         await open_store("sqlite:///./var/zk.db")
@@ -168,11 +164,8 @@ async def test_wrong_credentials_are_not_retried(postgres_url: str, patient: Non
 
 async def test_a_server_starting_up_is_waited_for(postgres_url: str) -> None:
     async with FakePostgres.running(postgres_url, [STARTING_UP, STARTING_UP]) as fake:
-        store = await open_store(fake.url, check_schema=False)
-        try:
+        async with closing(open_store(fake.url, check_schema=False)) as store:
             assert await store.schema_version() is None
-        finally:
-            await store.close()
 
         assert fake.connections >= 3  # two refused, then the store's own
 

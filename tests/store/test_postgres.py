@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -10,6 +11,7 @@ import psycopg
 import pytest
 
 from tests.contract.test_store_contract import item
+from tests.store.stores import closing
 from zkplatform.domain.models import (
     Principal,
     Role,
@@ -65,27 +67,23 @@ async def set_schema_version(url: str, version: int) -> None:
 
 
 async def test_migrate_applies_once(postgres_url: str) -> None:
-    store = await open_store(postgres_url, check_schema=False)
-    try:
+    async with closing(open_store(postgres_url, check_schema=False)) as store:
         assert await store.schema_version() is None
         assert await store.migrate() == list(range(1, LATEST + 1))
         assert await store.migrate() == []
         assert await store.schema_version() == LATEST
-    finally:
-        await store.close()
 
-    opened = await open_store(postgres_url)
-    assert isinstance(opened, PostgresStore)
-    await opened.close()
+    async with closing(open_store(postgres_url)) as opened:
+        assert isinstance(opened, PostgresStore)
 
 
 async def test_concurrent_migrations_apply_once(postgres_url: str) -> None:
-    stores = [await PostgresStore.open(postgres_url, check_schema=False) for _ in range(4)]
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        stores = [
+            await stack.enter_async_context(closing(PostgresStore.open(postgres_url, check_schema=False)))
+            for _ in range(4)
+        ]
         applied = await asyncio.gather(*(s.migrate() for s in stores))
-    finally:
-        for store in stores:
-            await store.close()
 
     assert sorted(applied) == [[], [], [], list(range(1, LATEST + 1))]
 
@@ -101,13 +99,10 @@ async def test_open_refuses_a_newer_schema(migrated_url: str) -> None:
     with pytest.raises(SchemaError, match="newer than this build knows"):
         await open_store(migrated_url)
 
-    store = await open_store(migrated_url, check_schema=False)
-    try:
+    async with closing(open_store(migrated_url, check_schema=False)) as store:
         with pytest.raises(SchemaError, match="newer"):
             await store.migrate()  # never downgrades
         assert await store.schema_version() == LATEST + 1
-    finally:
-        await store.close()
 
 
 async def test_open_refuses_an_older_schema(migrated_url: str) -> None:

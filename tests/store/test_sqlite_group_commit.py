@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Tombstone, Vault
 from zkplatform.store.sqlite import SQLiteStore
 
@@ -23,14 +25,13 @@ def _item(number: int) -> Item:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    opened = await SQLiteStore.open(tmp_path / "store.db", check_schema=False)
-    await opened.migrate()
-    await opened.add_tenant(Tenant("t1"))
-    await opened.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await opened.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await opened.add_items([_item(n) for n in range(101)])
-    yield opened
-    await opened.close()
+    async with closing(SQLiteStore.open(tmp_path / "store.db", check_schema=False)) as opened:
+        await opened.migrate()
+        await opened.add_tenant(Tenant("t1"))
+        await opened.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
+        await opened.add_vault(Vault("v1", "t1", frozenset({"p1"})))
+        await opened.add_items([_item(n) for n in range(101)])
+        yield opened
 
 
 def _trace(store: SQLiteStore, began: threading.Event) -> list[str]:
@@ -57,23 +58,19 @@ async def test_writes_arriving_during_a_commit_share_the_next_one(store: SQLiteS
     """
     began = threading.Event()
     statements = _trace(store, began)
-    other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
+    with contextlib.closing(sqlite3.connect(tmp_path / "store.db", isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
         first = asyncio.ensure_future(store.delete_item("v1", "i0", 1, NOW))
         await asyncio.to_thread(began.wait)  # the writer is in the first transaction, waiting for the lock
         waiting = [asyncio.ensure_future(store.delete_item("v1", f"i{n}", 1, NOW)) for n in range(1, 101)]
         # Callbacks run in the order they were scheduled: the lock goes once all 100 have asked.
         asyncio.get_running_loop().call_soon(other.execute, "COMMIT")
         outcomes = await asyncio.gather(first, *waiting)
-    finally:
-        other.close()
 
     assert sorted(o.sequence for o in outcomes if isinstance(o, Tombstone)) == list(range(102, 203))
     assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT") == 2  # the first alone, then the rest
-    with sqlite3.connect(tmp_path / "store.db") as reader:  # on disk, for any other process to read
+    with sqlite_file(tmp_path / "store.db") as reader:  # on disk, for any other process to read
         assert reader.execute("SELECT count(*) FROM items WHERE deleted = 1").fetchone() == (101,)
-    reader.close()
 
 
 async def test_a_cancelled_caller_leaves_its_change_whole(store: SQLiteStore) -> None:

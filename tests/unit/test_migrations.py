@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.store.stores import closing, migrated, sqlite_file
 from zkplatform.store import open_store
 from zkplatform.store.migrations import SchemaError, latest
 from zkplatform.store.sqlite import _statements
@@ -17,22 +17,18 @@ async def test_sqlite_migrates_once_and_then_opens(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match=rf"not initialised.*admin --store {url} migrate"):
         await open_store(url)
 
-    store = await open_store(url, check_schema=False)
-    assert await store.migrate() == list(range(1, latest("sqlite") + 1))
-    assert await store.migrate() == []
-    await store.close()
+    async with closing(open_store(url, check_schema=False)) as store:
+        assert await store.migrate() == list(range(1, latest("sqlite") + 1))
+        assert await store.migrate() == []
 
-    opened = await open_store(url)
-    assert await opened.schema_version() == latest("sqlite")
-    await opened.close()
+    async with closing(open_store(url)) as opened:
+        assert await opened.schema_version() == latest("sqlite")
 
 
 async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/zk.db"
-    store = await open_store(url, check_schema=False)
-    await store.migrate()
-    await store.close()
-    with sqlite3.connect(tmp_path / "zk.db") as conn:
+    await migrated(url)
+    with sqlite_file(tmp_path / "zk.db") as conn:
         conn.execute("UPDATE schema_version SET version = 99")
 
     with pytest.raises(SchemaError, match="newer"):
@@ -40,11 +36,9 @@ async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
 
 
 async def test_sqlite_store_is_durable_wal(tmp_path: Path) -> None:
-    store = await open_store(f"sqlite:///{tmp_path}/zk.db", check_schema=False)
-    await store.migrate()
-    await store.close()
+    await migrated(f"sqlite:///{tmp_path}/zk.db")
 
-    with sqlite3.connect(tmp_path / "zk.db") as conn:
+    with sqlite_file(tmp_path / "zk.db") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -64,7 +58,7 @@ def test_sqlite_migrations_split_where_sqlite_says_a_statement_ends() -> None:
     statements = _statements(MIGRATION_LIKE)
 
     assert len(statements) == 5
-    with sqlite3.connect(":memory:") as conn:
+    with sqlite_file(Path(":memory:")) as conn:
         for statement in statements:
             conn.execute(statement)
         assert conn.execute("SELECT body, tail FROM notes").fetchall() == [
@@ -75,4 +69,3 @@ def test_sqlite_migrations_split_where_sqlite_says_a_statement_ends() -> None:
             ("logged; it's; -- not a comment",),
             ("logged; a;b",),
         ]
-    conn.close()
