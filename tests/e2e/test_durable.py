@@ -10,6 +10,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -250,3 +251,16 @@ def _children(pid: int) -> list[int]:
 def _workers(pid: int) -> list[int]:
     """The worker processes (multiprocessing also starts a resource tracker)."""
     return [c for c in _children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def test_the_store_url_is_logged_without_its_password(tmp_path: Path, postgres_url: str) -> None:
+    parts = urlsplit(postgres_url)
+    secret = parts.password or "s3cret-never-logged"  # a trust-authenticated server ignores a password it never asks
+    user, host = parts.username or "postgres", parts.netloc.rpartition("@")[2]
+    url = urlunsplit(parts._replace(netloc=f"{user}:{secret}@{host}"))
+    with serving(tmp_path, "--store", url, "--migrate", env=ENV) as server:
+        pass
+    log = server.log()
+
+    assert f"store postgresql://{user}:***@{host}" in log
+    assert secret not in log
