@@ -28,6 +28,7 @@ from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombs
 from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
 from zkplatform.store import StoreUnavailable, display_url, rows
 from zkplatform.store.migrations import check_version, migrations
+from zkplatform.store.statements import POSTGRESQL as SQL
 
 T = TypeVar("T")
 DIALECT = "postgresql"
@@ -108,7 +109,7 @@ class PostgresStore:
             exists = await _fetchone(conn, "SELECT to_regclass('schema_version') IS NOT NULL")
             if exists is None or not exists[0]:
                 return None
-            row = await _fetchone(conn, "SELECT version FROM schema_version")
+            row = await _fetchone(conn, SQL.schema_version)
         return None if row is None else int(row[0])
 
     async def migrate(self) -> list[int]:
@@ -117,7 +118,7 @@ class PostgresStore:
         async def apply(conn: Conn) -> list[int]:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = await _fetchone(conn, "SELECT version FROM schema_version")
+            row = await _fetchone(conn, SQL.schema_version)
             current = 0 if row is None else int(row[0])
             applied = []
             for migration in migrations(DIALECT):
@@ -125,8 +126,8 @@ class PostgresStore:
                     await conn.execute(sql.SQL(migration.sql))  # a file of ours, several statements
                     applied.append(migration.version)
             if applied:
-                await conn.execute("DELETE FROM schema_version")
-                await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (applied[-1],))
+                await conn.execute(SQL.clear_schema_version)
+                await conn.execute(SQL.set_schema_version, (applied[-1],))
             check_version(applied[-1] if applied else current, DIALECT, self._url)
             return applied
 
@@ -135,21 +136,19 @@ class PostgresStore:
     # directory
 
     async def add_tenant(self, tenant: Tenant) -> None:
-        await self._tx(
-            lambda c: _insert(c, "INSERT INTO tenants VALUES (%s)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
-        )
+        await self._tx(lambda c: _insert(c, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
 
     async def add_principal(self, principal: Principal) -> None:
         async def add(conn: Conn) -> None:
             await _require(
                 conn,
-                "SELECT 1 FROM tenants WHERE tenant_id = %s",
+                SQL.tenant_exists,
                 (principal.tenant_id,),
                 f"no tenant {principal.tenant_id}",
             )
             await _insert(
                 conn,
-                "INSERT INTO principals VALUES (%s, %s, %s, %s)",
+                SQL.add_principal,
                 (
                     principal.principal_id,
                     principal.tenant_id,
@@ -163,32 +162,28 @@ class PostgresStore:
 
     async def add_vault(self, vault: Vault) -> None:
         async def add(conn: Conn) -> None:
-            await _require(
-                conn, "SELECT 1 FROM tenants WHERE tenant_id = %s", (vault.tenant_id,), f"no tenant {vault.tenant_id}"
-            )
+            await _require(conn, SQL.tenant_exists, (vault.tenant_id,), f"no tenant {vault.tenant_id}")
             for member in sorted(vault.members):
                 await _require(
                     conn,
-                    "SELECT 1 FROM principals WHERE principal_id = %s AND tenant_id = %s",
+                    SQL.principal_in_tenant,
                     (member, vault.tenant_id),
                     f"no principal {member} in tenant {vault.tenant_id}",
                 )
             await _insert(
                 conn,
-                "INSERT INTO vaults (vault_id, tenant_id) VALUES (%s, %s)",
+                SQL.add_vault,
                 (vault.vault_id, vault.tenant_id),
                 f"vault {vault.vault_id}",
             )
             async with conn.cursor() as cursor:
-                await cursor.executemany(
-                    "INSERT INTO vault_members VALUES (%s, %s)", [(vault.vault_id, m) for m in sorted(vault.members)]
-                )
+                await cursor.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
 
         await self._tx(add)
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         row = await self._one(
-            f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = %s",
+            SQL.get_principal,
             (principal_id,),
         )
         return None if row is None else rows.principal_from_row(row)
@@ -212,9 +207,7 @@ class PostgresStore:
         await self._tx(add)
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
-        row = await self._one(
-            f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = %s AND item_id = %s", (vault_id, item_id)
-        )
+        row = await self._one(SQL.get_item, (vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
     async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
@@ -229,7 +222,7 @@ class PostgresStore:
         return Tombstone(item, sequence) if item.deleted else Stale(item.version)
 
     async def vault_sequence(self, vault_id: str) -> int:
-        row = await self._one("SELECT sequence FROM vaults WHERE vault_id = %s", (vault_id,))
+        row = await self._one(SQL.vault_sequence, (vault_id,))
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int) -> int:
@@ -262,18 +255,18 @@ class PostgresStore:
         return await self._tx(add)
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
-        row = await self._one(f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = %s", (secret_hash,))
+        row = await self._one(SQL.find_token, (secret_hash,))
         return None if row is None else rows.token_from_row(row)
 
     async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
-        row = await self._one(rows.TOKEN_WITH_PRINCIPAL.format("%s"), (secret_hash,))
+        row = await self._one(SQL.find_token_with_principal, (secret_hash,))
         return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        return await self._update("UPDATE tokens SET revoked = true WHERE secret_hash = %s", (secret_hash,))
+        return await self._update(SQL.revoke_token, (secret_hash,))
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        return await self._update("UPDATE tokens SET revoked = true WHERE token_id = %s", (token_id,))
+        return await self._update(SQL.revoke_token_id, (token_id,))
 
     async def _update(self, statement: str, params: Sequence[object]) -> bool:
         async def update(conn: Conn) -> bool:
@@ -286,13 +279,9 @@ class PostgresStore:
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
         async def record(conn: Conn) -> int | None:
             await _lock_principal(conn, principal_id)
-            await conn.execute(
-                "DELETE FROM mint_attempts WHERE principal_id = %s AND at <= %s", (principal_id, now - window_seconds)
-            )
-            await conn.execute("INSERT INTO mint_attempts VALUES (%s, %s)", (principal_id, now))
-            cursor = await conn.execute(
-                "SELECT at FROM mint_attempts WHERE principal_id = %s ORDER BY at", (principal_id,)
-            )
+            await conn.execute(SQL.forget_mint_attempts, (principal_id, now - window_seconds))
+            await conn.execute(SQL.add_mint_attempt, (principal_id, now))
+            cursor = await conn.execute(SQL.mint_attempts, (principal_id,))
             attempts = [int(r[0]) for r in await cursor.fetchall()]
             if len(attempts) <= limit:
                 return None
@@ -302,10 +291,8 @@ class PostgresStore:
 
     async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
         async def remember(conn: Conn) -> bool:
-            await conn.execute("DELETE FROM dpop_proofs WHERE expires_at < %s", (now,))
-            inserted = await conn.execute(
-                "INSERT INTO dpop_proofs VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", (key_thumbprint, jti, expires_at)
-            )
+            await conn.execute(SQL.forget_lapsed_proofs, (now,))
+            inserted = await conn.execute(SQL.remember_proof, (key_thumbprint, jti, expires_at))
             return inserted.rowcount > 0
 
         return await self._tx(remember)
@@ -365,7 +352,7 @@ async def _add_chunk(conn: Conn, chunk: list[Item], known: set[tuple[str, str]])
     try:
         async with conn.transaction(), conn.cursor() as cursor:  # a savepoint: see the store without the chunk
             await cursor.executemany(
-                f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                SQL.add_item,
                 rows.numbered_items(addable, first),
             )
     except errors.UniqueViolation:
@@ -385,7 +372,7 @@ async def _take_sequences(conn: Conn, vault_id: str, count: int) -> int:
     """Take the vault's next `count` sequence numbers; the first of them."""
     row = await _fetchone(
         conn,
-        "UPDATE vaults SET sequence = sequence + %s WHERE vault_id = %s RETURNING sequence - %s + 1",
+        SQL.take_sequences,
         (count, vault_id, count),
     )
     assert row is not None  # the vault exists: checked in this transaction
@@ -399,13 +386,13 @@ async def _lock_principal(conn: Conn, principal_id: str) -> None:
 async def _add_token(conn: Conn, token: TokenRecord) -> None:
     await _require(
         conn,
-        "SELECT 1 FROM principals WHERE principal_id = %s",
+        SQL.principal_exists,
         (token.principal_id,),
         f"no principal {token.principal_id}",
     )
     await _insert(
         conn,
-        f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        SQL.add_token,
         rows.token_params(token),
         "token",
     )

@@ -18,6 +18,7 @@ from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, 
 from zkplatform.store import StoreUnavailable, rows
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
+from zkplatform.store.statements import SQLITE as SQL
 
 DIALECT = "sqlite"
 
@@ -59,7 +60,7 @@ class SQLiteStore:
 
         def apply(conn: sqlite3.Connection) -> list[int]:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT")
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            row = conn.execute(SQL.schema_version).fetchone()
             current = 0 if row is None else int(row[0])
             applied = []
             for migration in migrations(DIALECT):
@@ -67,8 +68,8 @@ class SQLiteStore:
                     continue
                 for statement in _statements(migration.sql):
                     conn.execute(statement)
-                conn.execute("DELETE FROM schema_version")
-                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (migration.version,))
+                conn.execute(SQL.clear_schema_version)
+                conn.execute(SQL.set_schema_version, (migration.version,))
                 applied.append(migration.version)
             check_version(applied[-1] if applied else current, DIALECT, _url(self._path))
             return applied
@@ -78,21 +79,19 @@ class SQLiteStore:
     # directory
 
     async def add_tenant(self, tenant: Tenant) -> None:
-        await self._write(
-            lambda c: _insert(c, "INSERT INTO tenants VALUES (?)", (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
-        )
+        await self._write(lambda c: _insert(c, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
 
     async def add_principal(self, principal: Principal) -> None:
         def add(conn: sqlite3.Connection) -> None:
             _require(
                 conn,
-                "SELECT 1 FROM tenants WHERE tenant_id = ?",
+                SQL.tenant_exists,
                 (principal.tenant_id,),
                 f"no tenant {principal.tenant_id}",
             )
             _insert(
                 conn,
-                "INSERT INTO principals VALUES (?, ?, ?, ?)",
+                SQL.add_principal,
                 (
                     principal.principal_id,
                     principal.tenant_id,
@@ -106,32 +105,28 @@ class SQLiteStore:
 
     async def add_vault(self, vault: Vault) -> None:
         def add(conn: sqlite3.Connection) -> None:
-            _require(
-                conn, "SELECT 1 FROM tenants WHERE tenant_id = ?", (vault.tenant_id,), f"no tenant {vault.tenant_id}"
-            )
+            _require(conn, SQL.tenant_exists, (vault.tenant_id,), f"no tenant {vault.tenant_id}")
             for member in sorted(vault.members):
                 _require(
                     conn,
-                    "SELECT 1 FROM principals WHERE principal_id = ? AND tenant_id = ?",
+                    SQL.principal_in_tenant,
                     (member, vault.tenant_id),
                     f"no principal {member} in tenant {vault.tenant_id}",
                 )
             _insert(
                 conn,
-                "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)",
+                SQL.add_vault,
                 (vault.vault_id, vault.tenant_id),
                 f"vault {vault.vault_id}",
             )
-            conn.executemany(
-                "INSERT INTO vault_members VALUES (?, ?)", [(vault.vault_id, m) for m in sorted(vault.members)]
-            )
+            conn.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
 
         await self._write(add)
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         row = await self._read(
             lambda c: c.execute(
-                f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = ?",
+                SQL.get_principal,
                 (principal_id,),
             ).fetchone()
         )
@@ -184,9 +179,7 @@ class SQLiteStore:
         return await self._write(delete)
 
     async def vault_sequence(self, vault_id: str) -> int:
-        row = await self._read(
-            lambda c: c.execute("SELECT sequence FROM vaults WHERE vault_id = ?", (vault_id,)).fetchone()
-        )
+        row = await self._read(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int) -> int:
@@ -214,41 +207,26 @@ class SQLiteStore:
         return await self._write(add)
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
-        row = await self._read(
-            lambda c: c.execute(
-                f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?", (secret_hash,)
-            ).fetchone()
-        )
+        row = await self._read(lambda c: c.execute(SQL.find_token, (secret_hash,)).fetchone())
         return None if row is None else rows.token_from_row(row)
 
     async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
-        row = await self._read(lambda c: c.execute(rows.TOKEN_WITH_PRINCIPAL.format("?"), (secret_hash,)).fetchone())
+        row = await self._read(lambda c: c.execute(SQL.find_token_with_principal, (secret_hash,)).fetchone())
         return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        return await self._write(
-            lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE secret_hash = ?", (secret_hash,)).rowcount > 0
-        )
+        return await self._write(lambda c: c.execute(SQL.revoke_token, (secret_hash,)).rowcount > 0)
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        return await self._write(
-            lambda c: c.execute("UPDATE tokens SET revoked = 1 WHERE token_id = ?", (token_id,)).rowcount > 0
-        )
+        return await self._write(lambda c: c.execute(SQL.revoke_token_id, (token_id,)).rowcount > 0)
 
     # limits
 
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
         def record(conn: sqlite3.Connection) -> int | None:
-            conn.execute(
-                "DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?", (principal_id, now - window_seconds)
-            )
-            conn.execute("INSERT INTO mint_attempts VALUES (?, ?)", (principal_id, now))
-            attempts = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at", (principal_id,)
-                )
-            ]
+            conn.execute(SQL.forget_mint_attempts, (principal_id, now - window_seconds))
+            conn.execute(SQL.add_mint_attempt, (principal_id, now))
+            attempts = [r[0] for r in conn.execute(SQL.mint_attempts, (principal_id,))]
             if len(attempts) <= limit:
                 return None
             return max(1, int(attempts[len(attempts) - limit]) + window_seconds - now)
@@ -257,10 +235,8 @@ class SQLiteStore:
 
     async def remember_proof(self, key_thumbprint: str, jti: str, now: int, expires_at: int) -> bool:
         def remember(conn: sqlite3.Connection) -> bool:
-            conn.execute("DELETE FROM dpop_proofs WHERE expires_at < ?", (now,))
-            inserted = conn.execute(
-                "INSERT INTO dpop_proofs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (key_thumbprint, jti, expires_at)
-            ).rowcount
+            conn.execute(SQL.forget_lapsed_proofs, (now,))
+            inserted = conn.execute(SQL.remember_proof, (key_thumbprint, jti, expires_at)).rowcount
             return inserted > 0
 
         return await self._write(remember)
@@ -310,7 +286,7 @@ def _stored_version(path: Path) -> int | None:
 def _schema_version(conn: sqlite3.Connection) -> int | None:
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
         return None
-    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    row = conn.execute(SQL.schema_version).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -343,7 +319,7 @@ def _add_chunk(conn: sqlite3.Connection, chunk: list[Item], known: set[tuple[str
     conn.execute("SAVEPOINT add_items")  # to name a duplicate, look at the store without this chunk
     try:
         conn.executemany(
-            f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            SQL.add_item,
             rows.numbered_items(addable, first),
         )
     except sqlite3.IntegrityError:
@@ -356,9 +332,7 @@ def _add_chunk(conn: sqlite3.Connection, chunk: list[Item], known: set[tuple[str
 
 
 def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[object, ...] | None:
-    row: tuple[object, ...] | None = conn.execute(
-        f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?", (vault_id, item_id)
-    ).fetchone()
+    row: tuple[object, ...] | None = conn.execute(SQL.get_item, (vault_id, item_id)).fetchone()
     return row
 
 
@@ -369,7 +343,7 @@ def _next_sequence(conn: sqlite3.Connection, vault_id: str) -> int:
 def _take_sequences(conn: sqlite3.Connection, vault_id: str, count: int) -> int:
     """Take the vault's next `count` sequence numbers; the first of them."""
     (sequence,) = conn.execute(
-        "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence - ? + 1",
+        SQL.take_sequences,
         (count, vault_id, count),
     ).fetchone()
     return int(sequence)
@@ -378,13 +352,13 @@ def _take_sequences(conn: sqlite3.Connection, vault_id: str, count: int) -> int:
 def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
     _require(
         conn,
-        "SELECT 1 FROM principals WHERE principal_id = ?",
+        SQL.principal_exists,
         (token.principal_id,),
         f"no principal {token.principal_id}",
     )
     _insert(
         conn,
-        f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        SQL.add_token,
         rows.token_params(token),
         "token",
     )

@@ -1,0 +1,54 @@
+"""The SQL both SQL stores run, written once with `?` placeholders and rendered per dialect.
+
+What differs between the dialects beyond the placeholder (boolean tests that must
+match a partial index, arrays, row locks, the delete function) stays in its adapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from zkplatform.store import rows
+
+
+def _values(count: int) -> str:
+    return "(" + ", ".join("?" * count) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    schema_version: str = "SELECT version FROM schema_version"
+    clear_schema_version: str = "DELETE FROM schema_version"
+    set_schema_version: str = "INSERT INTO schema_version (version) VALUES (?)"
+
+    add_tenant: str = "INSERT INTO tenants VALUES (?)"
+    tenant_exists: str = "SELECT 1 FROM tenants WHERE tenant_id = ?"
+    add_principal: str = "INSERT INTO principals VALUES (?, ?, ?, ?)"
+    principal_exists: str = "SELECT 1 FROM principals WHERE principal_id = ?"
+    principal_in_tenant: str = "SELECT 1 FROM principals WHERE principal_id = ? AND tenant_id = ?"
+    get_principal: str = f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = ?"
+    add_vault: str = "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)"
+    add_vault_member: str = "INSERT INTO vault_members VALUES (?, ?)"
+
+    add_item: str = f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES {_values(len(rows.ITEM_COLUMNS.split(', ')))}"
+    get_item: str = f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?"
+    vault_sequence: str = "SELECT sequence FROM vaults WHERE vault_id = ?"
+    # Take the vault's next `count` sequence numbers: (count, vault, count) -> the first of them.
+    take_sequences: str = "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence - ? + 1"
+
+    add_token: str = f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES {_values(len(rows.TOKEN_COLUMNS.split(', ')))}"
+    find_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?"
+    find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("?")
+    revoke_token: str = "UPDATE tokens SET revoked = TRUE WHERE secret_hash = ?"  # noqa: S105 # SQL, not a secret
+    revoke_token_id: str = "UPDATE tokens SET revoked = TRUE WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
+
+    forget_mint_attempts: str = "DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?"
+    add_mint_attempt: str = "INSERT INTO mint_attempts VALUES (?, ?)"
+    mint_attempts: str = "SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at"
+    forget_lapsed_proofs: str = "DELETE FROM dpop_proofs WHERE expires_at < ?"
+    remember_proof: str = "INSERT INTO dpop_proofs VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+
+
+SQLITE = Statements()
+# psycopg's placeholder; none of these texts holds a `?` or a `%` of its own.
+POSTGRESQL = Statements(**{f.name: getattr(SQLITE, f.name).replace("?", "%s") for f in fields(Statements)})
