@@ -21,6 +21,7 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIFramework
 
+from zkplatform import hypercorn_fix
 from zkplatform.app import create_app
 from zkplatform.config import (
     DEFAULT_BIND,
@@ -199,12 +200,17 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
 
 
 def configure_logging(level: str = "info") -> None:
-    """One format for every process: the pid tells the workers apart, and times carry their UTC offset."""
+    """One format for every process: the pid tells the workers apart, and times carry their UTC offset.
+
+    Debug output is ours only: the HTTP/2 libraries log every decoded header at
+    debug level, Authorization included, and a token must never reach a log."""
+    chosen = logging.getLevelNamesMapping()[level.upper()]
     logging.basicConfig(
-        level=level.upper(),
+        level=max(chosen, logging.INFO),
         format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s",
         datefmt="%Y-%m-%dT%H:%M:%S%z",
     )
+    logging.getLogger("zkplatform").setLevel(chosen)
 
 
 async def _prepare_store(url: str, *, migrate: bool) -> None:
@@ -285,6 +291,7 @@ async def _serve_app(
         if stopping.is_set():
             return
         config = _hypercorn_config()
+        hypercorn_fix.apply()
         listen(sock, bind, config.backlog)
         ready()
         # hypercorn closes the socket it makes from the descriptor; detached, ours will not close it a second time.

@@ -409,14 +409,17 @@ async def send_error(
     """Answer with a Connect error in the protocol of the request (Connect, gRPC, gRPC-Web)."""
     protocol = negotiate_server_protocol(_header(scope, b"content-type") or "")
     if isinstance(protocol, GRPCServerProtocol):
-        trailers = protocol.trailers_only_headers(None, error)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(k.encode(), v.encode()) for k, v in trailers.allitems()],
-            }
-        )
+        status = [(k.encode(), v.encode()) for k, v in protocol.trailers_only_headers(None, error).allitems()]
+        if protocol.uses_trailers() and "http.response.trailers" in scope.get("extensions", {}):
+            # gRPC over HTTP/2: the status in real trailers. hypercorn cannot end a stream with its
+            # headers (a trailers-only answer), and grpcio takes headers followed by an empty
+            # DATA frame for a broken stream when it answers a call still sending its body.
+            start = [(b"content-type", b"application/grpc")]
+            await send({"type": "http.response.start", "status": 200, "headers": start, "trailers": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.trailers", "headers": status, "more_trailers": False})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": status})
         await send({"type": "http.response.body", "body": b""})
         return
     wire = ConnectWireError.from_exception(error)

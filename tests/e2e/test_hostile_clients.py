@@ -1,0 +1,219 @@
+"""Clients that stall, flood or speak the wrong protocol, against a real `zkplatform serve`.
+
+Each is refused cleanly: an answer in the client's protocol, no traceback in
+the log, and nothing held for longer than the limits say.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+
+from tests.e2e.server import Server, serving
+from zkplatform_api.grpc.health.v1 import health_pb2
+from zkplatform_api.platform.v1 import vault_pb2, vault_pb2_grpc
+
+WATCH = "/grpc.health.v1.Health/Watch"
+DELETE = "/platform.v1.VaultService/DeleteItem"
+MAX_STREAMS = 2
+READ_TIMEOUT_S = 1
+WAIT_S = 20.0  # the most any answer below may take, on a busy machine
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    env = {"ZKPLATFORM_MAX_STREAMS": str(MAX_STREAMS), "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT_S)}
+    with serving(tmp_path_factory.mktemp("hostile"), "--dev", env=env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def alice(server: Server) -> str:
+    credentials: dict[str, Any] = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+    return str(next(p["token"] for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == "alice"))
+
+
+def address(server: Server) -> tuple[str, int]:
+    host, port = server.base_url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def envelope(payload: bytes, declared: int | None = None) -> bytes:
+    """A streaming message: flags, big-endian length, payload (the length may lie)."""
+    return struct.pack(">BI", 0, len(payload) if declared is None else declared) + payload
+
+
+def exchange(server: Server, request: bytes, until: bytes = b"\0never") -> bytes:
+    """Send the bytes, then read until the marker or until the server closes the connection (bounded)."""
+    with socket.create_connection(address(server), timeout=WAIT_S) as sock:
+        sock.sendall(request)
+        return read_until(sock, until)
+
+
+def chunked_post(path: str, content_type: str, first_chunk: bytes) -> bytes:
+    """An HTTP/1.1 request whose body starts with one chunk and then never goes on."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {content_type}\r\n"
+        "Connect-Protocol-Version: 1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + f"{len(first_chunk):x}\r\n".encode() + first_chunk + b"\r\n"
+
+
+def assert_no_traceback(server: Server) -> None:
+    log = server.log()
+    assert "Traceback" not in log, log
+    assert "KeyError" not in log, log
+
+
+# unary bodies
+
+
+def test_a_unary_body_that_stalls_is_answered_and_the_connection_closed(server: Server) -> None:
+    head = (
+        f"POST {DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        "Connect-Protocol-Version: 1\r\nContent-Length: 100\r\n\r\n"
+    )
+
+    answer = exchange(server, head.encode() + b'{"vaultId": ')  # 12 of the 100 bytes, then silence
+
+    assert answer.startswith(b"HTTP/1.1 504"), answer
+    assert b'"deadline_exceeded"' in answer
+    assert_no_traceback(server)
+
+
+def test_a_header_that_is_not_utf8_is_400_without_a_traceback(server: Server) -> None:
+    request = f"POST {DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n".encode()
+    request += b"Connect-Protocol-Version: 1\r\nX-Foo: \xff\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+
+    answer = exchange(server, request)
+
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b"not valid UTF-8" in answer
+    assert_no_traceback(server)
+
+
+def test_grpc_over_http_1_1_is_refused_without_a_traceback(server: Server) -> None:
+    request = f"POST {DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/grpc\r\n".encode()
+    request += b"Content-Length: 5\r\nConnection: close\r\n\r\n" + envelope(b"")
+
+    answer = exchange(server, request)
+
+    assert b"grpc-status: 12" in answer, answer
+    assert_no_traceback(server)
+
+
+def test_an_oversized_grpc_body_is_refused_and_the_connection_goes_on(server: Server, alice: str) -> None:
+    """Over HTTP/2 the body has no length: it is refused once past the limit, and
+    the rest of it arrives on a stream the server has closed (hypercorn issue 329)."""
+    with grpc.insecure_channel(server.base_url.removeprefix("http://")) as channel:
+        vault = vault_pb2_grpc.VaultServiceStub(channel)
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        huge = vault_pb2.DeleteItemRequest(vault_id="acme-shared", item_id="x" * 300_000, base_version=1)
+
+        with pytest.raises(grpc.RpcError) as refused:
+            vault.DeleteItem(huge, metadata=[("authorization", f"Bearer {alice}")], timeout=WAIT_S)
+        after = check(health_pb2.HealthCheckRequest(), timeout=WAIT_S)
+
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert after.status == health_pb2.HealthCheckResponse.SERVING
+    assert_no_traceback(server)
+
+
+# streams
+
+
+def test_a_stream_message_declared_over_the_limit_is_refused_before_it_arrives(server: Server) -> None:
+    request = chunked_post(WATCH, "application/connect+json", envelope(b"{", declared=10 * 1024 * 1024))
+
+    answer = exchange(server, request, until=b"}}")
+
+    assert b"resource_exhausted" in answer, answer
+    assert_no_traceback(server)
+
+
+def test_a_stream_message_that_stalls_half_way_is_given_up(server: Server) -> None:
+    request = chunked_post(WATCH, "application/connect+json", envelope(b"{", declared=100))
+
+    answer = exchange(server, request, until=b"}}")
+
+    assert b"deadline_exceeded" in answer, answer
+    assert_no_traceback(server)
+
+
+def test_open_streams_are_bounded_and_their_places_return(server: Server) -> None:
+    request = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
+    watches = [socket.create_connection(address(server), timeout=WAIT_S) for _ in range(MAX_STREAMS + 1)]
+    try:
+        for watch in watches[:MAX_STREAMS]:
+            watch.sendall(request)
+            assert b"SERVING" in read_until(watch, b"SERVING")  # open, and waiting for news
+        watches[MAX_STREAMS].sendall(request)
+        refused = read_until(watches[MAX_STREAMS], b"}]}")
+        watches.pop(0).close()
+        again = _eventually_open(server, request)
+    finally:
+        for watch in watches:
+            watch.close()
+
+    assert refused.startswith(b"HTTP/1.1 429"), refused
+    assert b'"resource_exhausted"' in refused
+    assert again
+
+
+def read_until(sock: socket.socket, marker: bytes) -> bytes:
+    """What the server sent up to the marker, or until it closed the connection."""
+    received = b""
+    while marker not in received and (chunk := sock.recv(65536)):
+        received += chunk
+    return received
+
+
+def _eventually_open(server: Server, request: bytes) -> bool:
+    """A place is free once the server has seen the closed stream go: ask until then (bounded)."""
+    for _ in range(200):
+        with socket.create_connection(address(server), timeout=WAIT_S) as watch:
+            watch.sendall(request)
+            answer = read_until(watch, b"SERVING")
+            if b"SERVING" in answer:
+                return True
+            assert answer.startswith(b"HTTP/1.1 429"), answer
+    return False
+
+
+def test_the_server_still_answers_after_all_of_it(server: Server, tmp_path: Path) -> None:
+    assert httpx.get(f"{server.base_url}/healthz", timeout=WAIT_S).text == "ok\n"
+    assert_no_traceback(server)
+
+
+def test_debug_logging_never_shows_a_token(tmp_path: Path) -> None:
+    """At debug level the HTTP/2 libraries would log every header they decode."""
+    with serving(tmp_path, "--dev", "--log-level", "debug") as debug_server:
+        credentials = json.loads((tmp_path / "var" / "dev-credentials.json").read_text())
+        tokens = [p["token"] for t in credentials["tenants"] for p in t["principals"]]
+        with grpc.insecure_channel(debug_server.base_url.removeprefix("http://")) as channel:
+            vault = vault_pb2_grpc.VaultServiceStub(channel)
+            for token in tokens:
+                with pytest.raises(grpc.RpcError):
+                    vault.DeleteItem(
+                        vault_pb2.DeleteItemRequest(vault_id="nope", item_id="nope", base_version=1),
+                        metadata=[("authorization", f"Bearer {token}")],
+                        timeout=WAIT_S,
+                    )
+        httpx.post(f"{debug_server.base_url}{DELETE}?t={tokens[0]}", timeout=WAIT_S)  # a leaked one, too
+        log = debug_server.log()
+
+    assert tokens
+    for token in tokens:
+        assert token not in log
