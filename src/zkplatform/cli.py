@@ -229,6 +229,14 @@ async def _prepare_store(url: str, *, migrate: bool) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     settings = serve_settings(args, Settings.from_env())
+    log.debug(
+        "settings: store %s, body limit %d bytes, body read timeout %d s, %d streams per worker, state in %s",
+        display_url(settings.store_url),
+        settings.max_body_bytes,
+        settings.body_read_timeout_seconds,
+        settings.max_streams,
+        settings.state_dir,
+    )
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
     try:
