@@ -31,7 +31,13 @@ def test_bootstrap_from_an_empty_sqlite_file_to_a_first_token(
     assert token["principalId"] == "alice"
     assert token["tenantId"] == "acme"
     assert token["role"] == "ROLE_OWNER"
-    assert token["scopes"] == ["broker.tokens.mint", "vault.items.delete", "vault.items.read", "vault.items.write"]
+    assert token["scopes"] == [
+        "broker.tokens.manage",
+        "broker.tokens.mint",
+        "vault.items.delete",
+        "vault.items.read",
+        "vault.items.write",
+    ]
     record = asyncio.run(stored_token(url, secret))
     assert record is not None
     assert record.token_id == token["tokenId"]

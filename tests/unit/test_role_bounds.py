@@ -7,7 +7,7 @@ import pytest
 
 from zkplatform.domain.errors import DomainError, NotFound, ScopesNotHeld
 from zkplatform.domain.issuing import ScopesNotGranted
-from zkplatform.domain.models import ALL_SCOPES, VAULT_SCOPES, Principal, Role, Scope, ScopesBeyondRole, Tenant
+from zkplatform.domain.models import ALL_SCOPES, MEMBER_SCOPES, Principal, Role, Scope, ScopesBeyondRole, Tenant
 from zkplatform.wiring import Platform
 
 MINT, READ = Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ
@@ -18,7 +18,7 @@ MINT, READ = Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ
     [
         (Role.OWNER, ALL_SCOPES, ALL_SCOPES),
         (Role.ADMIN, ALL_SCOPES, ALL_SCOPES),
-        (Role.MEMBER, VAULT_SCOPES, VAULT_SCOPES),
+        (Role.MEMBER, MEMBER_SCOPES, MEMBER_SCOPES),
         (Role.SERVICE, frozenset(), ALL_SCOPES),
     ],
 )
@@ -38,7 +38,7 @@ def test_a_grant_beyond_the_role_is_refused() -> None:
     assert refused.value.beyond == (MINT,)
     assert str(refused.value) == (
         "the role member may not hold broker.tokens.mint"
-        " (it allows vault.items.delete, vault.items.read, vault.items.write)"
+        " (it allows broker.tokens.manage, vault.items.delete, vault.items.read, vault.items.write)"
     )
 
 
@@ -66,6 +66,6 @@ async def test_issue_for_gives_the_principals_role_with_the_token(platform: Plat
     issued = await platform.issuer.issue_for("bob", 600)
 
     assert issued.role is Role.MEMBER
-    assert issued.record.scopes == VAULT_SCOPES
+    assert issued.record.scopes == MEMBER_SCOPES
     with pytest.raises(NotFound, match="no principal nobody"):
         await platform.issuer.issue_for("nobody", 600)

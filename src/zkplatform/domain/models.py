@@ -14,10 +14,13 @@ class Scope(StrEnum):
     VAULT_ITEMS_WRITE = "vault.items.write"
     VAULT_ITEMS_DELETE = "vault.items.delete"
     BROKER_TOKENS_MINT = "broker.tokens.mint"
+    BROKER_TOKENS_MANAGE = "broker.tokens.manage"  # list and revoke tokens beyond one's own chain
 
 
 VAULT_SCOPES = frozenset({Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE, Scope.VAULT_ITEMS_DELETE})
 ALL_SCOPES = frozenset(Scope)
+# A member manages its own tokens only (what the scope allows it is decided where tokens are listed).
+MEMBER_SCOPES = VAULT_SCOPES | {Scope.BROKER_TOKENS_MANAGE}
 
 
 class Role(StrEnum):
@@ -30,7 +33,7 @@ class Role(StrEnum):
     def scope_bound(self) -> frozenset[Scope]:
         """The most a principal of this role may hold. A service holds only what
         the operator grants it, so its bound is everything and its grant decides."""
-        return VAULT_SCOPES if self is Role.MEMBER else ALL_SCOPES
+        return MEMBER_SCOPES if self is Role.MEMBER else ALL_SCOPES
 
     @property
     def default_scopes(self) -> frozenset[Scope]:

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/broker.proto.
  */
 export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqkCChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEnUKEHJlcXVlc3RlZF9zY29wZXMYAiADKAlCW7pIWJIBVQgBECAiT3JNUhB2YXVsdC5pdGVtcy5yZWFkUhF2YXVsdC5pdGVtcy53cml0ZVISdmF1bHQuaXRlbXMuZGVsZXRlUhJicm9rZXIudG9rZW5zLm1pbnQSJgoVcmVxdWVzdGVkX3R0bF9zZWNvbmRzGAMgASgFQge6SAQaAigAEjEKCnBvcF9rZXlfaWQYBCABKAlCHbpIGtgBAXIVMhNeW0EtWmEtejAtOV8tXXs0M30kIj0KGE1pbnRVc2VyQXBpVG9rZW5SZXNwb25zZRIhCgV0b2tlbhgBIAEoCzISLnBsYXRmb3JtLnYxLlRva2VuKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAxIQCgxST0xFX1NFUlZJQ0UQBDJwCg1Ccm9rZXJTZXJ2aWNlEl8KEE1pbnRVc2VyQXBpVG9rZW4SJC5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVxdWVzdBolLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXNwb25zZWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsACChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEosBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnG6SG6SAWsIARAgImVyY1IQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZRImChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCB7pIBBoCKAASMQoKcG9wX2tleV9pZBgEIAEoCUIdukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQiPQoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEiEKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW4qXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg4KClJPTEVfQURNSU4QAhIPCgtST0xFX01FTUJFUhADEhAKDFJPTEVfU0VSVklDRRAEMnAKDUJyb2tlclNlcnZpY2USXwoQTWludFVzZXJBcGlUb2tlbhIkLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0GiUucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlc3BvbnNlYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Token is an issued API access token.
@@ -206,7 +206,8 @@ export enum Role {
   ADMIN = 2,
 
   /**
-   * ROLE_MEMBER uses vaults; may hold the three vault scopes.
+   * ROLE_MEMBER uses vaults; may hold the three vault scopes and
+   * `broker.tokens.manage` (acting on its own tokens only).
    *
    * @generated from enum value: ROLE_MEMBER = 3;
    */
@@ -234,10 +235,12 @@ export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
  * characters) and a CRC32 checksum of those in base62 (6 characters), so that
  * secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
  * each token, under a server secret. The scopes are `vault.items.read`,
- * `vault.items.write`, `vault.items.delete` and `broker.tokens.mint`. A
- * principal's role bounds the scopes it may hold: owner and admin all four,
- * member the three vault scopes, service only what the operator granted. A
- * call may use the scopes its token holds and its principal may still hold.
+ * `vault.items.write`, `vault.items.delete`, `broker.tokens.mint` and
+ * `broker.tokens.manage` (listing and revoking tokens beyond one's own chain).
+ * A principal's role bounds the scopes it may hold: owner and admin all five,
+ * member the three vault scopes and `broker.tokens.manage` (for its own
+ * tokens), service only what the operator granted. A call may use the scopes
+ * its token holds and its principal may still hold.
  *
  * The first token of a principal is issued outside the API, by an operator
  * command with direct access to the store (or by the development mode of the
