@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .vault_pb2 import DeleteItemRequest, DeleteItemResponse
+from .vault_pb2 import CreateItemRequest, CreateItemResponse, DeleteItemRequest, DeleteItemResponse, GetItemRequest, GetItemResponse, ListItemsRequest, ListItemsResponse, UpdateItemRequest, UpdateItemResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -76,6 +76,95 @@ class VaultService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def create_item(self, request: CreateItemRequest, ctx: RequestContext[CreateItemRequest, CreateItemResponse], /) -> CreateItemResponse:
+        """
+        CreateItem creates an item with an id chosen by the client (offline-first
+        clients create items before they can reach the server) at version 1.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before any item is looked at);
+        3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+           this very creation being repeated.
+
+        The item is stored in one atomic step with `version` 1 and `updated_at`
+        now; the vault's change sequence grows by one and the response carries
+        the item and the cursor of this change.
+
+        Repeating the call is safe: if the item exists live at version 1 with
+        exactly the same content (kind, title hash, payload and wrapped keys),
+        the answer is that item and the cursor of its creation. Otherwise the
+        answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+        `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+        item is a tombstone). The id of a tombstone that has been purged after the
+        retention period may be used again.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def update_item(self, request: UpdateItemRequest, ctx: RequestContext[UpdateItemRequest, UpdateItemResponse], /) -> UpdateItemResponse:
+        """
+        UpdateItem replaces an item's content (kind, title hash, payload and
+        wrapped keys: all of it, since the server cannot merge ciphertexts),
+        conditionally on its version.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, as for CreateItem);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+           of reason `ITEM_DELETED`);
+        5. the item must be at `base_version` (ABORTED with a
+           google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+           `currentVersion`), unless this very update is being repeated.
+
+        On a live item at `base_version`, in one atomic step: the content is
+        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        sequence grows by one; the response carries the item and the cursor of
+        this change. Concurrent updates at one `base_version`: exactly one wins.
+
+        Repeating the call is safe: if the item is live at `base_version` + 1
+        with exactly the requested content, the answer is that item and the
+        cursor of that change.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_item(self, request: GetItemRequest, ctx: RequestContext[GetItemRequest, GetItemResponse], /) -> GetItemResponse:
+        """
+        GetItem reads one item, tombstones included until they are purged.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the item must exist
+        in the vault (NOT_FOUND). Also served by the Connect GET form; the
+        answer carries `Cache-Control: no-store`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_items(self, request: ListItemsRequest, ctx: RequestContext[ListItemsRequest, ListItemsResponse], /) -> ListItemsResponse:
+        """
+        ListItems lists a vault's items by `item_id`, a page at a time.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same vault, filter and
+        tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+        `pageToken`). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        A full sync is ListItems to the last page, then the changes after the
+        returned `cursor`: anything that changed while the pages were read
+        arrives again there, and clients keep the higher version.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
     def __init__(
@@ -100,6 +189,50 @@ class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.delete_item,
+                ),
+                "/platform.v1.VaultService/CreateItem": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateItem",
+                        service_name="platform.v1.VaultService",
+                        input=CreateItemRequest,
+                        output=CreateItemResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.create_item,
+                ),
+                "/platform.v1.VaultService/UpdateItem": Endpoint.unary(
+                    method=MethodInfo(
+                        name="UpdateItem",
+                        service_name="platform.v1.VaultService",
+                        input=UpdateItemRequest,
+                        output=UpdateItemResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.update_item,
+                ),
+                "/platform.v1.VaultService/GetItem": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetItem",
+                        service_name="platform.v1.VaultService",
+                        input=GetItemRequest,
+                        output=GetItemResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_item,
+                ),
+                "/platform.v1.VaultService/ListItems": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListItems",
+                        service_name="platform.v1.VaultService",
+                        input=ListItemsRequest,
+                        output=ListItemsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_items,
                 ),
             },
             interceptors=interceptors,
@@ -194,6 +327,167 @@ class VaultServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def create_item(
+        self,
+        request: CreateItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateItemResponse:
+        """
+        CreateItem creates an item with an id chosen by the client (offline-first
+        clients create items before they can reach the server) at version 1.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before any item is looked at);
+        3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+           this very creation being repeated.
+
+        The item is stored in one atomic step with `version` 1 and `updated_at`
+        now; the vault's change sequence grows by one and the response carries
+        the item and the cursor of this change.
+
+        Repeating the call is safe: if the item exists live at version 1 with
+        exactly the same content (kind, title hash, payload and wrapped keys),
+        the answer is that item and the cursor of its creation. Otherwise the
+        answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+        `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+        item is a tombstone). The id of a tombstone that has been purged after the
+        retention period may be used again.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateItem",
+                service_name="platform.v1.VaultService",
+                input=CreateItemRequest,
+                output=CreateItemResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def update_item(
+        self,
+        request: UpdateItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UpdateItemResponse:
+        """
+        UpdateItem replaces an item's content (kind, title hash, payload and
+        wrapped keys: all of it, since the server cannot merge ciphertexts),
+        conditionally on its version.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, as for CreateItem);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+           of reason `ITEM_DELETED`);
+        5. the item must be at `base_version` (ABORTED with a
+           google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+           `currentVersion`), unless this very update is being repeated.
+
+        On a live item at `base_version`, in one atomic step: the content is
+        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        sequence grows by one; the response carries the item and the cursor of
+        this change. Concurrent updates at one `base_version`: exactly one wins.
+
+        Repeating the call is safe: if the item is live at `base_version` + 1
+        with exactly the requested content, the answer is that item and the
+        cursor of that change.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UpdateItem",
+                service_name="platform.v1.VaultService",
+                input=UpdateItemRequest,
+                output=UpdateItemResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_item(
+        self,
+        request: GetItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> GetItemResponse:
+        """
+        GetItem reads one item, tombstones included until they are purged.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the item must exist
+        in the vault (NOT_FOUND). Also served by the Connect GET form; the
+        answer carries `Cache-Control: no-store`.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetItem",
+                service_name="platform.v1.VaultService",
+                input=GetItemRequest,
+                output=GetItemResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    async def list_items(
+        self,
+        request: ListItemsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListItemsResponse:
+        """
+        ListItems lists a vault's items by `item_id`, a page at a time.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same vault, filter and
+        tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+        `pageToken`). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        A full sync is ListItems to the last page, then the changes after the
+        returned `cursor`: anything that changed while the pages were read
+        arrives again there, and clients keep the higher version.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListItems",
+                service_name="platform.v1.VaultService",
+                input=ListItemsRequest,
+                output=ListItemsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
 
 class VaultServiceSync(Protocol):
     """
@@ -234,6 +528,95 @@ class VaultServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def create_item(self, request: CreateItemRequest, ctx: RequestContext[CreateItemRequest, CreateItemResponse], /) -> CreateItemResponse:
+        """
+        CreateItem creates an item with an id chosen by the client (offline-first
+        clients create items before they can reach the server) at version 1.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before any item is looked at);
+        3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+           this very creation being repeated.
+
+        The item is stored in one atomic step with `version` 1 and `updated_at`
+        now; the vault's change sequence grows by one and the response carries
+        the item and the cursor of this change.
+
+        Repeating the call is safe: if the item exists live at version 1 with
+        exactly the same content (kind, title hash, payload and wrapped keys),
+        the answer is that item and the cursor of its creation. Otherwise the
+        answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+        `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+        item is a tombstone). The id of a tombstone that has been purged after the
+        retention period may be used again.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def update_item(self, request: UpdateItemRequest, ctx: RequestContext[UpdateItemRequest, UpdateItemResponse], /) -> UpdateItemResponse:
+        """
+        UpdateItem replaces an item's content (kind, title hash, payload and
+        wrapped keys: all of it, since the server cannot merge ciphertexts),
+        conditionally on its version.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, as for CreateItem);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+           of reason `ITEM_DELETED`);
+        5. the item must be at `base_version` (ABORTED with a
+           google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+           `currentVersion`), unless this very update is being repeated.
+
+        On a live item at `base_version`, in one atomic step: the content is
+        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        sequence grows by one; the response carries the item and the cursor of
+        this change. Concurrent updates at one `base_version`: exactly one wins.
+
+        Repeating the call is safe: if the item is live at `base_version` + 1
+        with exactly the requested content, the answer is that item and the
+        cursor of that change.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_item(self, request: GetItemRequest, ctx: RequestContext[GetItemRequest, GetItemResponse], /) -> GetItemResponse:
+        """
+        GetItem reads one item, tombstones included until they are purged.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the item must exist
+        in the vault (NOT_FOUND). Also served by the Connect GET form; the
+        answer carries `Cache-Control: no-store`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_items(self, request: ListItemsRequest, ctx: RequestContext[ListItemsRequest, ListItemsResponse], /) -> ListItemsResponse:
+        """
+        ListItems lists a vault's items by `item_id`, a page at a time.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same vault, filter and
+        tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+        `pageToken`). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        A full sync is ListItems to the last page, then the changes after the
+        returned `cursor`: anything that changed while the pages were read
+        arrives again there, and clients keep the higher version.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class VaultServiceWSGIApplication(ConnectWSGIApplication):
     def __init__(
@@ -256,6 +639,50 @@ class VaultServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.delete_item,
+                ),
+                "/platform.v1.VaultService/CreateItem": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateItem",
+                        service_name="platform.v1.VaultService",
+                        input=CreateItemRequest,
+                        output=CreateItemResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.create_item,
+                ),
+                "/platform.v1.VaultService/UpdateItem": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="UpdateItem",
+                        service_name="platform.v1.VaultService",
+                        input=UpdateItemRequest,
+                        output=UpdateItemResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.update_item,
+                ),
+                "/platform.v1.VaultService/GetItem": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetItem",
+                        service_name="platform.v1.VaultService",
+                        input=GetItemRequest,
+                        output=GetItemResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_item,
+                ),
+                "/platform.v1.VaultService/ListItems": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListItems",
+                        service_name="platform.v1.VaultService",
+                        input=ListItemsRequest,
+                        output=ListItemsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_items,
                 ),
             },
             interceptors=interceptors,
@@ -349,4 +776,165 @@ class VaultServiceClientSync(ConnectClientSync):
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+        )
+    def create_item(
+        self,
+        request: CreateItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateItemResponse:
+        """
+        CreateItem creates an item with an id chosen by the client (offline-first
+        clients create items before they can reach the server) at version 1.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, the same answer for a vault that does not
+           exist; checked before any item is looked at);
+        3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+           this very creation being repeated.
+
+        The item is stored in one atomic step with `version` 1 and `updated_at`
+        now; the vault's change sequence grows by one and the response carries
+        the item and the cursor of this change.
+
+        Repeating the call is safe: if the item exists live at version 1 with
+        exactly the same content (kind, title hash, payload and wrapped keys),
+        the answer is that item and the cursor of its creation. Otherwise the
+        answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+        `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+        item is a tombstone). The id of a tombstone that has been purged after the
+        retention period may be used again.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateItem",
+                service_name="platform.v1.VaultService",
+                input=CreateItemRequest,
+                output=CreateItemResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def update_item(
+        self,
+        request: UpdateItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UpdateItemResponse:
+        """
+        UpdateItem replaces an item's content (kind, title hash, payload and
+        wrapped keys: all of it, since the server cannot merge ciphertexts),
+        conditionally on its version.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+           (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+           member (PERMISSION_DENIED, as for CreateItem);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+           of reason `ITEM_DELETED`);
+        5. the item must be at `base_version` (ABORTED with a
+           google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+           `currentVersion`), unless this very update is being repeated.
+
+        On a live item at `base_version`, in one atomic step: the content is
+        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        sequence grows by one; the response carries the item and the cursor of
+        this change. Concurrent updates at one `base_version`: exactly one wins.
+
+        Repeating the call is safe: if the item is live at `base_version` + 1
+        with exactly the requested content, the answer is that item and the
+        cursor of that change.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UpdateItem",
+                service_name="platform.v1.VaultService",
+                input=UpdateItemRequest,
+                output=UpdateItemResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_item(
+        self,
+        request: GetItemRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> GetItemResponse:
+        """
+        GetItem reads one item, tombstones included until they are purged.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the item must exist
+        in the vault (NOT_FOUND). Also served by the Connect GET form; the
+        answer carries `Cache-Control: no-store`.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetItem",
+                service_name="platform.v1.VaultService",
+                input=GetItemRequest,
+                output=GetItemResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    def list_items(
+        self,
+        request: ListItemsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListItemsResponse:
+        """
+        ListItems lists a vault's items by `item_id`, a page at a time.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same vault, filter and
+        tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+        `pageToken`). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        A full sync is ListItems to the last page, then the changes after the
+        returned `cursor`: anything that changed while the pages were read
+        arrives again there, and clients keep the higher version.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListItems",
+                service_name="platform.v1.VaultService",
+                input=ListItemsRequest,
+                output=ListItemsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
         )

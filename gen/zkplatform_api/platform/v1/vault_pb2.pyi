@@ -83,3 +83,89 @@ class DeleteItemResponse(_message.Message):
     item: Item
     cursor: Cursor
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
+
+class CreateItemRequest(_message.Message):
+    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TITLE_HASH_FIELD_NUMBER: _ClassVar[int]
+    ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    item_id: str
+    kind: str
+    title_hash: str
+    encrypted_payload: EncryptedPayload
+    wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ...) -> None: ...
+
+class CreateItemResponse(_message.Message):
+    __slots__ = ("item", "cursor")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    item: Item
+    cursor: Cursor
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
+
+class UpdateItemRequest(_message.Message):
+    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "base_version")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TITLE_HASH_FIELD_NUMBER: _ClassVar[int]
+    ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    item_id: str
+    kind: str
+    title_hash: str
+    encrypted_payload: EncryptedPayload
+    wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
+    base_version: int
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., base_version: _Optional[int] = ...) -> None: ...
+
+class UpdateItemResponse(_message.Message):
+    __slots__ = ("item", "cursor")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    item: Item
+    cursor: Cursor
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
+
+class GetItemRequest(_message.Message):
+    __slots__ = ("vault_id", "item_id")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    item_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ...) -> None: ...
+
+class GetItemResponse(_message.Message):
+    __slots__ = ("item",)
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    item: Item
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ...) -> None: ...
+
+class ListItemsRequest(_message.Message):
+    __slots__ = ("vault_id", "page_size", "page_token", "show_deleted")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SHOW_DELETED_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    page_size: int
+    page_token: str
+    show_deleted: bool
+    def __init__(self, vault_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., show_deleted: _Optional[bool] = ...) -> None: ...
+
+class ListItemsResponse(_message.Message):
+    __slots__ = ("items", "next_page_token", "cursor")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[Item]
+    next_page_token: str
+    cursor: Cursor
+    def __init__(self, items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...

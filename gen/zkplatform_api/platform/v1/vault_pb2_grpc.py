@@ -41,6 +41,26 @@ class VaultServiceStub:
                 request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemRequest.SerializeToString,
                 response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemResponse.FromString,
                 _registered_method=True)
+        self.CreateItem = channel.unary_unary(
+                '/platform.v1.VaultService/CreateItem',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemResponse.FromString,
+                _registered_method=True)
+        self.UpdateItem = channel.unary_unary(
+                '/platform.v1.VaultService/UpdateItem',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemResponse.FromString,
+                _registered_method=True)
+        self.GetItem = channel.unary_unary(
+                '/platform.v1.VaultService/GetItem',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemResponse.FromString,
+                _registered_method=True)
+        self.ListItems = channel.unary_unary(
+                '/platform.v1.VaultService/ListItems',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.FromString,
+                _registered_method=True)
 
 
 class VaultServiceServicer:
@@ -83,6 +103,99 @@ class VaultServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateItem(self, request, context):
+        """CreateItem creates an item with an id chosen by the client (offline-first
+        clients create items before they can reach the server) at version 1.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+        (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+        member (PERMISSION_DENIED, the same answer for a vault that does not
+        exist; checked before any item is looked at);
+        3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+        this very creation being repeated.
+
+        The item is stored in one atomic step with `version` 1 and `updated_at`
+        now; the vault's change sequence grows by one and the response carries
+        the item and the cursor of this change.
+
+        Repeating the call is safe: if the item exists live at version 1 with
+        exactly the same content (kind, title hash, payload and wrapped keys),
+        the answer is that item and the cursor of its creation. Otherwise the
+        answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+        `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+        item is a tombstone). The id of a tombstone that has been purged after the
+        retention period may be used again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateItem(self, request, context):
+        """UpdateItem replaces an item's content (kind, title hash, payload and
+        wrapped keys: all of it, since the server cannot merge ciphertexts),
+        conditionally on its version.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `vault.items.write`
+        (PERMISSION_DENIED);
+        2. the vault must belong to the caller's tenant and have the caller as a
+        member (PERMISSION_DENIED, as for CreateItem);
+        3. the item must exist in the vault (NOT_FOUND);
+        4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+        of reason `ITEM_DELETED`);
+        5. the item must be at `base_version` (ABORTED with a
+        google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+        `currentVersion`), unless this very update is being repeated.
+
+        On a live item at `base_version`, in one atomic step: the content is
+        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        sequence grows by one; the response carries the item and the cursor of
+        this change. Concurrent updates at one `base_version`: exactly one wins.
+
+        Repeating the call is safe: if the item is live at `base_version` + 1
+        with exactly the requested content, the answer is that item and the
+        cursor of that change.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetItem(self, request, context):
+        """GetItem reads one item, tombstones included until they are purged.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the item must exist
+        in the vault (NOT_FOUND). Also served by the Connect GET form; the
+        answer carries `Cache-Control: no-store`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListItems(self, request, context):
+        """ListItems lists a vault's items by `item_id`, a page at a time.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same vault, filter and
+        tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+        `pageToken`). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        A full sync is ListItems to the last page, then the changes after the
+        returned `cursor`: anything that changed while the pages were read
+        arrives again there, and clients keep the higher version.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_VaultServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -90,6 +203,26 @@ def add_VaultServiceServicer_to_server(servicer, server):
                     servicer.DeleteItem,
                     request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemRequest.FromString,
                     response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemResponse.SerializeToString,
+            ),
+            'CreateItem': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateItem,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemResponse.SerializeToString,
+            ),
+            'UpdateItem': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateItem,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemResponse.SerializeToString,
+            ),
+            'GetItem': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetItem,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemResponse.SerializeToString,
+            ),
+            'ListItems': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListItems,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -121,6 +254,114 @@ class VaultService:
             '/platform.v1.VaultService/DeleteItem',
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemRequest.SerializeToString,
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.DeleteItemResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateItem(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/CreateItem',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.CreateItemResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateItem(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/UpdateItem',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.UpdateItemResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetItem(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/GetItem',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetItemResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListItems(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/ListItems',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -64,7 +64,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEimwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBiABKAlCCLpIBXIDGIABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQga6SAPIAQESOAoRZW5jcnlwdGVkX3BheWxvYWQYCCABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkEjgKDHdyYXBwZWRfa2V5cxgJIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCCbpIBpIBAxCAAhIPCgdkZWxldGVkGAogASgIOrcCukizAhpuChVpdGVtLmxpdmVfaGFzX3BheWxvYWQSKGEgbGl2ZSBpdGVtIGNhcnJpZXMgYW4gZW5jcnlwdGVkIHBheWxvYWQaK3RoaXMuZGVsZXRlZCB8fCBoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkawAEKFWl0ZW0udG9tYnN0b25lX2VyYXNlZBI9YSBkZWxldGVkIGl0ZW0gY2FycmllcyBubyBwYXlsb2FkLCB3cmFwcGVkIGtleXMgb3IgdGl0bGUgaGFzaBpoIXRoaXMuZGVsZXRlZCB8fCAoIWhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKSAmJiBzaXplKHRoaXMud3JhcHBlZF9rZXlzKSA9PSAwICYmIHRoaXMudGl0bGVfaGFzaCA9PSAnJyki2gEKEEVuY3J5cHRlZFBheWxvYWQSKwoDYWxnGAEgASgJQh66SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASKQoFbm9uY2UYAiABKAlCGrpIF8gBAXISMhBeW0EtWmEtejAtOV8tXSokEiQKA2FhZBgDIAEoCUIXukgUchIyEF5bQS1aYS16MC05Xy1dKiQSLgoKY2lwaGVydGV4dBgEIAEoCUIaukgXyAEBchIyEF5bQS1aYS16MC05Xy1dKiQSGAoHdmVyc2lvbhgFIAEoBUIHukgEGgIoACLeAQoKV3JhcHBlZEtleRI/CgxyZWNpcGllbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEl4KCHdyYXBfYWxnGAIgASgJQky6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEi8KC3dyYXBwZWRfa2V5GAMgASgJQhq6SBfIAQFyEjIQXltBLVphLXowLTlfLV0qJCIsCgZDdXJzb3ISEAoIdmF1bHRfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMirgEKEURlbGV0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIgCgxiYXNlX3ZlcnNpb24YAyABKANCCrpIB8gBASICKAEiWgoSRGVsZXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvcjJiCgxWYXVsdFNlcnZpY2USUgoKRGVsZXRlSXRlbRIeLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlc3BvbnNlIgOQAgJiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEimwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBiABKAlCCLpIBXIDGIABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQga6SAPIAQESOAoRZW5jcnlwdGVkX3BheWxvYWQYCCABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkEjgKDHdyYXBwZWRfa2V5cxgJIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCCbpIBpIBAxCAAhIPCgdkZWxldGVkGAogASgIOrcCukizAhpuChVpdGVtLmxpdmVfaGFzX3BheWxvYWQSKGEgbGl2ZSBpdGVtIGNhcnJpZXMgYW4gZW5jcnlwdGVkIHBheWxvYWQaK3RoaXMuZGVsZXRlZCB8fCBoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkawAEKFWl0ZW0udG9tYnN0b25lX2VyYXNlZBI9YSBkZWxldGVkIGl0ZW0gY2FycmllcyBubyBwYXlsb2FkLCB3cmFwcGVkIGtleXMgb3IgdGl0bGUgaGFzaBpoIXRoaXMuZGVsZXRlZCB8fCAoIWhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKSAmJiBzaXplKHRoaXMud3JhcHBlZF9rZXlzKSA9PSAwICYmIHRoaXMudGl0bGVfaGFzaCA9PSAnJyki4wEKEEVuY3J5cHRlZFBheWxvYWQSKwoDYWxnGAEgASgJQh66SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASKwoFbm9uY2UYAiABKAlCHLpIGcgBAXIUGEAyEF5bQS1aYS16MC05Xy1dKiQSJwoDYWFkGAMgASgJQhq6SBdyFRiACDIQXltBLVphLXowLTlfLV0qJBIyCgpjaXBoZXJ0ZXh0GAQgASgJQh66SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSGAoHdmVyc2lvbhgFIAEoBUIHukgEGgIoACLhAQoKV3JhcHBlZEtleRI/CgxyZWNpcGllbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEl4KCHdyYXBfYWxnGAIgASgJQky6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjIKC3dyYXBwZWRfa2V5GAMgASgJQh26SBrIAQFyFRiACDIQXltBLVphLXowLTlfLV0qJCIsCgZDdXJzb3ISEAoIdmF1bHRfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMirgEKEURlbGV0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIgCgxiYXNlX3ZlcnNpb24YAyABKANCCrpIB8gBASICKAEiWgoSRGVsZXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciLlAwoRQ3JlYXRlSXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEi0KBGtpbmQYAyABKAlCH7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSHAoKdGl0bGVfaGFzaBgEIAEoCUIIukgFcgMYgAESQAoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQga6SAPIAQESOgoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUILukgIkgEFCAEQgAI6iwG6SIcBGoQBCh53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GjF0aGlzLndyYXBwZWRfa2V5cy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IihwQKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBCABKAlCCLpIBXIDGIABEkAKEWVuY3J5cHRlZF9wYXlsb2FkGAUgASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIGukgDyAEBEjoKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCC7pICJIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoATqLAbpIhwEahAEKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaMXRoaXMud3JhcHBlZF9rZXlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCkiWgoSVXBkYXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciKJAQoOR2V0SXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokIjIKD0dldEl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbSKiAQoQTGlzdEl0ZW1zUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvcjKmAwoMVmF1bHRTZXJ2aWNlElIKCkRlbGV0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXNwb25zZSIDkAICElIKCkNyZWF0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLkNyZWF0ZUl0ZW1SZXNwb25zZSIDkAICElIKClVwZGF0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLlVwZGF0ZUl0ZW1SZXNwb25zZSIDkAICEkkKB0dldEl0ZW0SGy5wbGF0Zm9ybS52MS5HZXRJdGVtUmVxdWVzdBocLnBsYXRmb3JtLnYxLkdldEl0ZW1SZXNwb25zZSIDkAIBEk8KCUxpc3RJdGVtcxIdLnBsYXRmb3JtLnYxLkxpc3RJdGVtc1JlcXVlc3QaHi5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -165,38 +165,40 @@ export const ItemSchema: GenMessage<Item> = /*@__PURE__*/
  */
 export type EncryptedPayload = Message<"platform.v1.EncryptedPayload"> & {
   /**
-   * alg: Output only. The content encryption algorithm, a JOSE name (RFC 7518 style)
-   * from the server's allow-list: A128GCM, A256GCM or XC20P.
+   * alg: Required. The content encryption algorithm, a JOSE name (RFC 7518
+   * style) from the server's allow-list: A128GCM, A256GCM or XC20P.
    *
    * @generated from field: string alg = 1;
    */
   alg: string;
 
   /**
-   * nonce: Output only. The encryption nonce, base64url without padding.
+   * nonce: Required. The encryption nonce, base64url without padding, at
+   * most 64 characters.
    *
    * @generated from field: string nonce = 2;
    */
   nonce: string;
 
   /**
-   * aad: Output only. The additional authenticated data, base64url without padding. May
-   * be empty.
+   * aad: Optional. The additional authenticated data, base64url without
+   * padding, at most 1024 characters.
    *
    * @generated from field: string aad = 3;
    */
   aad: string;
 
   /**
-   * ciphertext: Output only. The encrypted content with its authentication tag,
-   * base64url without padding.
+   * ciphertext: Required. The encrypted content with its authentication tag,
+   * base64url without padding, at most 49152 characters (48 KiB). The whole
+   * request must also fit the request body limit (64 KiB by default).
    *
    * @generated from field: string ciphertext = 4;
    */
   ciphertext: string;
 
   /**
-   * version: Output only. The payload format version, set by clients.
+   * version: Optional. The payload format version, set by clients.
    *
    * @generated from field: int32 version = 5;
    */
@@ -217,23 +219,25 @@ export const EncryptedPayloadSchema: GenMessage<EncryptedPayload> = /*@__PURE__*
  */
 export type WrappedKey = Message<"platform.v1.WrappedKey"> & {
   /**
-   * recipient_id: Output only. Identifies the recipient (a principal or a device).
+   * recipient_id: Required. Identifies the recipient (a principal or a
+   * device).
    *
    * @generated from field: string recipient_id = 1;
    */
   recipientId: string;
 
   /**
-   * wrap_alg: Output only. The key wrapping algorithm, a JOSE name (RFC 7518 style) from
-   * the server's allow-list: ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A256KW,
-   * RSA-OAEP-256, A128KW or A256KW.
+   * wrap_alg: Required. The key wrapping algorithm, a JOSE name (RFC 7518
+   * style) from the server's allow-list: ECDH-ES, ECDH-ES+A128KW,
+   * ECDH-ES+A256KW, RSA-OAEP-256, A128KW or A256KW.
    *
    * @generated from field: string wrap_alg = 2;
    */
   wrapAlg: string;
 
   /**
-   * wrapped_key: Output only. The wrapped key, base64url without padding.
+   * wrapped_key: Required. The wrapped key, base64url without padding, at
+   * most 1024 characters.
    *
    * @generated from field: string wrapped_key = 3;
    */
@@ -346,6 +350,322 @@ export const DeleteItemResponseSchema: GenMessage<DeleteItemResponse> = /*@__PUR
   messageDesc(file_zkplatform_api_platform_v1_vault, 5);
 
 /**
+ * CreateItemRequest is the request of VaultService.CreateItem.
+ *
+ * @generated from message platform.v1.CreateItemRequest
+ */
+export type CreateItemRequest = Message<"platform.v1.CreateItemRequest"> & {
+  /**
+   * vault_id: Required. The vault to create the item in.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * item_id: Required. The new item's id, chosen by the client; unique
+   * within the vault.
+   *
+   * @generated from field: string item_id = 2;
+   */
+  itemId: string;
+
+  /**
+   * kind: Required. The client-defined kind of item: 1 to 32 characters of
+   * [a-z0-9._-], the first one a letter.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * title_hash: Optional. An opaque keyed hash of the title, computed by
+   * clients, at most 128 characters.
+   *
+   * @generated from field: string title_hash = 4;
+   */
+  titleHash: string;
+
+  /**
+   * encrypted_payload: Required. The item's content, encrypted by the client.
+   *
+   * @generated from field: platform.v1.EncryptedPayload encrypted_payload = 5;
+   */
+  encryptedPayload?: EncryptedPayload | undefined;
+
+  /**
+   * wrapped_keys: Required. The payload key wrapped for each recipient: 1 to
+   * 256 keys, each recipient at most once.
+   *
+   * @generated from field: repeated platform.v1.WrappedKey wrapped_keys = 6;
+   */
+  wrappedKeys: WrappedKey[];
+};
+
+/**
+ * Describes the message platform.v1.CreateItemRequest.
+ * Use `create(CreateItemRequestSchema)` to create a new message.
+ */
+export const CreateItemRequestSchema: GenMessage<CreateItemRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 6);
+
+/**
+ * CreateItemResponse is the response of VaultService.CreateItem.
+ *
+ * @generated from message platform.v1.CreateItemResponse
+ */
+export type CreateItemResponse = Message<"platform.v1.CreateItemResponse"> & {
+  /**
+   * item: Output only. The item as stored, at version 1.
+   *
+   * @generated from field: platform.v1.Item item = 1;
+   */
+  item?: Item | undefined;
+
+  /**
+   * cursor: Output only. The vault's cursor at this item's creation; the
+   * same on every repeat of the creation.
+   *
+   * @generated from field: platform.v1.Cursor cursor = 2;
+   */
+  cursor?: Cursor | undefined;
+};
+
+/**
+ * Describes the message platform.v1.CreateItemResponse.
+ * Use `create(CreateItemResponseSchema)` to create a new message.
+ */
+export const CreateItemResponseSchema: GenMessage<CreateItemResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 7);
+
+/**
+ * UpdateItemRequest is the request of VaultService.UpdateItem.
+ *
+ * @generated from message platform.v1.UpdateItemRequest
+ */
+export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
+  /**
+   * vault_id: Required. The vault that holds the item.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * item_id: Required. The item to update.
+   *
+   * @generated from field: string item_id = 2;
+   */
+  itemId: string;
+
+  /**
+   * kind: Required. The client-defined kind of item: 1 to 32 characters of
+   * [a-z0-9._-], the first one a letter.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * title_hash: Optional. An opaque keyed hash of the title, computed by
+   * clients, at most 128 characters.
+   *
+   * @generated from field: string title_hash = 4;
+   */
+  titleHash: string;
+
+  /**
+   * encrypted_payload: Required. The item's content, encrypted by the client.
+   *
+   * @generated from field: platform.v1.EncryptedPayload encrypted_payload = 5;
+   */
+  encryptedPayload?: EncryptedPayload | undefined;
+
+  /**
+   * wrapped_keys: Required. The payload key wrapped for each recipient: 1 to
+   * 256 keys, each recipient at most once.
+   *
+   * @generated from field: repeated platform.v1.WrappedKey wrapped_keys = 6;
+   */
+  wrappedKeys: WrappedKey[];
+
+  /**
+   * base_version: Required. The version of the item the caller has seen, at
+   * least 1: the update happens only if it is still the item's version.
+   *
+   * @generated from field: int64 base_version = 7;
+   */
+  baseVersion: bigint;
+};
+
+/**
+ * Describes the message platform.v1.UpdateItemRequest.
+ * Use `create(UpdateItemRequestSchema)` to create a new message.
+ */
+export const UpdateItemRequestSchema: GenMessage<UpdateItemRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 8);
+
+/**
+ * UpdateItemResponse is the response of VaultService.UpdateItem.
+ *
+ * @generated from message platform.v1.UpdateItemResponse
+ */
+export type UpdateItemResponse = Message<"platform.v1.UpdateItemResponse"> & {
+  /**
+   * item: Output only. The item as stored, at `base_version` + 1.
+   *
+   * @generated from field: platform.v1.Item item = 1;
+   */
+  item?: Item | undefined;
+
+  /**
+   * cursor: Output only. The vault's cursor at this update's change; the
+   * same on every repeat of the update.
+   *
+   * @generated from field: platform.v1.Cursor cursor = 2;
+   */
+  cursor?: Cursor | undefined;
+};
+
+/**
+ * Describes the message platform.v1.UpdateItemResponse.
+ * Use `create(UpdateItemResponseSchema)` to create a new message.
+ */
+export const UpdateItemResponseSchema: GenMessage<UpdateItemResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 9);
+
+/**
+ * GetItemRequest is the request of VaultService.GetItem.
+ *
+ * @generated from message platform.v1.GetItemRequest
+ */
+export type GetItemRequest = Message<"platform.v1.GetItemRequest"> & {
+  /**
+   * vault_id: Required. The vault that holds the item.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * item_id: Required. The item to read.
+   *
+   * @generated from field: string item_id = 2;
+   */
+  itemId: string;
+};
+
+/**
+ * Describes the message platform.v1.GetItemRequest.
+ * Use `create(GetItemRequestSchema)` to create a new message.
+ */
+export const GetItemRequestSchema: GenMessage<GetItemRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 10);
+
+/**
+ * GetItemResponse is the response of VaultService.GetItem.
+ *
+ * @generated from message platform.v1.GetItemResponse
+ */
+export type GetItemResponse = Message<"platform.v1.GetItemResponse"> & {
+  /**
+   * item: Output only. The item, or its tombstone.
+   *
+   * @generated from field: platform.v1.Item item = 1;
+   */
+  item?: Item | undefined;
+};
+
+/**
+ * Describes the message platform.v1.GetItemResponse.
+ * Use `create(GetItemResponseSchema)` to create a new message.
+ */
+export const GetItemResponseSchema: GenMessage<GetItemResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 11);
+
+/**
+ * ListItemsRequest is the request of VaultService.ListItems.
+ *
+ * @generated from message platform.v1.ListItemsRequest
+ */
+export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
+  /**
+   * vault_id: Required. The vault to list.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * page_size: Optional. The most items in one page: 0 means 100, at most
+   * 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * page_token: Optional. The `next_page_token` of the previous page, as it
+   * was returned: opaque, and valid only for the same vault, filter and
+   * tenant. Empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+
+  /**
+   * show_deleted: Optional. Include tombstones (default false).
+   *
+   * @generated from field: bool show_deleted = 4;
+   */
+  showDeleted: boolean;
+};
+
+/**
+ * Describes the message platform.v1.ListItemsRequest.
+ * Use `create(ListItemsRequestSchema)` to create a new message.
+ */
+export const ListItemsRequestSchema: GenMessage<ListItemsRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 12);
+
+/**
+ * ListItemsResponse is the response of VaultService.ListItems.
+ *
+ * @generated from message platform.v1.ListItemsResponse
+ */
+export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
+  /**
+   * items: Output only. The page's items, in ascending `item_id` order.
+   *
+   * @generated from field: repeated platform.v1.Item items = 1;
+   */
+  items: Item[];
+
+  /**
+   * next_page_token: Output only. The token of the next page; empty on the
+   * last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * cursor: Output only. The vault's cursor when the first page was read,
+   * the same on every page of one listing: resume the changes from there.
+   *
+   * @generated from field: platform.v1.Cursor cursor = 3;
+   */
+  cursor?: Cursor | undefined;
+};
+
+/**
+ * Describes the message platform.v1.ListItemsResponse.
+ * Use `create(ListItemsResponseSchema)` to create a new message.
+ */
+export const ListItemsResponseSchema: GenMessage<ListItemsResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 13);
+
+/**
  * VaultService holds vault items: payloads encrypted by clients, with a
  * wrapped key per recipient. The server never decrypts anything.
  *
@@ -389,6 +709,111 @@ export const VaultService: GenService<{
     methodKind: "unary";
     input: typeof DeleteItemRequestSchema;
     output: typeof DeleteItemResponseSchema;
+  },
+  /**
+   * CreateItem creates an item with an id chosen by the client (offline-first
+   * clients create items before they can reach the server) at version 1.
+   *
+   * After the checks common to every RPC, in this order:
+   *
+   * 1. the token's scopes must include `vault.items.write`
+   *    (PERMISSION_DENIED);
+   * 2. the vault must belong to the caller's tenant and have the caller as a
+   *    member (PERMISSION_DENIED, the same answer for a vault that does not
+   *    exist; checked before any item is looked at);
+   * 3. no item may hold the id in the vault (ALREADY_EXISTS), unless it is
+   *    this very creation being repeated.
+   *
+   * The item is stored in one atomic step with `version` 1 and `updated_at`
+   * now; the vault's change sequence grows by one and the response carries
+   * the item and the cursor of this change.
+   *
+   * Repeating the call is safe: if the item exists live at version 1 with
+   * exactly the same content (kind, title hash, payload and wrapped keys),
+   * the answer is that item and the cursor of its creation. Otherwise the
+   * answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+   * `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
+   * item is a tombstone). The id of a tombstone that has been purged after the
+   * retention period may be used again.
+   *
+   * @generated from rpc platform.v1.VaultService.CreateItem
+   */
+  createItem: {
+    methodKind: "unary";
+    input: typeof CreateItemRequestSchema;
+    output: typeof CreateItemResponseSchema;
+  },
+  /**
+   * UpdateItem replaces an item's content (kind, title hash, payload and
+   * wrapped keys: all of it, since the server cannot merge ciphertexts),
+   * conditionally on its version.
+   *
+   * After the checks common to every RPC, in this order:
+   *
+   * 1. the token's scopes must include `vault.items.write`
+   *    (PERMISSION_DENIED);
+   * 2. the vault must belong to the caller's tenant and have the caller as a
+   *    member (PERMISSION_DENIED, as for CreateItem);
+   * 3. the item must exist in the vault (NOT_FOUND);
+   * 4. the item must be live (FAILED_PRECONDITION with a google.rpc.ErrorInfo
+   *    of reason `ITEM_DELETED`);
+   * 5. the item must be at `base_version` (ABORTED with a
+   *    google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
+   *    `currentVersion`), unless this very update is being repeated.
+   *
+   * On a live item at `base_version`, in one atomic step: the content is
+   * replaced, `version` grows by one, `updated_at` is now, the vault's change
+   * sequence grows by one; the response carries the item and the cursor of
+   * this change. Concurrent updates at one `base_version`: exactly one wins.
+   *
+   * Repeating the call is safe: if the item is live at `base_version` + 1
+   * with exactly the requested content, the answer is that item and the
+   * cursor of that change.
+   *
+   * @generated from rpc platform.v1.VaultService.UpdateItem
+   */
+  updateItem: {
+    methodKind: "unary";
+    input: typeof UpdateItemRequestSchema;
+    output: typeof UpdateItemResponseSchema;
+  },
+  /**
+   * GetItem reads one item, tombstones included until they are purged.
+   *
+   * After the checks common to every RPC: the token's scopes must include
+   * `vault.items.read`, then the vault must belong to the caller's tenant and
+   * have the caller as a member (PERMISSION_DENIED), then the item must exist
+   * in the vault (NOT_FOUND). Also served by the Connect GET form; the
+   * answer carries `Cache-Control: no-store`.
+   *
+   * @generated from rpc platform.v1.VaultService.GetItem
+   */
+  getItem: {
+    methodKind: "unary";
+    input: typeof GetItemRequestSchema;
+    output: typeof GetItemResponseSchema;
+  },
+  /**
+   * ListItems lists a vault's items by `item_id`, a page at a time.
+   *
+   * After the checks common to every RPC: the token's scopes must include
+   * `vault.items.read`, then the vault must belong to the caller's tenant and
+   * have the caller as a member (PERMISSION_DENIED), then `page_token`, when
+   * given, must be one this server issued for the same vault, filter and
+   * tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
+   * `pageToken`). Also served by the Connect GET form; the answer carries
+   * `Cache-Control: no-store`.
+   *
+   * A full sync is ListItems to the last page, then the changes after the
+   * returned `cursor`: anything that changed while the pages were read
+   * arrives again there, and clients keep the higher version.
+   *
+   * @generated from rpc platform.v1.VaultService.ListItems
+   */
+  listItems: {
+    methodKind: "unary";
+    input: typeof ListItemsRequestSchema;
+    output: typeof ListItemsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zkplatform_api_platform_v1_vault, 0);
