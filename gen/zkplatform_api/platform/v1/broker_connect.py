@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .broker_pb2 import MintUserApiTokenRequest, MintUserApiTokenResponse
+from .broker_pb2 import ListTokensRequest, ListTokensResponse, MintUserApiTokenRequest, MintUserApiTokenResponse, RevokeTokenRequest, RevokeTokenResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -39,7 +39,7 @@ _GZIP_COMPRESSION = GzipCompression()
 
 class BrokerService(Protocol):
     """
-    BrokerService issues API tokens.
+    BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -93,6 +93,40 @@ class BrokerService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def list_tokens(self, request: ListTokensRequest, ctx: RequestContext[ListTokensRequest, ListTokensResponse], /) -> ListTokensResponse:
+        """
+        ListTokens lists live tokens (neither expired nor revoked), newest first,
+        a page at a time, without their secrets.
+
+        After the checks common to every RPC (see vault.proto), in this order:
+
+        1. the token's scopes must include `broker.tokens.manage`
+           (PERMISSION_DENIED);
+        2. `principal_id` other than empty or the caller's own needs an owner or
+           admin caller (PERMISSION_DENIED); an owner or admin sees only
+           principals of its own tenant (another tenant's principal lists
+           nothing);
+        3. `page_token`, when given, must be one this server issued for the same
+           tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+           naming `pageToken`).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def revoke_token(self, request: RevokeTokenRequest, ctx: RequestContext[RevokeTokenRequest, RevokeTokenResponse], /) -> RevokeTokenResponse:
+        """
+        RevokeToken revokes a token and every token minted from it, transitively
+        (its whole tree), in one transaction: the answer lists what was revoked.
+
+        Any token may revoke itself and its descendants without any scope (a
+        logout). With `broker.tokens.manage`, a caller may revoke any token of
+        its own principal; an owner or admin with it, any token of its tenant.
+        After the checks common to every RPC (see vault.proto): a token the
+        caller may not revoke, an unknown id and another tenant's id all answer
+        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+        already revoked answers an empty list: repeating the call is harmless.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class BrokerServiceASGIApplication(ConnectASGIApplication[BrokerService]):
     def __init__(
@@ -118,6 +152,28 @@ class BrokerServiceASGIApplication(ConnectASGIApplication[BrokerService]):
                     ),
                     function=svc.mint_user_api_token,
                 ),
+                "/platform.v1.BrokerService/ListTokens": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListTokens",
+                        service_name="platform.v1.BrokerService",
+                        input=ListTokensRequest,
+                        output=ListTokensResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_tokens,
+                ),
+                "/platform.v1.BrokerService/RevokeToken": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeToken",
+                        service_name="platform.v1.BrokerService",
+                        input=RevokeTokenRequest,
+                        output=RevokeTokenResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.revoke_token,
+                ),
             },
             interceptors=interceptors,
             read_max_bytes=read_max_bytes,
@@ -133,7 +189,7 @@ class BrokerServiceASGIApplication(ConnectASGIApplication[BrokerService]):
 
 class BrokerServiceClient(ConnectClient):
     """
-    BrokerService issues API tokens.
+    BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -228,10 +284,80 @@ class BrokerServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_tokens(
+        self,
+        request: ListTokensRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListTokensResponse:
+        """
+        ListTokens lists live tokens (neither expired nor revoked), newest first,
+        a page at a time, without their secrets.
+
+        After the checks common to every RPC (see vault.proto), in this order:
+
+        1. the token's scopes must include `broker.tokens.manage`
+           (PERMISSION_DENIED);
+        2. `principal_id` other than empty or the caller's own needs an owner or
+           admin caller (PERMISSION_DENIED); an owner or admin sees only
+           principals of its own tenant (another tenant's principal lists
+           nothing);
+        3. `page_token`, when given, must be one this server issued for the same
+           tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+           naming `pageToken`).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListTokens",
+                service_name="platform.v1.BrokerService",
+                input=ListTokensRequest,
+                output=ListTokensResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    async def revoke_token(
+        self,
+        request: RevokeTokenRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeTokenResponse:
+        """
+        RevokeToken revokes a token and every token minted from it, transitively
+        (its whole tree), in one transaction: the answer lists what was revoked.
+
+        Any token may revoke itself and its descendants without any scope (a
+        logout). With `broker.tokens.manage`, a caller may revoke any token of
+        its own principal; an owner or admin with it, any token of its tenant.
+        After the checks common to every RPC (see vault.proto): a token the
+        caller may not revoke, an unknown id and another tenant's id all answer
+        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+        already revoked answers an empty list: repeating the call is harmless.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeToken",
+                service_name="platform.v1.BrokerService",
+                input=RevokeTokenRequest,
+                output=RevokeTokenResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class BrokerServiceSync(Protocol):
     """
-    BrokerService issues API tokens.
+    BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -285,6 +411,40 @@ class BrokerServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def list_tokens(self, request: ListTokensRequest, ctx: RequestContext[ListTokensRequest, ListTokensResponse], /) -> ListTokensResponse:
+        """
+        ListTokens lists live tokens (neither expired nor revoked), newest first,
+        a page at a time, without their secrets.
+
+        After the checks common to every RPC (see vault.proto), in this order:
+
+        1. the token's scopes must include `broker.tokens.manage`
+           (PERMISSION_DENIED);
+        2. `principal_id` other than empty or the caller's own needs an owner or
+           admin caller (PERMISSION_DENIED); an owner or admin sees only
+           principals of its own tenant (another tenant's principal lists
+           nothing);
+        3. `page_token`, when given, must be one this server issued for the same
+           tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+           naming `pageToken`).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def revoke_token(self, request: RevokeTokenRequest, ctx: RequestContext[RevokeTokenRequest, RevokeTokenResponse], /) -> RevokeTokenResponse:
+        """
+        RevokeToken revokes a token and every token minted from it, transitively
+        (its whole tree), in one transaction: the answer lists what was revoked.
+
+        Any token may revoke itself and its descendants without any scope (a
+        logout). With `broker.tokens.manage`, a caller may revoke any token of
+        its own principal; an owner or admin with it, any token of its tenant.
+        After the checks common to every RPC (see vault.proto): a token the
+        caller may not revoke, an unknown id and another tenant's id all answer
+        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+        already revoked answers an empty list: repeating the call is harmless.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class BrokerServiceWSGIApplication(ConnectWSGIApplication):
     def __init__(
@@ -308,6 +468,28 @@ class BrokerServiceWSGIApplication(ConnectWSGIApplication):
                     ),
                     function=service.mint_user_api_token,
                 ),
+                "/platform.v1.BrokerService/ListTokens": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListTokens",
+                        service_name="platform.v1.BrokerService",
+                        input=ListTokensRequest,
+                        output=ListTokensResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_tokens,
+                ),
+                "/platform.v1.BrokerService/RevokeToken": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeToken",
+                        service_name="platform.v1.BrokerService",
+                        input=RevokeTokenRequest,
+                        output=RevokeTokenResponse,
+                        idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.revoke_token,
+                ),
             },
             interceptors=interceptors,
             read_max_bytes=read_max_bytes,
@@ -323,7 +505,7 @@ class BrokerServiceWSGIApplication(ConnectWSGIApplication):
 
 class BrokerServiceClientSync(ConnectClientSync):
     """
-    BrokerService issues API tokens.
+    BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -413,6 +595,76 @@ class BrokerServiceClientSync(ConnectClientSync):
                 input=MintUserApiTokenRequest,
                 output=MintUserApiTokenResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_tokens(
+        self,
+        request: ListTokensRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListTokensResponse:
+        """
+        ListTokens lists live tokens (neither expired nor revoked), newest first,
+        a page at a time, without their secrets.
+
+        After the checks common to every RPC (see vault.proto), in this order:
+
+        1. the token's scopes must include `broker.tokens.manage`
+           (PERMISSION_DENIED);
+        2. `principal_id` other than empty or the caller's own needs an owner or
+           admin caller (PERMISSION_DENIED); an owner or admin sees only
+           principals of its own tenant (another tenant's principal lists
+           nothing);
+        3. `page_token`, when given, must be one this server issued for the same
+           tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+           naming `pageToken`).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListTokens",
+                service_name="platform.v1.BrokerService",
+                input=ListTokensRequest,
+                output=ListTokensResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    def revoke_token(
+        self,
+        request: RevokeTokenRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeTokenResponse:
+        """
+        RevokeToken revokes a token and every token minted from it, transitively
+        (its whole tree), in one transaction: the answer lists what was revoked.
+
+        Any token may revoke itself and its descendants without any scope (a
+        logout). With `broker.tokens.manage`, a caller may revoke any token of
+        its own principal; an owner or admin with it, any token of its tenant.
+        After the checks common to every RPC (see vault.proto): a token the
+        caller may not revoke, an unknown id and another tenant's id all answer
+        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+        already revoked answers an empty list: repeating the call is harmless.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeToken",
+                service_name="platform.v1.BrokerService",
+                input=RevokeTokenRequest,
+                output=RevokeTokenResponse,
+                idempotency_level=IdempotencyLevel.IDEMPOTENT,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class BrokerServiceStub:
-    """BrokerService issues API tokens.
+    """BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -55,10 +55,20 @@ class BrokerServiceStub:
                 request_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenRequest.SerializeToString,
                 response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenResponse.FromString,
                 _registered_method=True)
+        self.ListTokens = channel.unary_unary(
+                '/platform.v1.BrokerService/ListTokens',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensResponse.FromString,
+                _registered_method=True)
+        self.RevokeToken = channel.unary_unary(
+                '/platform.v1.BrokerService/RevokeToken',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
-    """BrokerService issues API tokens.
+    """BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -114,6 +124,42 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTokens(self, request, context):
+        """ListTokens lists live tokens (neither expired nor revoked), newest first,
+        a page at a time, without their secrets.
+
+        After the checks common to every RPC (see vault.proto), in this order:
+
+        1. the token's scopes must include `broker.tokens.manage`
+        (PERMISSION_DENIED);
+        2. `principal_id` other than empty or the caller's own needs an owner or
+        admin caller (PERMISSION_DENIED); an owner or admin sees only
+        principals of its own tenant (another tenant's principal lists
+        nothing);
+        3. `page_token`, when given, must be one this server issued for the same
+        tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+        naming `pageToken`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeToken(self, request, context):
+        """RevokeToken revokes a token and every token minted from it, transitively
+        (its whole tree), in one transaction: the answer lists what was revoked.
+
+        Any token may revoke itself and its descendants without any scope (a
+        logout). With `broker.tokens.manage`, a caller may revoke any token of
+        its own principal; an owner or admin with it, any token of its tenant.
+        After the checks common to every RPC (see vault.proto): a token the
+        caller may not revoke, an unknown id and another tenant's id all answer
+        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+        already revoked answers an empty list: repeating the call is harmless.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +167,16 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.MintUserApiToken,
                     request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenRequest.FromString,
                     response_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenResponse.SerializeToString,
+            ),
+            'ListTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTokens,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensResponse.SerializeToString,
+            ),
+            'RevokeToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeToken,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -131,7 +187,7 @@ def add_BrokerServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class BrokerService:
-    """BrokerService issues API tokens.
+    """BrokerService issues API tokens, lists them and revokes them.
 
     Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -166,6 +222,60 @@ class BrokerService:
             '/platform.v1.BrokerService/MintUserApiToken',
             zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenRequest.SerializeToString,
             zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.MintUserApiTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.BrokerService/ListTokens',
+            zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.ListTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.BrokerService/RevokeToken',
+            zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_broker__pb2.RevokeTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/broker.proto.
  */
 export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsACChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEosBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnG6SG6SAWsIARAgImVyY1IQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZRImChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCB7pIBBoCKAASMQoKcG9wX2tleV9pZBgEIAEoCUIdukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQiPQoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEiEKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW4qXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg4KClJPTEVfQURNSU4QAhIPCgtST0xFX01FTUJFUhADEhAKDFJPTEVfU0VSVklDRRAEMnAKDUJyb2tlclNlcnZpY2USXwoQTWludFVzZXJBcGlUb2tlbhIkLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0GiUucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlc3BvbnNlYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsACChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEosBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnG6SG6SAWsIARAgImVyY1IQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZRImChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCB7pIBBoCKAASMQoKcG9wX2tleV9pZBgEIAEoCUIdukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQiPQoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEiEKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW4i3wIKCVRva2VuSW5mbxIQCgh0b2tlbl9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMcHJpbmNpcGFsX2lkGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIfCgRyb2xlGAUgASgOMhEucGxhdGZvcm0udjEuUm9sZRISCgpwb3Bfa2V5X2lkGAYgASgJEi0KCWlzc3VlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPcGFyZW50X3Rva2VuX2lkGAkgASgJEigKBm9yaWdpbhgKIAEoDjIYLnBsYXRmb3JtLnYxLlRva2VuT3JpZ2luEjAKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAilQEKEUxpc3RUb2tlbnNSZXF1ZXN0EkMKDHByaW5jaXBhbF9pZBgBIAEoCUItukgq2AEBciUYQDIhXihbQS1aYS16MC05XVtBLVphLXowLTkuXzotXSp8LSkkEh0KCXBhZ2Vfc2l6ZRgCIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAMgASgJQgi6SAVyAxiACCJVChJMaXN0VG9rZW5zUmVzcG9uc2USJgoGdG9rZW5zGAEgAygLMhYucGxhdGZvcm0udjEuVG9rZW5JbmZvEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJEChJSZXZva2VUb2tlblJlcXVlc3QSLgoIdG9rZW5faWQYASABKAlCHLpIGcgBAXIUMhJedG9rX1swLTlhLWZdezI0fSQiMAoTUmV2b2tlVG9rZW5SZXNwb25zZRIZChFyZXZva2VkX3Rva2VuX2lkcxgBIAMoCSpfCgtUb2tlbk9yaWdpbhIcChhUT0tFTl9PUklHSU5fVU5TUEVDSUZJRUQQABIZChVUT0tFTl9PUklHSU5fT1BFUkFUT1IQARIXChNUT0tFTl9PUklHSU5fTUlOVEVEEAIqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg4KClJPTEVfQURNSU4QAhIPCgtST0xFX01FTUJFUhADEhAKDFJPTEVfU0VSVklDRRAEMpsCCg1Ccm9rZXJTZXJ2aWNlEl8KEE1pbnRVc2VyQXBpVG9rZW4SJC5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVxdWVzdBolLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXNwb25zZRJSCgpMaXN0VG9rZW5zEh4ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1JlcXVlc3QaHy5wbGF0Zm9ybS52MS5MaXN0VG9rZW5zUmVzcG9uc2UiA5ACARJVCgtSZXZva2VUb2tlbhIfLnBsYXRmb3JtLnYxLlJldm9rZVRva2VuUmVxdWVzdBogLnBsYXRmb3JtLnYxLlJldm9rZVRva2VuUmVzcG9uc2UiA5ACAmIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Token is an issued API access token.
@@ -178,6 +178,254 @@ export const MintUserApiTokenResponseSchema: GenMessage<MintUserApiTokenResponse
   messageDesc(file_zkplatform_api_platform_v1_broker, 2);
 
 /**
+ * TokenInfo describes a token without its secret.
+ *
+ * @generated from message platform.v1.TokenInfo
+ */
+export type TokenInfo = Message<"platform.v1.TokenInfo"> & {
+  /**
+   * token_id: Output only. The token's public handle.
+   *
+   * @generated from field: string token_id = 1;
+   */
+  tokenId: string;
+
+  /**
+   * tenant_id: Output only. The tenant of the token's principal.
+   *
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * principal_id: Output only. The principal the token acts for.
+   *
+   * @generated from field: string principal_id = 3;
+   */
+  principalId: string;
+
+  /**
+   * scopes: Output only. The granted scopes, sorted, without duplicates.
+   *
+   * @generated from field: repeated string scopes = 4;
+   */
+  scopes: string[];
+
+  /**
+   * role: Output only. The principal's role.
+   *
+   * @generated from field: platform.v1.Role role = 5;
+   */
+  role: Role;
+
+  /**
+   * pop_key_id: Output only. The thumbprint of the key the token is bound
+   * to; empty for an unbound token.
+   *
+   * @generated from field: string pop_key_id = 6;
+   */
+  popKeyId: string;
+
+  /**
+   * issued_at: Output only. When the token was issued or minted, in whole
+   * seconds.
+   *
+   * @generated from field: google.protobuf.Timestamp issued_at = 7;
+   */
+  issuedAt?: Timestamp | undefined;
+
+  /**
+   * expires_at: Output only. When the token stops working, in whole seconds.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 8;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * parent_token_id: Output only. The token it was minted from; empty for an
+   * operator-issued token. Revoking the parent revokes this token too.
+   *
+   * @generated from field: string parent_token_id = 9;
+   */
+  parentTokenId: string;
+
+  /**
+   * origin: Output only. How the token came to exist.
+   *
+   * @generated from field: platform.v1.TokenOrigin origin = 10;
+   */
+  origin: TokenOrigin;
+
+  /**
+   * last_used_at: Output only. When the token last authenticated a call, in
+   * whole seconds, recorded at most once a minute per token (so it may lag
+   * by up to a minute); unset if it was never used.
+   *
+   * @generated from field: google.protobuf.Timestamp last_used_at = 11;
+   */
+  lastUsedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message platform.v1.TokenInfo.
+ * Use `create(TokenInfoSchema)` to create a new message.
+ */
+export const TokenInfoSchema: GenMessage<TokenInfo> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_broker, 3);
+
+/**
+ * ListTokensRequest is the request of BrokerService.ListTokens.
+ *
+ * @generated from message platform.v1.ListTokensRequest
+ */
+export type ListTokensRequest = Message<"platform.v1.ListTokensRequest"> & {
+  /**
+   * principal_id: Optional. Whose tokens: empty for the caller's own
+   * principal, a principal id of the caller's tenant, or `-` for every
+   * principal of the tenant. Anything but empty or the caller's own needs
+   * an owner or admin caller (PERMISSION_DENIED).
+   *
+   * @generated from field: string principal_id = 1;
+   */
+  principalId: string;
+
+  /**
+   * page_size: Optional. The most tokens in one page: 0 means 100, at most
+   * 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * page_token: Optional. The `next_page_token` of the previous page, as it
+   * was returned: opaque, and valid only for the same tenant and filter
+   * (INVALID_ARGUMENT otherwise). Empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message platform.v1.ListTokensRequest.
+ * Use `create(ListTokensRequestSchema)` to create a new message.
+ */
+export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_broker, 4);
+
+/**
+ * ListTokensResponse is the response of BrokerService.ListTokens.
+ *
+ * @generated from message platform.v1.ListTokensResponse
+ */
+export type ListTokensResponse = Message<"platform.v1.ListTokensResponse"> & {
+  /**
+   * tokens: Output only. The page's live tokens, newest first (by
+   * `issued_at`, then `token_id`, both descending).
+   *
+   * @generated from field: repeated platform.v1.TokenInfo tokens = 1;
+   */
+  tokens: TokenInfo[];
+
+  /**
+   * next_page_token: Output only. The token of the next page; empty on the
+   * last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message platform.v1.ListTokensResponse.
+ * Use `create(ListTokensResponseSchema)` to create a new message.
+ */
+export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_broker, 5);
+
+/**
+ * RevokeTokenRequest is the request of BrokerService.RevokeToken.
+ *
+ * @generated from message platform.v1.RevokeTokenRequest
+ */
+export type RevokeTokenRequest = Message<"platform.v1.RevokeTokenRequest"> & {
+  /**
+   * token_id: Required. The public id of the token to revoke (`tok_` and 24
+   * lowercase hexadecimal digits), never its secret. Another form is
+   * INVALID_ARGUMENT; a token the caller may not revoke is NOT_FOUND.
+   *
+   * @generated from field: string token_id = 1;
+   */
+  tokenId: string;
+};
+
+/**
+ * Describes the message platform.v1.RevokeTokenRequest.
+ * Use `create(RevokeTokenRequestSchema)` to create a new message.
+ */
+export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_broker, 6);
+
+/**
+ * RevokeTokenResponse is the response of BrokerService.RevokeToken.
+ *
+ * @generated from message platform.v1.RevokeTokenResponse
+ */
+export type RevokeTokenResponse = Message<"platform.v1.RevokeTokenResponse"> & {
+  /**
+   * revoked_token_ids: Output only. The tokens this call revoked: the token
+   * and its descendants that were still unrevoked; empty when the token was
+   * already revoked.
+   *
+   * @generated from field: repeated string revoked_token_ids = 1;
+   */
+  revokedTokenIds: string[];
+};
+
+/**
+ * Describes the message platform.v1.RevokeTokenResponse.
+ * Use `create(RevokeTokenResponseSchema)` to create a new message.
+ */
+export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_broker, 7);
+
+/**
+ * TokenOrigin says how a token came to exist.
+ *
+ * @generated from enum platform.v1.TokenOrigin
+ */
+export enum TokenOrigin {
+  /**
+   * TOKEN_ORIGIN_UNSPECIFIED is never assigned.
+   *
+   * @generated from enum value: TOKEN_ORIGIN_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * TOKEN_ORIGIN_OPERATOR: issued by an operator command (or the development
+   * mode of the server), with direct access to the store; it has no parent.
+   *
+   * @generated from enum value: TOKEN_ORIGIN_OPERATOR = 1;
+   */
+  OPERATOR = 1,
+
+  /**
+   * TOKEN_ORIGIN_MINTED: minted through MintUserApiToken from a parent token.
+   *
+   * @generated from enum value: TOKEN_ORIGIN_MINTED = 2;
+   */
+  MINTED = 2,
+}
+
+/**
+ * Describes the enum platform.v1.TokenOrigin.
+ */
+export const TokenOriginSchema: GenEnum<TokenOrigin> = /*@__PURE__*/
+  enumDesc(file_zkplatform_api_platform_v1_broker, 0);
+
+/**
  * Role is a principal's role in its tenant. It bounds the scopes the
  * principal may hold.
  *
@@ -226,10 +474,10 @@ export enum Role {
  * Describes the enum platform.v1.Role.
  */
 export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
-  enumDesc(file_zkplatform_api_platform_v1_broker, 0);
+  enumDesc(file_zkplatform_api_platform_v1_broker, 1);
 
 /**
- * BrokerService issues API tokens.
+ * BrokerService issues API tokens, lists them and revokes them.
  *
  * Tokens are opaque: a fixed prefix `zkp_`, 32 random bytes in base62 (43
  * characters) and a CRC32 checksum of those in base62 (6 characters), so that
@@ -289,6 +537,48 @@ export const BrokerService: GenService<{
     methodKind: "unary";
     input: typeof MintUserApiTokenRequestSchema;
     output: typeof MintUserApiTokenResponseSchema;
+  },
+  /**
+   * ListTokens lists live tokens (neither expired nor revoked), newest first,
+   * a page at a time, without their secrets.
+   *
+   * After the checks common to every RPC (see vault.proto), in this order:
+   *
+   * 1. the token's scopes must include `broker.tokens.manage`
+   *    (PERMISSION_DENIED);
+   * 2. `principal_id` other than empty or the caller's own needs an owner or
+   *    admin caller (PERMISSION_DENIED); an owner or admin sees only
+   *    principals of its own tenant (another tenant's principal lists
+   *    nothing);
+   * 3. `page_token`, when given, must be one this server issued for the same
+   *    tenant and filter (INVALID_ARGUMENT with a google.rpc.BadRequest
+   *    naming `pageToken`).
+   *
+   * @generated from rpc platform.v1.BrokerService.ListTokens
+   */
+  listTokens: {
+    methodKind: "unary";
+    input: typeof ListTokensRequestSchema;
+    output: typeof ListTokensResponseSchema;
+  },
+  /**
+   * RevokeToken revokes a token and every token minted from it, transitively
+   * (its whole tree), in one transaction: the answer lists what was revoked.
+   *
+   * Any token may revoke itself and its descendants without any scope (a
+   * logout). With `broker.tokens.manage`, a caller may revoke any token of
+   * its own principal; an owner or admin with it, any token of its tenant.
+   * After the checks common to every RPC (see vault.proto): a token the
+   * caller may not revoke, an unknown id and another tenant's id all answer
+   * NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
+   * already revoked answers an empty list: repeating the call is harmless.
+   *
+   * @generated from rpc platform.v1.BrokerService.RevokeToken
+   */
+  revokeToken: {
+    methodKind: "unary";
+    input: typeof RevokeTokenRequestSchema;
+    output: typeof RevokeTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zkplatform_api_platform_v1_broker, 0);
