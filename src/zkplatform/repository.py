@@ -12,7 +12,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
+from zkplatform.domain.models import (
+    Item,
+    ItemChange,
+    ItemContent,
+    ItemPage,
+    Principal,
+    Tenant,
+    TokenRecord,
+    Tombstone,
+    Vault,
+)
 
 
 class AlreadyExists(ValueError):
@@ -36,6 +46,33 @@ class Stale:
 
 
 DeleteOutcome = Tombstone | Stale | Missing
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """The item was stored: its creation."""
+
+    change: ItemChange
+
+
+@dataclass(frozen=True, slots=True)
+class Existing:
+    """The vault already holds an item of that id (maybe a tombstone): it, as of its latest change."""
+
+    change: ItemChange
+
+
+CreateOutcome = Created | Existing
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The update did not apply: the item, maybe a tombstone, as of its latest change."""
+
+    current: ItemChange
+
+
+UpdateOutcome = ItemChange | Conflict | Missing
 
 
 class DirectoryRepository(Protocol):
@@ -77,9 +114,34 @@ class ItemRepository(Protocol):
         it was first deleted, whatever base_version says."""
         ...
 
+    async def create_item(self, item: Item) -> CreateOutcome:
+        """Atomically: store the new item with the vault's next sequence number,
+        unless the vault holds an item of that id (a tombstone included): then
+        change nothing and answer that item. Concurrent creates of one id store
+        exactly one. UnknownReference when the store has no such vault in the
+        item's tenant."""
+        ...
+
+    async def update_item(
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+    ) -> UpdateOutcome:
+        """Atomically: if the item is live at base_version, replace its content,
+        one version later, at `now`, with the vault's next sequence number. A
+        compare-and-set: of concurrent updates at one base_version exactly one
+        applies, and the others answer Conflict with the item as it then is."""
+        ...
+
+    async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
+        """At most `limit` items of the vault with an item_id after `after_item_id`
+        ("" for the first), in item_id order, tombstones only if show_deleted; and
+        the vault's sequence number read in the same snapshot as those items (0 for
+        a vault the store does not have). A keyset scan of the primary key: any
+        page costs what the first costs."""
+        ...
+
     async def vault_sequence(self, vault_id: str) -> int:
-        """The sequence number of the vault's latest change, an add or a delete
-        (purges are not changes): 0 before any, and for a vault the store does
+        """The sequence number of the vault's latest change: an add, a create,
+        an update or a delete (purges are not changes): 0 before any, and for a vault the store does
         not have. Every change takes the next one, so it counts the changes."""
         ...
 

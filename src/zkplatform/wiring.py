@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 
 from zkplatform.config import ConfigError, Settings
@@ -9,6 +11,7 @@ from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import BrokerUseCases, MintPolicy
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
+from zkplatform.domain.paging import PageTokens
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
 from zkplatform.pepper import load_pepper
@@ -38,9 +41,16 @@ class Platform:
             clock=clock,
             authenticator=Authenticator(store, store, hasher, clock),
             issuer=issuer,
-            vault=VaultUseCases(store, store, clock),
+            vault=VaultUseCases(store, store, clock, PageTokens(page_token_key(pepper))),
             broker=BrokerUseCases(store, issuer, policy or MintPolicy(), clock),
         )
+
+
+def page_token_key(pepper: bytes) -> bytes:
+    """The key of ListItems page tokens: derived from the pepper, so that every worker and
+    host that shares the store and its pepper reads the others' tokens, and distinct from
+    the token hashes' key, so that a page token's MAC is never a token hash."""
+    return hmac.new(pepper, b"zkplatform page tokens v1", hashlib.sha256).digest()
 
 
 async def platform_from(settings: Settings) -> Platform:

@@ -50,6 +50,23 @@ class VersionMismatch(DomainError):
         self.current_version = current_version
 
 
+class ItemExists(DomainError):
+    """A create for an id the vault already holds, other than a repeat of that very creation."""
+
+    def __init__(self, current_version: int, deleted: bool) -> None:  # the shape the RPC layer reads
+        state = "deleted" if deleted else "live"
+        super().__init__(f"the item already exists ({state}, at version {current_version})")
+        self.current_version = current_version
+        self.deleted = deleted
+
+
+class ItemDeleted(DomainError):
+    """A change of an item that is a tombstone: it can no longer change."""
+
+    def __init__(self) -> None:
+        super().__init__("the item is deleted")
+
+
 class ParentExpiresSoon(DomainError):
     """The calling token expires before the shortest lifetime a new token may have."""
 

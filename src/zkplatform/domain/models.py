@@ -70,6 +70,7 @@ class Principal:
     tenant_id: str
     role: Role
     allowed_scopes: frozenset[Scope]
+    disabled: bool = False  # offboarded: holds no live token and is issued none until enabled
 
     @classmethod
     def new(cls, principal_id: str, tenant_id: str, role: Role, scopes: Iterable[Scope] | None = None) -> Principal:
@@ -121,6 +122,27 @@ class Item:
     wrapped_keys: tuple[WrappedKey, ...]
     deleted: bool = False
 
+    @property
+    def content(self) -> ItemContent | None:
+        """What a client wrote to this item; None on a tombstone, whose content is erased."""
+        if self.deleted or self.payload is None:
+            return None
+        return ItemContent(self.kind, self.title_hash, self.payload, self.wrapped_keys)
+
+    def with_content(self, content: ItemContent, now: int) -> Item:
+        """This item with its content replaced at `now`, one version later."""
+        return Item(
+            item_id=self.item_id,
+            tenant_id=self.tenant_id,
+            vault_id=self.vault_id,
+            version=self.version + 1,
+            kind=content.kind,
+            title_hash=content.title_hash,
+            updated_at=now,
+            payload=content.payload,
+            wrapped_keys=content.wrapped_keys,
+        )
+
     def tombstone(self, now: int) -> Item:
         """This item deleted at `now`: crypto-shredded, one version later."""
         # Built directly, not with dataclasses.replace: this runs on every delete and replace costs 5x more.
@@ -139,10 +161,46 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Tombstone:
-    """A deleted item and the vault sequence number of its delete."""
+class ItemContent:
+    """What a client writes to an item, all of it at once: the server cannot merge ciphertexts."""
+
+    kind: str
+    title_hash: str
+    payload: EncryptedPayload
+    wrapped_keys: tuple[WrappedKey, ...]  # in the client's order: a retry must repeat it exactly
+
+    def new_item(self, item_id: str, tenant_id: str, vault_id: str, now: int) -> Item:
+        """A new item holding this content, at version 1."""
+        return Item(
+            item_id=item_id,
+            tenant_id=tenant_id,
+            vault_id=vault_id,
+            version=1,
+            kind=self.kind,
+            title_hash=self.title_hash,
+            updated_at=now,
+            payload=self.payload,
+            wrapped_keys=self.wrapped_keys,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ItemChange:
+    """An item as of one change (a create, an update or a delete) and that change's vault sequence number."""
 
     item: Item
+    sequence: int
+
+
+# A delete's change: the tombstone and the sequence number of the delete.
+Tombstone = ItemChange
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPage:
+    """Some of a vault's items, by item_id, and the vault's sequence number in the same snapshot."""
+
+    items: tuple[Item, ...]
     sequence: int
 
 
@@ -160,6 +218,8 @@ class TokenRecord:
     pop_key_id: str = ""
     minted: bool = False  # minted through the API (counts against the cap), not issued by an operator
     revoked: bool = False
+    parent_token_id: str = ""  # the token it was minted from; "" when an operator issued it
+    last_used_at: int | None = None  # recorded at most once a minute (see Authenticator); None if never
 
     def is_live(self, now: int) -> bool:
         return not self.revoked and now < self.expires_at

@@ -1,19 +1,51 @@
-"""Vault use cases."""
+"""Vault use cases.
+
+Each checks, in this order, before it looks at any item: the token's scope, then
+that the caller is a member of the vault in its own tenant (a vault that does not
+exist answers the same, so the answer reveals nothing).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import NotFound, VersionMismatch
-from zkplatform.domain.models import Scope, Tombstone
-from zkplatform.repository import DirectoryRepository, ItemRepository, Missing, Stale
+from zkplatform.domain.errors import FieldViolation, InvalidArgument, ItemDeleted, ItemExists, NotFound, VersionMismatch
+from zkplatform.domain.models import Item, ItemChange, ItemContent, Scope, Tombstone
+from zkplatform.domain.paging import PageTokens
+from zkplatform.repository import (
+    Conflict,
+    Created,
+    DirectoryRepository,
+    Existing,
+    ItemRepository,
+    Missing,
+    Stale,
+)
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ListedItems:
+    """One page of a listing, the token of the next ("" on the last), and the
+    vault's sequence number when the listing's first page was read."""
+
+    items: tuple[Item, ...]
+    next_page_token: str
+    sequence: int
 
 
 class VaultUseCases:
-    def __init__(self, directory: DirectoryRepository, items: ItemRepository, clock: Clock) -> None:
+    def __init__(
+        self, directory: DirectoryRepository, items: ItemRepository, clock: Clock, page_tokens: PageTokens
+    ) -> None:
         self._directory = directory
         self._items = items
         self._clock = clock
+        self._page_tokens = page_tokens
 
     async def delete_item(self, caller: Caller, vault_id: str, item_id: str, base_version: int) -> Tombstone:
         """Delete a live item at base_version, or return the tombstone of an earlier delete."""
@@ -25,5 +57,89 @@ class VaultUseCases:
             case Stale(current_version):
                 raise VersionMismatch(current_version)
             case Missing():
-                msg = f"no item {item_id} in vault {vault_id}"
-                raise NotFound(msg)
+                raise _not_found(vault_id, item_id)
+
+    async def create_item(self, caller: Caller, vault_id: str, item_id: str, content: ItemContent) -> ItemChange:
+        """Create the item at version 1, or answer its creation again when this is a repeat of it."""
+        caller.require_scope(Scope.VAULT_ITEMS_WRITE)
+        vault = caller.require_member(await self._directory.get_vault(vault_id))
+        match await self._items.create_item(content.new_item(item_id, vault.tenant_id, vault_id, self._clock())):
+            case Created(change):
+                return change
+            case Existing(change):
+                # At version 1 the item's latest change is its creation, so this answers as the creation did.
+                if change.item.version == 1 and change.item.content == content:
+                    return change
+                raise ItemExists(change.item.version, change.item.deleted)
+
+    async def update_item(
+        self, caller: Caller, vault_id: str, item_id: str, base_version: int, content: ItemContent
+    ) -> ItemChange:
+        """Replace the content of a live item at base_version, or answer that
+        change again when this is a repeat of it."""
+        caller.require_scope(Scope.VAULT_ITEMS_WRITE)
+        caller.require_member(await self._directory.get_vault(vault_id))
+        match await self._items.update_item(vault_id, item_id, base_version, content, self._clock()):
+            case Missing():
+                raise _not_found(vault_id, item_id)
+            case Conflict(current):
+                if current.item.deleted:
+                    raise ItemDeleted
+                # The latest change made exactly what was asked from base_version: this update, repeated.
+                if current.item.version == base_version + 1 and current.item.content == content:
+                    return current
+                raise VersionMismatch(current.item.version)
+            case ItemChange() as change:
+                return change
+
+    async def get_item(self, caller: Caller, vault_id: str, item_id: str) -> Item:
+        """The item as last changed, a tombstone included."""
+        caller.require_scope(Scope.VAULT_ITEMS_READ)
+        caller.require_member(await self._directory.get_vault(vault_id))
+        item = await self._items.get_item(vault_id, item_id)
+        if item is None:
+            raise _not_found(vault_id, item_id)
+        return item
+
+    async def list_items(
+        self,
+        caller: Caller,
+        vault_id: str,
+        page_size: int,
+        page_token: str,
+        show_deleted: bool,  # the request's field, in the RPC layer's shape
+    ) -> ListedItems:
+        """A page of the vault's items in item_id order, from the first page or from
+        where `page_token` says the listing stands."""
+        caller.require_scope(Scope.VAULT_ITEMS_READ)
+        caller.require_member(await self._directory.get_vault(vault_id))
+        if not 0 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
+        size = page_size or DEFAULT_PAGE_SIZE
+        tenant_id = caller.tenant_id  # the vault's, as the caller is a member
+        state = None
+        if page_token:
+            state = self._page_tokens.read(
+                page_token, tenant_id=tenant_id, vault_id=vault_id, show_deleted=show_deleted
+            )
+        # One more than the page: a next page token only when there is something after it.
+        page = await self._items.list_items(
+            vault_id, "" if state is None else state.after_item_id, size + 1, show_deleted=show_deleted
+        )
+        items = page.items[:size]
+        # The first page's snapshot fixes the listing's cursor; later pages carry it in their token.
+        sequence = page.sequence if state is None else state.sequence
+        next_page_token = ""
+        if len(page.items) > size:
+            next_page_token = self._page_tokens.issue(
+                tenant_id=tenant_id,
+                vault_id=vault_id,
+                show_deleted=show_deleted,
+                sequence=sequence,
+                after_item_id=items[-1].item_id,
+            )
+        return ListedItems(items, next_page_token, sequence)
+
+
+def _not_found(vault_id: str, item_id: str) -> NotFound:
+    return NotFound(f"no item {item_id} in vault {vault_id}")

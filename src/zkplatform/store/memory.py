@@ -13,8 +13,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
-from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.repository import (
+    AlreadyExists,
+    Conflict,
+    Created,
+    CreateOutcome,
+    DeleteOutcome,
+    Existing,
+    Missing,
+    Stale,
+    UnknownReference,
+    UpdateOutcome,
+)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -103,7 +114,42 @@ class MemoryStore:
                 return Stale(stored.item.version)
             stored.item = stored.item.tombstone(now)
             stored.sequence = self._next_sequence(vault_id)
-        return Tombstone(stored.item, stored.sequence)
+        return ItemChange(stored.item, stored.sequence)
+
+    async def create_item(self, item: Item) -> CreateOutcome:
+        vault = self._vaults.get(item.vault_id)
+        if vault is None or vault.tenant_id != item.tenant_id:
+            raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
+        key = (item.vault_id, item.item_id)
+        if (stored := self._items.get(key)) is not None:
+            return Existing(ItemChange(stored.item, stored.sequence))
+        stored = self._items[key] = _Stored(item, self._next_sequence(item.vault_id))
+        return Created(ItemChange(stored.item, stored.sequence))
+
+    async def update_item(
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+    ) -> UpdateOutcome:
+        stored = self._items.get((vault_id, item_id))
+        if stored is None:
+            return Missing()
+        if stored.item.deleted or stored.item.version != base_version:
+            return Conflict(ItemChange(stored.item, stored.sequence))
+        stored.item = stored.item.with_content(content, now)
+        stored.sequence = self._next_sequence(vault_id)
+        return ItemChange(stored.item, stored.sequence)
+
+    async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
+        # A scan of every item (the memory store is for development and tests), sorting only what it returns.
+        page = heapq.nsmallest(
+            limit,
+            (
+                s.item
+                for (v, i), s in self._items.items()
+                if v == vault_id and i > after_item_id and (show_deleted or not s.item.deleted)
+            ),
+            key=lambda item: item.item_id,
+        )
+        return ItemPage(tuple(page), self._sequences.get(vault_id, 0))
 
     async def vault_sequence(self, vault_id: str) -> int:
         return self._sequences.get(vault_id, 0)
