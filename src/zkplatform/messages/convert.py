@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from zkplatform.domain import models
 from zkplatform.domain.issuing import IssuedToken
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+
+if TYPE_CHECKING:
+    from zkplatform.domain.vault import ListedItems
 
 
 def timestamp(unix_seconds: int) -> Timestamp:
@@ -58,11 +63,47 @@ def item_from_proto(message: vault_pb2.Item) -> models.Item:
     )
 
 
+def item_content(request: vault_pb2.CreateItemRequest | vault_pb2.UpdateItemRequest) -> models.ItemContent:
+    """What a create or an update writes; the wrapped keys keep the client's order."""
+    p = request.encrypted_payload
+    return models.ItemContent(
+        kind=request.kind,
+        title_hash=request.title_hash,
+        payload=models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version),
+        wrapped_keys=tuple(models.WrappedKey(k.recipient_id, k.wrap_alg, k.wrapped_key) for k in request.wrapped_keys),
+    )
+
+
+_ChangeResponse = TypeVar(
+    "_ChangeResponse", vault_pb2.CreateItemResponse, vault_pb2.UpdateItemResponse, vault_pb2.DeleteItemResponse
+)
+
+
+def change_response(change: models.ItemChange, response: _ChangeResponse) -> _ChangeResponse:
+    """A create's, an update's or a delete's response: the item and the cursor of its change, filled in place."""
+    item_to_proto(change.item, response.item)
+    response.cursor.vault_id = change.item.vault_id
+    response.cursor.sequence = change.sequence
+    return response
+
+
 def delete_response(tombstone: models.Tombstone) -> vault_pb2.DeleteItemResponse:
-    response = vault_pb2.DeleteItemResponse()
-    item_to_proto(tombstone.item, response.item)
-    response.cursor.vault_id = tombstone.item.vault_id
-    response.cursor.sequence = tombstone.sequence
+    return change_response(tombstone, vault_pb2.DeleteItemResponse())
+
+
+def get_response(item: models.Item) -> vault_pb2.GetItemResponse:
+    response = vault_pb2.GetItemResponse()
+    item_to_proto(item, response.item)
+    return response
+
+
+def list_response(vault_id: str, listed: ListedItems) -> vault_pb2.ListItemsResponse:
+    response = vault_pb2.ListItemsResponse(next_page_token=listed.next_page_token)
+    add = response.items.add
+    for item in listed.items:
+        item_to_proto(item, add())
+    response.cursor.vault_id = vault_id
+    response.cursor.sequence = listed.sequence
     return response
 
 

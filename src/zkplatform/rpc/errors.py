@@ -29,7 +29,7 @@ def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
     return error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata)
 
 
-def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: PLR0911 # one arm per row
+def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, PLR0911 # one arm per row
     """The Connect form of a domain error (the error table of docs/api.md)."""
     match error:
         case domain.InvalidArgument():
@@ -51,6 +51,13 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: PLR091
         case domain.VersionMismatch():
             info = _info("VERSION_MISMATCH", currentVersion=str(error.current_version))
             return ConnectError(Code.ABORTED, str(error), [error_detail(info)])
+        case domain.ItemExists():
+            state = {"deleted": "true"} if error.deleted else {}
+            info = _info("ITEM_EXISTS", currentVersion=str(error.current_version), **state)
+            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(info)])
+        case domain.ItemDeleted():
+            info = _info("ITEM_DELETED")
+            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
         case domain.ParentExpiresSoon():
             info = _info("PARENT_EXPIRES_SOON")
             return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
