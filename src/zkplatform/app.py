@@ -11,6 +11,7 @@ from typing import Any
 from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.interceptor import Interceptor
+from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
 from zkplatform import devmode
@@ -36,11 +37,16 @@ log = logging.getLogger(__name__)
 PURGE_INTERVAL_SECONDS = 3600
 
 
-def procedures(file: FileDescriptor) -> Iterable[str]:
-    """The HTTP paths of every RPC declared in a proto file."""
+_NO_SIDE_EFFECTS = descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS
+
+
+def procedures(file: FileDescriptor, *, side_effect_free_only: bool = False) -> Iterable[str]:
+    """The HTTP paths of every RPC declared in a proto file (or only of those
+    declared `idempotency_level = NO_SIDE_EFFECTS`: the ones GET may call)."""
     for service in file.services_by_name.values():
         for method in service.methods:
-            yield f"/{service.full_name}/{method.name}"
+            if not side_effect_free_only or method.GetOptions().idempotency_level == _NO_SIDE_EFFECTS:
+                yield f"/{service.full_name}/{method.name}"
 
 
 def create_app(
@@ -64,7 +70,10 @@ def create_app(
         # Needing no token: reflection (the public contract) and health.
         health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
         files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
-        edge.mount(routes(settings, platform, vault, broker), reflection_routes(files) | health_streams)
+        readable = {path for file in files for path in procedures(file, side_effect_free_only=True)}
+        edge.mount(
+            routes(settings, platform, vault, broker), reflection_routes(files) | health_streams, get_allowed=readable
+        )
         edge.mount(health_unary, protocol_header_required=False)
         edge.revoke_leaked_with(platform.authenticator.revoke_leaked)
 

@@ -15,6 +15,9 @@
 - then requires `Connect-Protocol-Version` on Connect-protocol calls:
   connectrpc refuses a wrong value but accepts a missing header. gRPC and
   gRPC-Web calls do not use the header;
+- lets GET reach only the procedures without side effects (the Connect GET
+  form: the message in the query, `connect=v1` standing for the protocol
+  header), answering 405 with the methods each procedure allows otherwise;
 - bounds streaming calls, which are not buffered: how many are open, how large
   each message may be, how long a message may take to arrive;
 - records the URL a DPoP proof must name, which connectrpc's request context
@@ -24,7 +27,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +76,7 @@ request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
 class _Procedure:
     app: ASGIApp
     header_required: bool  # Connect-Protocol-Version
+    get_allowed: bool  # no side effects: the Connect GET form is served
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +117,16 @@ class Edge:
         streams: Mapping[str, ASGIApp] | None = None,
         *,
         protocol_header_required: bool = True,
+        get_allowed: Collection[str] = frozenset(),
     ) -> None:
         """Route these procedures (at start-up, once the store is open). Unary
         calls are read whole first; streams are handed on as they come. The
         platform's procedures require Connect-Protocol-Version; health, which
-        load balancers probe with whatever they send, does not."""
+        load balancers probe with whatever they send, does not. The paths in
+        `get_allowed` (procedures declared without side effects) also take GET."""
         self._procedures.update(
-            (path, _Procedure(app, protocol_header_required)) for path, app in unary_procedures.items()
+            (path, _Procedure(app, protocol_header_required, path in get_allowed))
+            for path, app in unary_procedures.items()
         )
         self._streams.update(streams or {})
 
@@ -152,15 +159,20 @@ class Edge:
     async def _unary(
         self, procedure: _Procedure, scope: Scope, receive: Receive, send: Send, leak: _Leak | None
     ) -> None:
-        if scope["method"] != "POST":
-            refused = ConnectError(Code.UNIMPLEMENTED, f"{scope['method']} is not allowed: this procedure takes POST")
-            await send_error(send, scope, refused, http_status=405, headers=[(b"allow", b"POST")])
+        method = scope["method"]
+        if method != "POST" and not (method == "GET" and procedure.get_allowed):
+            allowed = "GET, POST" if procedure.get_allowed else "POST"
+            refused = ConnectError(Code.UNIMPLEMENTED, f"{method} is not allowed: this procedure takes {allowed}")
+            await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
             return
-        body, refusal = await self._read_body(scope, receive)
+        if method == "GET":
+            body, refusal = b"", self._query_over_limit(scope)
+        else:
+            body, refusal = await self._read_body(scope, receive)
         if refusal is None:
             refusal = _malformed(scope)
-        if refusal is None and procedure.header_required and _lacks_protocol_version(scope):
-            refusal = ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
+        if refusal is None and procedure.header_required:
+            refusal = _protocol_version_refusal(scope)
         if refusal is None and leak is not None:
             refusal = leak.refusal()
         if refusal is not None:
@@ -168,6 +180,12 @@ class Edge:
             return
         request_facts.set(RequestFacts(scope))
         await procedure.app(scope, _replay(body, receive), send)
+
+    def _query_over_limit(self, scope: Scope) -> ConnectError | None:
+        """A GET carries its message in the query: the body limit holds for it too."""
+        if len(scope.get("query_string", b"")) > self._max_body_bytes:
+            return ConnectError(Code.RESOURCE_EXHAUSTED, f"request query exceeds {self._max_body_bytes} bytes")
+        return None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, ConnectError | None]:
         """The whole body, or why not: over the limit, or too slow to arrive.
@@ -332,15 +350,29 @@ def _is_utf8(raw: bytes) -> bool:
 _CONNECT_UNARY_TYPES = (b"application/json", b"application/proto")
 
 
-def _lacks_protocol_version(scope: Scope) -> bool:
-    """A Connect-protocol call (a GET, or a POST of a Connect unary content type) without the header."""
+def _protocol_version_refusal(scope: Scope) -> ConnectError | None:
+    """A Connect-protocol call without its protocol version: a POST of a Connect
+    unary content type without the header, a GET without `connect=v1` in the
+    query (the header stands for it there too). A wrong header value is
+    connectrpc's to refuse."""
     content_type = b""
     for key, value in scope.get("headers", ()):
         if key == b"connect-protocol-version":
-            return False
+            return None
         if key == b"content-type":
             content_type = value
-    return scope["method"] == "GET" or content_type.lower().startswith(_CONNECT_UNARY_TYPES)
+    if scope["method"] == "GET":
+        versions = [v for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k == "connect"]
+        if versions == ["v1"]:
+            return None
+        if versions:
+            return ConnectError(Code.INVALID_ARGUMENT, "the query parameter connect must be v1 (once)")
+        return ConnectError(
+            Code.INVALID_ARGUMENT, "missing required query parameter connect=v1 (or header Connect-Protocol-Version: 1)"
+        )
+    if content_type.lower().startswith(_CONNECT_UNARY_TYPES):
+        return ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
+    return None
 
 
 _GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
