@@ -1,5 +1,5 @@
 // A platform.v1 client for Node, over any of the protocols the server speaks.
-import { createClient, type Client, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
@@ -7,12 +7,19 @@ import { BrokerService } from "./gen/zkplatform_api/platform/v1/broker_pb.js";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 
-export function transport(baseUrl: string, protocol: Protocol): Transport {
+// httpGet: the Connect protocols call the RPCs without side effects (GetItem,
+// ListItems) with HTTP GET, the message in the query; gRPC and gRPC-Web ignore it.
+export interface TransportOptions {
+  httpGet?: boolean;
+}
+
+export function transport(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Transport {
+  const useHttpGet = options.httpGet ?? false;
   switch (protocol) {
     case "connect-json":
-      return createConnectTransport({ baseUrl, httpVersion: "1.1" });
+      return createConnectTransport({ baseUrl, httpVersion: "1.1", useHttpGet });
     case "connect-binary":
-      return createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true });
+      return createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, useHttpGet });
     case "grpc":
       return createGrpcTransport({ baseUrl }); // HTTP/2 cleartext, prior knowledge
     case "grpc-web":
@@ -25,8 +32,8 @@ export interface Clients {
   broker: Client<typeof BrokerService>;
 }
 
-export function clients(baseUrl: string, protocol: Protocol): Clients {
-  const t = transport(baseUrl, protocol);
+export function clients(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Clients {
+  const t = transport(baseUrl, protocol, options);
   return { vault: createClient(VaultService, t), broker: createClient(BrokerService, t) };
 }
 
@@ -62,4 +69,12 @@ export function decodeErrorInfo(bytes: Uint8Array): ErrorInfo {
     } else reader.skip(wireType);
   }
   return info;
+}
+
+// A failed call's code name and its google.rpc.ErrorInfo detail, if it carries one.
+export function describeError(error: unknown): { code: string; info: ErrorInfo | null } {
+  const e = ConnectError.from(error);
+  // Details received from a server are raw: {type, value (bytes), debug}.
+  const detail = e.details.find((d) => "type" in d && d.type === "google.rpc.ErrorInfo");
+  return { code: Code[e.code], info: detail && "type" in detail ? decodeErrorInfo(detail.value) : null };
 }
