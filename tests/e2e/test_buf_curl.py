@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from google.rpc import error_details_pb2
 
 from tests.e2e.server import Server, serving
 
@@ -123,3 +126,69 @@ def test_health_list_and_watch(server: Server) -> None:
     }
     assert json.loads(watched.stdout) == {"status": "SERVING"}
     assert "deadline_exceeded" in watched.stderr
+
+
+ITEM_CONTENT = {
+    "kind": "login",
+    "encryptedPayload": {"alg": "A256GCM", "nonce": "bm9uY2U", "ciphertext": "c2VjcmV0"},
+    "wrappedKeys": [{"recipientId": "alice", "wrapAlg": "A256KW", "wrappedKey": "a2V5"}],
+}
+
+
+@pytest.mark.parametrize("protocol", ["connect", "grpc", "grpcweb"])
+@pytest.mark.parametrize("schema", [["--schema", "."], []], ids=["local-schema", "reflection"])
+def test_item_rpcs_with_buf_curl(server: Server, alice: str, protocol: str, schema: list[str]) -> None:
+    item = f"buf-{protocol}-{len(schema)}"
+    service = f"{server.base_url}/platform.v1.VaultService"
+
+    def call(method: str, message: dict[str, object]) -> dict[str, Any]:
+        result = buf_curl(
+            *schema,
+            "--protocol",
+            protocol,
+            "-H",
+            f"Authorization: Bearer {alice}",
+            "-d",
+            json.dumps(message),
+            f"{service}/{method}",
+        )
+        assert result.returncode == 0, result.stderr
+        answer: dict[str, Any] = json.loads(result.stdout)
+        return answer
+
+    created = call("CreateItem", {"vaultId": "acme-shared", "itemId": item, **ITEM_CONTENT})
+    updated = call("UpdateItem", {"vaultId": "acme-shared", "itemId": item, "baseVersion": "1", **ITEM_CONTENT})
+    got = call("GetItem", {"vaultId": "acme-shared", "itemId": item})
+    listed = call("ListItems", {"vaultId": "acme-shared", "pageSize": 1000})
+
+    assert created["item"]["version"] == "1"
+    assert updated["item"]["version"] == "2"
+    assert got["item"] == updated["item"]
+    assert item in [i["itemId"] for i in listed["items"]]
+
+
+def test_item_already_exists_with_buf_curl(server: Server, alice: str) -> None:
+    def create(kind: str) -> subprocess.CompletedProcess[str]:
+        return buf_curl(
+            "--protocol",
+            "grpc",
+            "-H",
+            f"Authorization: Bearer {alice}",
+            "-d",
+            json.dumps({"vaultId": "acme-shared", "itemId": "buf-exists", **ITEM_CONTENT, "kind": kind}),
+            f"{server.base_url}/platform.v1.VaultService/CreateItem",
+        )
+
+    first, other = create("login"), create("note")
+
+    assert first.returncode == 0, first.stderr
+    assert other.returncode != 0
+    error = json.loads(other.stderr)
+    assert error["code"] == "already_exists"
+    (detail,) = error["details"]
+    info = error_details_pb2.ErrorInfo.FromString(base64.b64decode(detail["value"] + "=" * (-len(detail["value"]) % 4)))
+    assert (detail["type"], info.reason, dict(info.metadata)) == (
+        "google.rpc.ErrorInfo",
+        "ITEM_EXISTS",
+        {"currentVersion": "1"},
+    )
