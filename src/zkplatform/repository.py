@@ -33,6 +33,14 @@ class UnknownReference(ValueError):
     """An add that refers to something the store does not have (a vault, a principal)."""
 
 
+class PrincipalDisabled(ValueError):
+    """A token for a disabled principal: none is added until an operator enables it again."""
+
+
+class ParentRevoked(ValueError):
+    """A mint whose parent token was revoked before the new token could be stored: none is."""
+
+
 @dataclass(frozen=True, slots=True)
 class Missing:
     """No such item in that vault (or its tombstone was purged)."""
@@ -87,6 +95,35 @@ class DirectoryRepository(Protocol):
     async def get_principal(self, principal_id: str) -> Principal | None: ...
 
     async def get_vault(self, vault_id: str) -> Vault | None: ...
+
+    async def list_tenants(self) -> list[Tenant]:
+        """Every tenant, by id."""
+        ...
+
+    async def list_principals(self, tenant_id: str) -> list[Principal]:
+        """The tenant's principals, by id."""
+        ...
+
+    async def list_vaults(self, tenant_id: str) -> list[Vault]:
+        """The tenant's vaults with their members, by id."""
+        ...
+
+    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        """Make the principal a member of the vault; False when it already is.
+        UnknownReference when there is no such vault, or no such principal in its tenant."""
+        ...
+
+    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        """The principal is no longer a member: refused on the vault from its next call.
+        False when it was not one; UnknownReference when there is no such vault."""
+        ...
+
+    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+        """Disable (or enable) the principal. Disabling also revokes every token of it,
+        in the same transaction, and answers their ids (enabling revives none: an empty
+        list); from then on, add_token and add_minted_token refuse it with
+        PrincipalDisabled until it is enabled. None when there is no such principal."""
+        ...
 
 
 class ItemRepository(Protocol):
@@ -152,12 +189,21 @@ class ItemRepository(Protocol):
 
 
 class TokenRepository(Protocol):
-    async def add_token(self, token: TokenRecord) -> None: ...
+    async def add_token(self, token: TokenRecord) -> None:
+        """Add a token; UnknownReference without its principal, PrincipalDisabled
+        when the principal is disabled."""
+        ...
 
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
         """Atomically add a minted token unless its principal already has `cap`
         live minted tokens; then add nothing and return when the first of those
-        expires."""
+        expires. ParentRevoked when its parent is revoked, PrincipalDisabled when
+        its principal is disabled: checked in the same transaction, so that a
+        revocation or a disable that commits first is never outlived by a child."""
+        ...
+
+    async def get_token(self, token_id: str) -> TokenRecord | None:
+        """The token with that public id, live or not."""
         ...
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...
@@ -168,11 +214,38 @@ class TokenRepository(Protocol):
         ...
 
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        """Revoke the token with that HMAC; False when there is none."""
+        """Revoke the token with that HMAC and its whole tree (see revoke_token_tree);
+        False when there is none."""
         ...
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        """Revoke the token with that public id; False when there is none."""
+        """Revoke the token with that public id and its whole tree; False when there is none."""
+        ...
+
+    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+        """Revoke the token and every token minted from it, transitively, in one
+        transaction; the ids revoked by this call, sorted (already revoked ones are
+        not repeated). None when there is no such token."""
+        ...
+
+    async def list_tokens(
+        self,
+        tenant_id: str,
+        principal_id: str | None,
+        *,
+        live_at: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[tuple[TokenRecord, Principal]]:
+        """At most `limit` tokens of the tenant (of one principal, unless None), with
+        their principals, newest first: by (issued_at, token_id) descending, below
+        `after` when given. Only those live at `live_at`, unless it is None."""
+        ...
+
+    async def touch_token(self, token_id: str, now: int, stale_before: int) -> None:
+        """Record `now` as the token's last use, unless its stored last use is at or
+        after `stale_before`. Best effort, and it may return before the write is
+        durable: it must never make a call wait (a failure is logged, not raised)."""
         ...
 
 

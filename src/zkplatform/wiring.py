@@ -12,6 +12,8 @@ from zkplatform.domain.broker import BrokerUseCases, MintPolicy
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.paging import PageTokens
+from zkplatform.domain.token_management import TokenManagement
+from zkplatform.domain.token_pages import TokenPages
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
 from zkplatform.pepper import load_pepper
@@ -42,7 +44,13 @@ class Platform:
             authenticator=Authenticator(store, store, hasher, clock),
             issuer=issuer,
             vault=VaultUseCases(store, store, clock, PageTokens(page_token_key(pepper))),
-            broker=BrokerUseCases(store, issuer, policy or MintPolicy(), clock),
+            broker=BrokerUseCases(
+                store,
+                issuer,
+                policy or MintPolicy(),
+                clock,
+                TokenManagement(store, TokenPages(hasher.derive_key("list tokens pages")), clock),
+            ),
         )
 
 

@@ -15,6 +15,11 @@ from zkplatform.repository import LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
 
+# How fresh a token's recorded last use is kept: it is written when the stored value is
+# this much older than the call (or missing), so a token in steady use costs one write a
+# minute whatever its call rate, and authentication stays a read for every other call.
+LAST_USE_RESOLUTION_SECONDS = 60
+
 
 @dataclass(frozen=True, slots=True)
 class Presented:
@@ -79,8 +84,13 @@ class Authenticator:
         """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked."""
         for token in leaked:
             if (record := await self._tokens.find_token(self._hash(token))) and not record.revoked:
-                await self._tokens.revoke_token(record.secret_hash)
-                log.warning("token %s was sent in a URL and has been revoked", record.token_id)
+                # With its whole tree: whoever holds the leaked token could have minted from it.
+                revoked = await self._tokens.revoke_token_tree(record.token_id) or []
+                log.warning(
+                    "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
+                    record.token_id,
+                    max(len(revoked) - 1, 0),
+                )
 
     async def authenticate(self, presented: Presented, proof: ProofRequest) -> Caller:
         """The caller, if the token is live and, when it is key-bound, presented
@@ -108,7 +118,18 @@ class Authenticator:
                 raise _refused(str(error), record) from None
         if principal.tenant_id != record.tenant_id:
             raise _refused("unknown token", record)
+        if principal.disabled:  # its tokens were revoked with it; this holds even for one that slipped by
+            raise _refused("principal disabled", record)
+        await self._note_use(record, now)
         return Caller(token=record, principal=principal, secret=secret)
+
+    async def _note_use(self, record: TokenRecord, now: int) -> None:
+        """Record the token's last use, when the recorded one is a minute old: a write at most once
+        a minute per token, and one the call does not wait for (the store's touch_token returns
+        before its write is done). The token just read carries the recorded value, so deciding
+        costs nothing."""
+        if record.last_used_at is None or now - record.last_used_at >= LAST_USE_RESOLUTION_SECONDS:
+            await self._tokens.touch_token(record.token_id, now, now - LAST_USE_RESOLUTION_SECONDS + 1)
 
 
 def _refused(reason: str, record: TokenRecord | None = None) -> Unauthenticated:

@@ -10,6 +10,7 @@ from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, LimitReached, ParentExpiresSoon, ScopesNotHeld
 from zkplatform.domain.issuing import IssuedToken, TokenIssuer
 from zkplatform.domain.models import Scope
+from zkplatform.domain.token_management import TokenManagement
 from zkplatform.repository import LimitsRepository
 
 RATE_WINDOW_SECONDS = 60
@@ -51,11 +52,19 @@ class MintAttempt:
 
 
 class BrokerUseCases:
-    def __init__(self, limits: LimitsRepository, issuer: TokenIssuer, policy: MintPolicy, clock: Clock) -> None:
+    def __init__(
+        self,
+        limits: LimitsRepository,
+        issuer: TokenIssuer,
+        policy: MintPolicy,
+        clock: Clock,
+        management: TokenManagement,
+    ) -> None:
         self._limits = limits
         self._issuer = issuer
         self._policy = policy
         self._clock = clock
+        self.management = management  # ListTokens and RevokeToken, the service's other two RPCs
 
     async def count_attempt(self, caller: Caller) -> MintAttempt:
         """Every authenticated attempt counts, refused or not, so probing is limited too."""
@@ -85,7 +94,14 @@ class BrokerUseCases:
         if attempt.retry_after is not None:
             msg = f"at most {self._policy.mints_per_minute} mint attempts a minute"
             raise LimitReached(msg, attempt.retry_after)
-        return await self._issuer.mint(caller.principal, scopes, expires_at, pop_key_id, self._policy.active_minted_cap)
+        return await self._issuer.mint(
+            caller.principal,
+            scopes,
+            expires_at,
+            pop_key_id,
+            self._policy.active_minted_cap,
+            parent_id=caller.token.token_id,
+        )
 
     async def _binding(self, caller: Caller, request: MintRequest) -> str:
         """The new token's key: a bound caller's children keep its key (its

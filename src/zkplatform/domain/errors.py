@@ -40,6 +40,13 @@ class ScopesNotHeld(PermissionDenied):
         super().__init__("requested scopes are not held by the caller: " + ", ".join(self.refused))
 
 
+class PrincipalIsDisabled(PermissionDenied):
+    """The principal was disabled by an operator: it is issued and minted no token."""
+
+    def __init__(self, principal_id: str) -> None:
+        super().__init__(f"principal {principal_id} is disabled")
+
+
 class NotFound(DomainError):
     pass
 

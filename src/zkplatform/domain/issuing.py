@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import LimitReached, NotFound, ScopesNotHeld
+from zkplatform.domain.errors import LimitReached, NotFound, PrincipalIsDisabled, ScopesNotHeld, Unauthenticated
 from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
-from zkplatform.repository import DirectoryRepository, TokenRepository
+from zkplatform.repository import DirectoryRepository, ParentRevoked, PrincipalDisabled, TokenRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,10 @@ class TokenIssuer:
         default with every scope the principal may hold. It does not count
         against the principal's cap of minted tokens."""
         record, secret = self._new(principal, scopes, self._clock() + ttl_seconds, pop_key_id="", minted=False)
-        await self._tokens.add_token(record)
+        try:
+            await self._tokens.add_token(record)
+        except PrincipalDisabled:
+            raise PrincipalIsDisabled(principal.principal_id) from None
         return IssuedToken(secret, record, principal.role)
 
     async def issue_for(
@@ -71,18 +74,39 @@ class TokenIssuer:
         except ScopesNotHeld as error:
             raise ScopesNotGranted(principal, error.refused) from None
 
-    async def mint(
-        self, principal: Principal, scopes: Iterable[Scope], expires_at: int, pop_key_id: str, cap: int
+    async def mint(  # noqa: PLR0913 # what the new token is made of
+        self,
+        principal: Principal,
+        scopes: Iterable[Scope],
+        expires_at: int,
+        pop_key_id: str,
+        cap: int,
+        *,
+        parent_id: str,
     ) -> IssuedToken:
-        """A token minted through the API, unless the principal has `cap` live minted tokens."""
-        record, secret = self._new(principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True)
-        first_expiry = await self._tokens.add_minted_token(record, cap, record.issued_at)
+        """A token minted through the API from the token `parent_id`, unless the principal has
+        `cap` live minted tokens. Refused when the parent was revoked, or the principal disabled,
+        in the meantime: the store checks both in the transaction that adds the token."""
+        record, secret = self._new(principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True, parent=parent_id)
+        try:
+            first_expiry = await self._tokens.add_minted_token(record, cap, record.issued_at)
+        except ParentRevoked:
+            raise Unauthenticated("token revoked") from None
+        except PrincipalDisabled:
+            raise PrincipalIsDisabled(principal.principal_id) from None
         if first_expiry is not None:
             raise LimitReached(f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at)
         return IssuedToken(secret, record, principal.role)
 
-    def _new(
-        self, principal: Principal, scopes: Iterable[Scope] | None, expires_at: int, *, pop_key_id: str, minted: bool
+    def _new(  # noqa: PLR0913 # what the new token is made of
+        self,
+        principal: Principal,
+        scopes: Iterable[Scope] | None,
+        expires_at: int,
+        *,
+        pop_key_id: str,
+        minted: bool,
+        parent: str = "",
     ) -> tuple[TokenRecord, str]:
         granted = principal.scopes if scopes is None else frozenset(scopes)
         if refused := granted - principal.scopes:
@@ -99,5 +123,6 @@ class TokenIssuer:
             expires_at=expires_at,
             pop_key_id=pop_key_id,
             minted=minted,
+            parent_token_id=parent,
         )
         return record, secret

@@ -129,3 +129,22 @@ def token_to_proto(issued: IssuedToken, role: models.Role) -> broker_pb2.Token:
     message.issued_at.seconds = record.issued_at  # in place: no Timestamp built and copied
     message.expires_at.seconds = record.expires_at
     return message
+
+
+def token_info_to_proto(record: models.TokenRecord, role: models.Role) -> broker_pb2.TokenInfo:
+    """What is shown of a token after it was issued: never its secret, nor its hash."""
+    message = broker_pb2.TokenInfo(
+        token_id=record.token_id,
+        tenant_id=record.tenant_id,
+        principal_id=record.principal_id,
+        scopes=sorted(record.scopes),
+        role=_ROLES[role],
+        pop_key_id=record.pop_key_id,
+        parent_token_id=record.parent_token_id,
+        origin=broker_pb2.TOKEN_ORIGIN_MINTED if record.minted else broker_pb2.TOKEN_ORIGIN_OPERATOR,
+    )
+    message.issued_at.seconds = record.issued_at
+    message.expires_at.seconds = record.expires_at
+    if record.last_used_at is not None:
+        message.last_used_at.seconds = record.last_used_at
+    return message

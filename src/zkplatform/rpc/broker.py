@@ -1,4 +1,4 @@
-"""BrokerService: protobuf <-> the token-minting use case."""
+"""BrokerService: protobuf <-> the token use cases (minting, listing, revoking)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from connectrpc.request import RequestContext
 
 from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
 from zkplatform.domain.models import Scope
-from zkplatform.messages.convert import token_to_proto
+from zkplatform.messages.convert import token_info_to_proto, token_to_proto
 from zkplatform.rpc.auth import current_caller, current_proof
 from zkplatform.rpc.metadata import StartCheck
 from zkplatform_api.platform.v1 import broker_pb2
@@ -19,14 +19,16 @@ _attempt: ContextVar[MintAttempt] = ContextVar("mint_attempt")
 
 
 class CountMintAttempts(StartCheck):
-    """Metadata interceptor after Authenticate: every authenticated attempt
-    counts against the rate, even one whose body turns out malformed."""
+    """Metadata interceptor after Authenticate: every authenticated mint attempt
+    counts against the rate, even one whose body turns out malformed. Listing and
+    revoking tokens are not mints: they never count."""
 
     def __init__(self, use_cases: BrokerUseCases) -> None:
         self._use_cases = use_cases
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        _attempt.set(await self._use_cases.count_attempt(current_caller()))
+        if ctx.method.name == "MintUserApiToken":
+            _attempt.set(await self._use_cases.count_attempt(current_caller()))
 
 
 class BrokerServicer(BrokerService):
@@ -46,3 +48,20 @@ class BrokerServicer(BrokerService):
         )
         issued = await self._use_cases.mint(caller, mint, _attempt.get())
         return broker_pb2.MintUserApiTokenResponse(token=token_to_proto(issued, caller.principal.role))
+
+    async def list_tokens(
+        self, request: broker_pb2.ListTokensRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.ListTokensResponse:
+        page = await self._use_cases.management.list_tokens(
+            current_caller(), request.principal_id, request.page_size, request.page_token
+        )
+        return broker_pb2.ListTokensResponse(
+            tokens=[token_info_to_proto(listed.record, listed.role) for listed in page.tokens],
+            next_page_token=page.next_page_token,
+        )
+
+    async def revoke_token(
+        self, request: broker_pb2.RevokeTokenRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.RevokeTokenResponse:
+        revoked = await self._use_cases.management.revoke(current_caller(), request.token_id)
+        return broker_pb2.RevokeTokenResponse(revoked_token_ids=revoked)

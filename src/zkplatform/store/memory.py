@@ -22,6 +22,8 @@ from zkplatform.repository import (
     DeleteOutcome,
     Existing,
     Missing,
+    ParentRevoked,
+    PrincipalDisabled,
     Stale,
     UnknownReference,
     UpdateOutcome,
@@ -45,6 +47,8 @@ class MemoryStore:
         self._sequences: dict[str, int] = {}
         self._items: dict[tuple[str, str], _Stored] = {}
         self._tokens: dict[bytes, TokenRecord] = {}
+        self._token_ids: dict[str, bytes] = {}  # token id -> secret hash
+        self._children: dict[str, list[str]] = {}  # token id -> ids of the tokens minted from it
         self._minted: dict[str, list[bytes]] = {}  # principal -> secret hashes of its minted tokens, maybe dead
         self._mint_attempts: dict[str, deque[int]] = {}
         self._proofs: dict[tuple[str, str], int] = {}
@@ -84,6 +88,47 @@ class MemoryStore:
 
     async def get_vault(self, vault_id: str) -> Vault | None:
         return self._vaults.get(vault_id)
+
+    async def list_tenants(self) -> list[Tenant]:
+        return sorted(self._tenants.values(), key=lambda t: t.tenant_id)
+
+    async def list_principals(self, tenant_id: str) -> list[Principal]:
+        return sorted((p for p in self._principals.values() if p.tenant_id == tenant_id), key=lambda p: p.principal_id)
+
+    async def list_vaults(self, tenant_id: str) -> list[Vault]:
+        return sorted((v for v in self._vaults.values() if v.tenant_id == tenant_id), key=lambda v: v.vault_id)
+
+    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        vault = self._vaults.get(vault_id)
+        if vault is None:
+            raise UnknownReference(f"no vault {vault_id}")
+        principal = self._principals.get(principal_id)
+        if principal is None or principal.tenant_id != vault.tenant_id:
+            raise UnknownReference(f"no principal {principal_id} in tenant {vault.tenant_id}")
+        if principal_id in vault.members:
+            return False
+        self._vaults[vault_id] = replace(vault, members=vault.members | {principal_id})
+        return True
+
+    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        vault = self._vaults.get(vault_id)
+        if vault is None:
+            raise UnknownReference(f"no vault {vault_id}")
+        if principal_id not in vault.members:
+            return False
+        self._vaults[vault_id] = replace(vault, members=vault.members - {principal_id})
+        return True
+
+    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+        principal = self._principals.get(principal_id)
+        if principal is None:
+            return None
+        self._principals[principal_id] = replace(principal, disabled=disabled)
+        if not disabled:
+            return []
+        return self._revoke(
+            [t.token_id for t in self._tokens.values() if t.principal_id == principal_id and not t.revoked]
+        )
 
     # items
 
@@ -167,14 +212,25 @@ class MemoryStore:
     # tokens
 
     async def add_token(self, token: TokenRecord) -> None:
-        if token.principal_id not in self._principals:
+        principal = self._principals.get(token.principal_id)
+        if principal is None:
             raise UnknownReference(f"no principal {token.principal_id}")
+        if principal.disabled:
+            raise PrincipalDisabled(f"principal {token.principal_id} is disabled")
+        if token.token_id in self._token_ids:
+            raise AlreadyExists("token already exists")
         _insert(self._tokens, token.secret_hash, token, "token")
+        self._token_ids[token.token_id] = token.secret_hash
+        if token.parent_token_id:
+            self._children.setdefault(token.parent_token_id, []).append(token.token_id)
 
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
         # Only this principal's minted tokens are looked at, and the dead ones are dropped
         # from that list on the way (expiry and revocation are final), so a mint costs
         # O(its principal's live tokens), not O(every token).
+        parent = self._tokens.get(self._token_ids.get(token.parent_token_id, b""))
+        if parent is not None and parent.revoked:
+            raise ParentRevoked(f"token {parent.token_id} was revoked")
         minted = self._minted.setdefault(token.principal_id, [])
         minted[:] = [h for h in minted if self._tokens[h].is_live(now)]
         if len(minted) >= cap:
@@ -190,18 +246,63 @@ class MemoryStore:
         token = self._tokens.get(secret_hash)
         return None if token is None else (token, self._principals[token.principal_id])
 
+    async def get_token(self, token_id: str) -> TokenRecord | None:
+        secret_hash = self._token_ids.get(token_id)
+        return None if secret_hash is None else self._tokens[secret_hash]
+
     async def revoke_token(self, secret_hash: bytes) -> bool:
         token = self._tokens.get(secret_hash)
-        if token is None:
-            return False
-        self._tokens[secret_hash] = replace(token, revoked=True)
-        return True
+        return token is not None and await self.revoke_token_tree(token.token_id) is not None
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        for token in self._tokens.values():
-            if token.token_id == token_id:
-                return await self.revoke_token(token.secret_hash)
-        return False
+        return await self.revoke_token_tree(token_id) is not None
+
+    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+        if token_id not in self._token_ids:
+            return None
+        tree, walked = [token_id], 0
+        while walked < len(tree):  # breadth first, without recursion: a tree may be deep
+            tree.extend(self._children.get(tree[walked], ()))
+            walked += 1
+        return self._revoke(tree)
+
+    def _revoke(self, token_ids: Iterable[str]) -> list[str]:
+        revoked = []
+        for token_id in token_ids:
+            secret_hash = self._token_ids[token_id]
+            if not (token := self._tokens[secret_hash]).revoked:
+                self._tokens[secret_hash] = replace(token, revoked=True)
+                revoked.append(token_id)
+        return sorted(revoked)
+
+    async def list_tokens(
+        self,
+        tenant_id: str,
+        principal_id: str | None,
+        *,
+        live_at: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[tuple[TokenRecord, Principal]]:
+        # A scan of every token: the memory store is for development and tests.
+        found = [
+            t
+            for t in self._tokens.values()
+            if t.tenant_id == tenant_id
+            and (principal_id is None or t.principal_id == principal_id)
+            and (live_at is None or t.is_live(live_at))
+            and (after is None or (t.issued_at, t.token_id) < after)
+        ]
+        found.sort(key=lambda t: (t.issued_at, t.token_id), reverse=True)
+        return [(t, self._principals[t.principal_id]) for t in found[:limit]]
+
+    async def touch_token(self, token_id: str, now: int, stale_before: int) -> None:
+        secret_hash = self._token_ids.get(token_id)
+        if secret_hash is None:
+            return
+        token = self._tokens[secret_hash]
+        if token.last_used_at is None or token.last_used_at < stale_before:
+            self._tokens[secret_hash] = replace(token, last_used_at=now)
 
     # limits
 

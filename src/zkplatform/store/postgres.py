@@ -24,8 +24,19 @@ import psycopg
 from psycopg import AsyncConnection, errors, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
-from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.repository import (
+    AlreadyExists,
+    Conflict,
+    Created,
+    CreateOutcome,
+    DeleteOutcome,
+    Existing,
+    Missing,
+    Stale,
+    UnknownReference,
+    UpdateOutcome,
+)
 from zkplatform.store import StoreUnavailable, display_url, rows
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.statements import POSTGRESQL as SQL
@@ -219,7 +230,56 @@ class PostgresStore:
         if row is None:
             return Missing()
         item, sequence = rows.item_from_row(row)
-        return Tombstone(item, sequence) if item.deleted else Stale(item.version)
+        return ItemChange(item, sequence) if item.deleted else Stale(item.version)
+
+    async def create_item(self, item: Item) -> CreateOutcome:
+        # The insert that takes the sequence number in one statement, in its own transaction:
+        # a duplicate id fails the statement, which rolls back the number it took. Concurrent
+        # creates in one vault queue on the vault's row; of one id, the first commits and the
+        # others then fail on the primary key.
+        for _ in range(_ATTEMPTS):
+            try:
+                row = await self._one(_CREATE_ITEM, (item.vault_id, item.tenant_id, *rows.item_params(item, 0)[:-1]))
+            except errors.UniqueViolation:
+                existing = await self._one(SQL.get_item, (item.vault_id, item.item_id))
+                if existing is not None:
+                    return Existing(ItemChange(*rows.item_from_row(existing)))
+                continue  # its tombstone was purged in between: the id is free again
+            if row is None:
+                raise UnknownReference(rows.unknown_vault(item))
+            return Created(ItemChange(item, int(row[0])))
+        raise _contended(item.vault_id, item.item_id)
+
+    async def update_item(
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+    ) -> UpdateOutcome:
+        for _ in range(_ATTEMPTS):
+            row = await self._one(
+                _UPDATE_ITEM,
+                (vault_id, item_id, base_version, *_content_params(content), now, vault_id, item_id),
+            )
+            if row is not None:
+                return ItemChange(*rows.item_from_row(row))
+            # Not applied: the item as committed now says why. Versions only grow, so it is at
+            # base_version again only if it was purged and created anew in between: then retry.
+            current = await self._one(SQL.get_item, (vault_id, item_id))
+            if current is None:
+                return Missing()
+            change = ItemChange(*rows.item_from_row(current))
+            if change.item.deleted or change.item.version != base_version:
+                return Conflict(change)
+        raise _contended(vault_id, item_id)
+
+    async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
+        # One statement, so one snapshot: the sequence is the one the items are at.
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                _LIST_ITEMS if show_deleted else _LIST_LIVE_ITEMS, (vault_id, vault_id, after_item_id, limit)
+            )
+            found = await cursor.fetchall()
+        # The sequence comes with every row, and alone (items all NULL) when the page is empty.
+        sequence = int(found[0][0]) if found else 0
+        return ItemPage(tuple(rows.item_from_row(r[1:])[0] for r in found if r[1] is not None), sequence)
 
     async def vault_sequence(self, vault_id: str) -> int:
         row = await self._one(SQL.vault_sequence, (vault_id,))
@@ -296,6 +356,61 @@ class PostgresStore:
             return inserted.rowcount > 0
 
         return await self._tx(remember)
+
+
+# Attempts of a create or an update that meets a purge of its item in between (each a
+# race with a purge, which forgets a tombstone once in 90 days): then it says so.
+_ATTEMPTS = 3
+_ITEM_INSERT_COLUMNS = rows.ITEM_COLUMNS.removesuffix(", sequence")
+# (vault, tenant, the item's columns but its sequence) -> the sequence taken; no row when the
+# vault is not in that tenant. The vault's row is locked first, then the item inserted.
+_CREATE_ITEM = (
+    "WITH taken AS (" + SQL.take_tenant_sequence + ")"
+    f" INSERT INTO items ({_ITEM_INSERT_COLUMNS}, sequence)"
+    f" SELECT {', '.join(['%s'] * len(_ITEM_INSERT_COLUMNS.split(', ')))}, taken.sequence FROM taken"
+    " RETURNING sequence"
+)
+# The compare-and-set of an update, in one statement: (vault, item, base_version, kind, title
+# hash, payload, keys, now, vault, item) -> the item changed; no row when it did not apply.
+# The item's row is locked first, and only if it is live at base_version (a concurrent update
+# that committed first makes this re-check fail: READ COMMITTED re-reads a locked row's latest
+# version), then the vault's, to take the next number; so exactly one of concurrent updates at
+# one base_version changes the item and takes a number, and the order of locks is the delete's.
+_UPDATE_ITEM = (
+    "WITH target AS (SELECT vault_id FROM items"
+    " WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted FOR UPDATE),"
+    " taken AS (UPDATE vaults SET sequence = vaults.sequence + 1 FROM target"
+    " WHERE vaults.vault_id = target.vault_id RETURNING vaults.sequence)"
+    " UPDATE items SET kind = %s, title_hash = %s, payload = %s, wrapped_keys = %s, version = version + 1,"
+    " updated_at = %s, sequence = taken.sequence FROM taken WHERE items.vault_id = %s AND items.item_id = %s"
+    " RETURNING " + ", ".join(f"items.{c}" for c in rows.ITEM_COLUMNS.split(", "))
+)
+
+
+def _list_in_snapshot(page: str) -> str:
+    """(vault, vault, after item_id, limit) -> rows of (the vault's sequence, the page's item
+    columns), or one row of (sequence, NULLs) for an empty page."""
+    return (
+        "SELECT s.sequence, p.* FROM (SELECT coalesce((SELECT sequence FROM vaults WHERE vault_id = %s), 0)"
+        f" AS sequence) s LEFT JOIN LATERAL ({page}) p ON TRUE ORDER BY p.item_id"
+    )
+
+
+_LIST_ITEMS = _list_in_snapshot(SQL.list_items)
+_LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
+
+
+def _content_params(content: ItemContent) -> tuple[object, ...]:
+    return (
+        content.kind,
+        content.title_hash,
+        rows.payload_to_text(content.payload),
+        rows.keys_to_text(content.wrapped_keys),
+    )
+
+
+def _contended(vault_id: str, item_id: str) -> RuntimeError:
+    return RuntimeError(f"item {item_id} in vault {vault_id} was purged and created again during every attempt")
 
 
 async def _first_connection(url: str, deadline: float) -> None:

@@ -8,13 +8,14 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 from typing import Any
 
-from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, WrappedKey
+from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, Vault, WrappedKey
 
 ITEM_COLUMNS = (
     "vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, wrapped_keys, deleted, sequence"
 )
 TOKEN_COLUMNS = (
-    "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked"  # noqa: S105 # column names
+    "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked,"  # noqa: S105 # column names
+    " parent_token_id, last_used_at"
 )
 
 
@@ -22,7 +23,7 @@ TOKEN_COLUMNS = (
 # of any length costs one chunk of memory, and a million items still take seconds.
 ADD_ITEMS_CHUNK = 1_000
 
-PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes"
+PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes, disabled"
 # A token and its principal, found by the token's HMAC (the placeholder is the driver's).
 TOKEN_WITH_PRINCIPAL = (
     "SELECT "
@@ -161,11 +162,26 @@ def token_params(token: TokenRecord) -> tuple[Any, ...]:
         token.pop_key_id,
         token.minted,
         token.revoked,
+        token.parent_token_id,
+        token.last_used_at,
     )
 
 
 def token_from_row(row: tuple[Any, ...] | Any) -> TokenRecord:
-    secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked = row
+    (
+        secret_hash,
+        token_id,
+        tenant_id,
+        principal_id,
+        scopes,
+        issued_at,
+        expires_at,
+        pop_key_id,
+        minted,
+        revoked,
+        parent_token_id,
+        last_used_at,
+    ) = row
     return TokenRecord(
         token_id=token_id,
         secret_hash=bytes(secret_hash),
@@ -177,9 +193,35 @@ def token_from_row(row: tuple[Any, ...] | Any) -> TokenRecord:
         pop_key_id=pop_key_id,
         minted=bool(minted),
         revoked=bool(revoked),
+        parent_token_id=parent_token_id,
+        last_used_at=last_used_at,
     )
 
 
+def listing_params(
+    tenant_id: str, principal_id: str | None, live_at: int | None, after: tuple[int, str] | None, limit: int
+) -> tuple[Any, ...]:
+    """The parameters of statements.token_listing, in its order."""
+    params: list[Any] = [tenant_id]
+    if principal_id is not None:
+        params.append(principal_id)
+    if live_at is not None:
+        params.append(live_at)
+    if after is not None:
+        params.extend(after)
+    params.append(limit)
+    return tuple(params)
+
+
+def vaults(tenant_id: str, vault_ids: Sequence[str], members: Iterable[tuple[str, str]]) -> list[Vault]:
+    """The tenant's vaults, in the order given, from (vault_id, principal_id) membership rows."""
+    by_vault: dict[str, set[str]] = {vault_id: set() for vault_id in vault_ids}
+    for vault_id, principal_id in members:
+        if vault_id in by_vault:
+            by_vault[vault_id].add(principal_id)
+    return [Vault(vault_id, tenant_id, frozenset(by_vault[vault_id])) for vault_id in vault_ids]
+
+
 def principal_from_row(row: tuple[Any, ...] | Any) -> Principal:
-    principal_id, tenant_id, role, allowed = row
-    return Principal(principal_id, tenant_id, Role(role), scopes_from_text(allowed))
+    principal_id, tenant_id, role, allowed, disabled = row
+    return Principal(principal_id, tenant_id, Role(role), scopes_from_text(allowed), disabled=bool(disabled))

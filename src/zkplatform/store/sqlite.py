@@ -13,8 +13,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from zkplatform.domain.models import Item, Principal, Tenant, TokenRecord, Tombstone, Vault
-from zkplatform.repository import AlreadyExists, DeleteOutcome, Missing, Stale, UnknownReference
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.repository import (
+    AlreadyExists,
+    Conflict,
+    Created,
+    CreateOutcome,
+    DeleteOutcome,
+    Existing,
+    Missing,
+    Stale,
+    UnknownReference,
+    UpdateOutcome,
+)
 from zkplatform.store import StoreUnavailable, rows
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
@@ -174,9 +185,60 @@ class SQLiteStore:
             if row is None:
                 return Missing()
             item, sequence = rows.item_from_row(row)
-            return Tombstone(item, sequence) if item.deleted else Stale(item.version)
+            return ItemChange(item, sequence) if item.deleted else Stale(item.version)
 
         return await self._write(delete)
+
+    async def create_item(self, item: Item) -> CreateOutcome:
+        def create(conn: sqlite3.Connection) -> CreateOutcome:
+            # Read, then write: the transaction holds the file's write lock from BEGIN IMMEDIATE
+            # on, so nothing can add the item in between, in this process or another.
+            if (row := _item_row(conn, item.vault_id, item.item_id)) is not None:
+                return Existing(ItemChange(*rows.item_from_row(row)))
+            taken = conn.execute(SQL.take_tenant_sequence, (item.vault_id, item.tenant_id)).fetchone()
+            if taken is None:
+                raise UnknownReference(rows.unknown_vault(item))
+            conn.execute(SQL.add_item, rows.item_params(item, taken[0]))
+            return Created(ItemChange(item, int(taken[0])))
+
+        return await self._write(create)
+
+    async def update_item(
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+    ) -> UpdateOutcome:
+        def update(conn: sqlite3.Connection) -> UpdateOutcome:
+            # The compare-and-set: only a live item at base_version changes, and only then does
+            # the vault's sequence move (writes are serialised, so "its sequence + 1" is the next).
+            row = conn.execute(
+                "UPDATE items SET kind = ?, title_hash = ?, payload = ?, wrapped_keys = ?, version = version + 1,"
+                " updated_at = ?, sequence = (SELECT sequence + 1 FROM vaults WHERE vault_id = items.vault_id)"
+                f" WHERE vault_id = ? AND item_id = ? AND version = ? AND deleted = 0 RETURNING {rows.ITEM_COLUMNS}",
+                (*_content_params(content), now, vault_id, item_id, base_version),
+            ).fetchone()
+            if row is not None:
+                _next_sequence(conn, vault_id)
+                return ItemChange(*rows.item_from_row(row))
+            if (row := _item_row(conn, vault_id, item_id)) is None:
+                return Missing()
+            return Conflict(ItemChange(*rows.item_from_row(row)))
+
+        return await self._write(update)
+
+    async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
+        def page(conn: sqlite3.Connection) -> ItemPage:
+            # One read transaction: WAL gives both reads the same snapshot, so the sequence is
+            # the one the items are at, whatever the writer commits meanwhile.
+            conn.execute("BEGIN")
+            try:
+                row = conn.execute(SQL.vault_sequence, (vault_id,)).fetchone()
+                found = conn.execute(
+                    SQL.list_items if show_deleted else SQL.list_live_items, (vault_id, after_item_id, limit)
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+            return ItemPage(tuple(rows.item_from_row(r)[0] for r in found), 0 if row is None else int(row[0]))
+
+        return await self._read(page)
 
     async def vault_sequence(self, vault_id: str) -> int:
         row = await self._read(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
@@ -334,6 +396,15 @@ def _add_chunk(conn: sqlite3.Connection, chunk: list[Item], known: set[tuple[str
 def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[object, ...] | None:
     row: tuple[object, ...] | None = conn.execute(SQL.get_item, (vault_id, item_id)).fetchone()
     return row
+
+
+def _content_params(content: ItemContent) -> tuple[object, ...]:
+    return (
+        content.kind,
+        content.title_hash,
+        rows.payload_to_text(content.payload),
+        rows.keys_to_text(content.wrapped_keys),
+    )
 
 
 def _next_sequence(conn: sqlite3.Connection, vault_id: str) -> int:

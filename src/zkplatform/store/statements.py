@@ -15,6 +15,12 @@ def _values(count: int) -> str:
     return "(" + ", ".join("?" * count) + ")"
 
 
+def _list_items(condition: str) -> str:
+    return (
+        f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id > ?{condition} ORDER BY item_id LIMIT ?"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Statements:
     schema_version: str = "SELECT version FROM schema_version"
@@ -33,6 +39,17 @@ class Statements:
     add_item: str = f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES {_values(len(rows.ITEM_COLUMNS.split(', ')))}"
     get_item: str = f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?"
     vault_sequence: str = "SELECT sequence FROM vaults WHERE vault_id = ?"
+    # Take the vault's next sequence number if the vault is in that tenant: (vault, tenant) -> it; no row otherwise.
+    take_tenant_sequence: str = (
+        "UPDATE vaults SET sequence = sequence + 1 WHERE vault_id = ? AND tenant_id = ? RETURNING sequence"
+    )
+    # A keyset page: (vault, after item_id, limit). The primary key (vault_id, item_id) gives the
+    # rows in order from the first after `after item_id` on, so every page costs what the first
+    # does (EXPLAIN, SQLite: SEARCH items USING INDEX sqlite_autoindex_items_1 (vault_id=? AND
+    # item_id>?); PostgreSQL: Index Scan using items_pkey, Index Cond: vault_id = .. AND item_id > ..;
+    # neither sorts). Without tombstones the filter skips them in the same scan.
+    list_items: str = _list_items("")
+    list_live_items: str = _list_items(" AND deleted = FALSE")
     # Take the vault's next `count` sequence numbers: (count, vault, count) -> the first of them.
     take_sequences: str = "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence - ? + 1"
 
