@@ -33,13 +33,17 @@ from zkplatform.repository import (
     DeleteOutcome,
     Existing,
     Missing,
+    ParentRevoked,
+    PrincipalDisabled,
     Stale,
     UnknownReference,
     UpdateOutcome,
 )
 from zkplatform.store import StoreUnavailable, display_url, rows
+from zkplatform.store.background import Background
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.statements import POSTGRESQL as SQL
+from zkplatform.store.statements import token_listing
 
 T = TypeVar("T")
 DIALECT = "postgresql"
@@ -75,6 +79,7 @@ class PostgresStore:
     def __init__(self, pool: AsyncConnectionPool[Conn], url: str) -> None:
         self._pool = pool
         self._url = display_url(url)
+        self._background = Background("recording a token's last use")
 
     @classmethod
     async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
@@ -102,6 +107,7 @@ class PostgresStore:
         return store
 
     async def close(self) -> None:
+        await self._background.drain()
         await self._pool.close()
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
@@ -207,6 +213,50 @@ class PostgresStore:
         )
         return None if row is None else Vault(vault_id, row[0], frozenset(row[1]))
 
+    async def list_tenants(self) -> list[Tenant]:
+        return [Tenant(row[0]) for row in await self._all(SQL.list_tenants)]
+
+    async def list_principals(self, tenant_id: str) -> list[Principal]:
+        return [rows.principal_from_row(row) for row in await self._all(SQL.list_principals, (tenant_id,))]
+
+    async def list_vaults(self, tenant_id: str) -> list[Vault]:
+        found = await self._all(  # one statement: the vaults and their members from one snapshot
+            "SELECT v.vault_id, coalesce(array_agg(m.principal_id) FILTER (WHERE m.principal_id IS NOT NULL), '{}')"
+            " FROM vaults v LEFT JOIN vault_members m USING (vault_id) WHERE v.tenant_id = %s"
+            " GROUP BY v.vault_id ORDER BY v.vault_id",
+            (tenant_id,),
+        )
+        return [Vault(vault_id, tenant_id, frozenset(members)) for vault_id, members in found]
+
+    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        async def add(conn: Conn) -> bool:
+            tenant_id = await _vault_tenant(conn, vault_id)
+            missing = f"no principal {principal_id} in tenant {tenant_id}"
+            await _require(conn, SQL.principal_in_tenant, (principal_id, tenant_id), missing)
+            inserted = await conn.execute(SQL.add_vault_member + " ON CONFLICT DO NOTHING", (vault_id, principal_id))
+            return inserted.rowcount > 0
+
+        return await self._tx(add)
+
+    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        async def remove(conn: Conn) -> bool:
+            await _vault_tenant(conn, vault_id)
+            return (await conn.execute(SQL.remove_vault_member, (vault_id, principal_id))).rowcount > 0
+
+        return await self._tx(remove)
+
+    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+        async def update(conn: Conn) -> list[str] | None:
+            # The UPDATE locks the principal's row: a mint or an issue for it waits, then sees the flag.
+            if (await conn.execute(SQL.set_principal_disabled, (disabled, principal_id))).rowcount == 0:
+                return None
+            if not disabled:
+                return []
+            cursor = await conn.execute(SQL.revoke_principal_tokens, (principal_id,))
+            return sorted(row[0] for row in await cursor.fetchall())
+
+        return await self._tx(update)
+
     # items
 
     async def add_items(self, items: Iterable[Item]) -> None:
@@ -300,7 +350,13 @@ class PostgresStore:
 
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
         async def add(conn: Conn) -> int | None:
-            await _lock_principal(conn, token.principal_id)
+            # The principal's row lock orders this after any revocation of its tokens or its
+            # disabling (they take the same lock), and the statements below, each with a fresh
+            # snapshot, see what those committed.
+            await _usable_principal(conn, token.principal_id)
+            parent = await _fetchone(conn, SQL.parent_revoked, (token.parent_token_id,))
+            if parent is not None and parent[0]:
+                raise ParentRevoked(f"token {token.parent_token_id} was revoked")
             count, first_expiry = await _fetchone(
                 conn,
                 "SELECT count(*), min(expires_at) FROM tokens"
@@ -322,17 +378,58 @@ class PostgresStore:
         row = await self._one(SQL.find_token_with_principal, (secret_hash,))
         return None if row is None else rows.token_with_principal_from_row(row)
 
+    async def get_token(self, token_id: str) -> TokenRecord | None:
+        row = await self._one(SQL.get_token, (token_id,))
+        return None if row is None else rows.token_from_row(row)
+
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        return await self._update(SQL.revoke_token, (secret_hash,))
+        row = await self._one("SELECT token_id FROM tokens WHERE secret_hash = %s", (secret_hash,))
+        return row is not None and await self.revoke_token_tree(row[0]) is not None
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        return await self._update(SQL.revoke_token_id, (token_id,))
+        return await self.revoke_token_tree(token_id) is not None
 
-    async def _update(self, statement: str, params: Sequence[object]) -> bool:
-        async def update(conn: Conn) -> bool:
-            return (await conn.execute(statement, params)).rowcount > 0
+    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+        async def revoke(conn: Conn) -> list[str] | None:
+            row = await _fetchone(conn, SQL.token_principal, (token_id,))
+            if row is None:
+                return None
+            # A tree belongs to one principal (a token mints only for its own). With the
+            # principal's row locked, no mint for it is between its checks and its commit, so
+            # the walk below, a statement with a fresh snapshot, sees every child there is.
+            await _lock_principal(conn, row[0])
+            cursor = await conn.execute(SQL.revoke_tree, (token_id,))
+            return sorted(r[0] for r in await cursor.fetchall())
 
-        return await self._tx(update)
+        return await self._tx(revoke)
+
+    async def list_tokens(
+        self,
+        tenant_id: str,
+        principal_id: str | None,
+        *,
+        live_at: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[tuple[TokenRecord, Principal]]:
+        query = token_listing(
+            one_principal=principal_id is not None, live_only=live_at is not None, after=after is not None
+        ).replace("?", "%s")
+        found = await self._all(query, rows.listing_params(tenant_id, principal_id, live_at, after, limit))
+        return [rows.token_with_principal_from_row(row) for row in found]
+
+    async def touch_token(self, token_id: str, now: int, stale_before: int) -> None:
+        # Not waited for: the call that authenticated goes on at once; the UPDATE's condition
+        # makes the workers that race for one token write it once.
+        async def touch() -> None:
+            async with self._pool.connection() as conn:
+                await conn.execute(SQL.touch_token, (now, token_id, stale_before))
+
+        self._background.start(touch())
+
+    async def _all(self, query: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        async with self._pool.connection() as conn:
+            return await (await conn.execute(query, params)).fetchall()
 
     # limits
 
@@ -498,13 +595,24 @@ async def _lock_principal(conn: Conn, principal_id: str) -> None:
     await conn.execute("SELECT 1 FROM principals WHERE principal_id = %s FOR UPDATE", (principal_id,))
 
 
+async def _usable_principal(conn: Conn, principal_id: str) -> None:
+    """Lock the principal's row; UnknownReference without it, PrincipalDisabled when it is disabled."""
+    row = await _fetchone(conn, "SELECT disabled FROM principals WHERE principal_id = %s FOR UPDATE", (principal_id,))
+    if row is None:
+        raise UnknownReference(f"no principal {principal_id}")
+    if row[0]:
+        raise PrincipalDisabled(f"principal {principal_id} is disabled")
+
+
+async def _vault_tenant(conn: Conn, vault_id: str) -> str:
+    row = await _fetchone(conn, SQL.vault_tenant, (vault_id,))
+    if row is None:
+        raise UnknownReference(f"no vault {vault_id}")
+    return str(row[0])
+
+
 async def _add_token(conn: Conn, token: TokenRecord) -> None:
-    await _require(
-        conn,
-        SQL.principal_exists,
-        (token.principal_id,),
-        f"no principal {token.principal_id}",
-    )
+    await _usable_principal(conn, token.principal_id)
     await _insert(
         conn,
         SQL.add_token,

@@ -22,14 +22,18 @@ from zkplatform.repository import (
     DeleteOutcome,
     Existing,
     Missing,
+    ParentRevoked,
+    PrincipalDisabled,
     Stale,
     UnknownReference,
     UpdateOutcome,
 )
 from zkplatform.store import StoreUnavailable, rows
+from zkplatform.store.background import Background
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
 from zkplatform.store.statements import SQLITE as SQL
+from zkplatform.store.statements import token_listing
 
 DIALECT = "sqlite"
 
@@ -40,6 +44,7 @@ class SQLiteStore:
         self._engine = SQLiteEngine(path)
         self._read = self._engine.read
         self._write = self._engine.write
+        self._background = Background("recording a token's last use")
 
     @classmethod
     async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
@@ -59,6 +64,7 @@ class SQLiteStore:
         return store
 
     async def close(self) -> None:
+        await self._background.drain()
         await self._engine.close()
 
     # schema
@@ -152,6 +158,55 @@ class SQLiteStore:
             return Vault(vault_id, row[0], frozenset(m[0] for m in members))
 
         return await self._read(get)
+
+    async def list_tenants(self) -> list[Tenant]:
+        found = await self._read(lambda c: c.execute(SQL.list_tenants).fetchall())
+        return [Tenant(row[0]) for row in found]
+
+    async def list_principals(self, tenant_id: str) -> list[Principal]:
+        found = await self._read(lambda c: c.execute(SQL.list_principals, (tenant_id,)).fetchall())
+        return [rows.principal_from_row(row) for row in found]
+
+    async def list_vaults(self, tenant_id: str) -> list[Vault]:
+        def listed(conn: sqlite3.Connection) -> list[Vault]:
+            conn.execute("BEGIN")  # the vaults and their members from one snapshot
+            try:
+                vault_ids = [row[0] for row in conn.execute(SQL.list_vaults, (tenant_id,))]
+                members = conn.execute(SQL.list_vault_members, (tenant_id,)).fetchall()
+            finally:
+                conn.execute("COMMIT")
+            return rows.vaults(tenant_id, vault_ids, members)
+
+        return await self._read(listed)
+
+    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        def add(conn: sqlite3.Connection) -> bool:
+            tenant_id = _vault_tenant(conn, vault_id)
+            missing = f"no principal {principal_id} in tenant {tenant_id}"
+            _require(conn, SQL.principal_in_tenant, (principal_id, tenant_id), missing)
+            if conn.execute(SQL.is_vault_member, (vault_id, principal_id)).fetchone():
+                return False
+            conn.execute(SQL.add_vault_member, (vault_id, principal_id))
+            return True
+
+        return await self._write(add)
+
+    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+        def remove(conn: sqlite3.Connection) -> bool:
+            _vault_tenant(conn, vault_id)
+            return conn.execute(SQL.remove_vault_member, (vault_id, principal_id)).rowcount > 0
+
+        return await self._write(remove)
+
+    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+        def update(conn: sqlite3.Connection) -> list[str] | None:
+            if conn.execute(SQL.set_principal_disabled, (disabled, principal_id)).rowcount == 0:
+                return None
+            if not disabled:
+                return []
+            return sorted(row[0] for row in conn.execute(SQL.revoke_principal_tokens, (principal_id,)).fetchall())
+
+        return await self._write(update)
 
     # items
 
@@ -256,6 +311,10 @@ class SQLiteStore:
 
     async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
         def add(conn: sqlite3.Connection) -> int | None:
+            # In the writer's transaction: a revocation committed before this is seen here.
+            parent = conn.execute(SQL.parent_revoked, (token.parent_token_id,)).fetchone()
+            if parent is not None and parent[0]:
+                raise ParentRevoked(f"token {token.parent_token_id} was revoked")
             count, first_expiry = conn.execute(
                 "SELECT count(*), min(expires_at) FROM tokens"
                 " WHERE principal_id = ? AND minted = 1 AND revoked = 0 AND expires_at > ?",
@@ -276,11 +335,44 @@ class SQLiteStore:
         row = await self._read(lambda c: c.execute(SQL.find_token_with_principal, (secret_hash,)).fetchone())
         return None if row is None else rows.token_with_principal_from_row(row)
 
+    async def get_token(self, token_id: str) -> TokenRecord | None:
+        row = await self._read(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
+        return None if row is None else rows.token_from_row(row)
+
     async def revoke_token(self, secret_hash: bytes) -> bool:
-        return await self._write(lambda c: c.execute(SQL.revoke_token, (secret_hash,)).rowcount > 0)
+        def revoke(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT token_id FROM tokens WHERE secret_hash = ?", (secret_hash,)).fetchone()
+            return row is not None and _revoke_tree(conn, row[0]) is not None
+
+        return await self._write(revoke)
 
     async def revoke_token_id(self, token_id: str) -> bool:
-        return await self._write(lambda c: c.execute(SQL.revoke_token_id, (token_id,)).rowcount > 0)
+        return await self.revoke_token_tree(token_id) is not None
+
+    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+        return await self._write(lambda c: _revoke_tree(c, token_id))
+
+    async def list_tokens(
+        self,
+        tenant_id: str,
+        principal_id: str | None,
+        *,
+        live_at: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[tuple[TokenRecord, Principal]]:
+        query = token_listing(
+            one_principal=principal_id is not None, live_only=live_at is not None, after=after is not None
+        )
+        params = rows.listing_params(tenant_id, principal_id, live_at, after, limit)
+        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        return [rows.token_with_principal_from_row(row) for row in found]
+
+    async def touch_token(self, token_id: str, now: int, stale_before: int) -> None:
+        # Through the group-commit writer, not waited for: the call that authenticated goes on
+        # at once (its answer never waits for this fsync), and the write joins whatever
+        # transaction the writer commits next.
+        self._background.start(self._write(lambda c: c.execute(SQL.touch_token, (now, token_id, stale_before))))
 
     # limits
 
@@ -421,18 +513,30 @@ def _take_sequences(conn: sqlite3.Connection, vault_id: str, count: int) -> int:
 
 
 def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
-    _require(
-        conn,
-        SQL.principal_exists,
-        (token.principal_id,),
-        f"no principal {token.principal_id}",
-    )
+    state = conn.execute(SQL.principal_disabled, (token.principal_id,)).fetchone()
+    if state is None:
+        raise UnknownReference(f"no principal {token.principal_id}")
+    if state[0]:
+        raise PrincipalDisabled(f"principal {token.principal_id} is disabled")
     _insert(
         conn,
         SQL.add_token,
         rows.token_params(token),
         "token",
     )
+
+
+def _revoke_tree(conn: sqlite3.Connection, token_id: str) -> list[str] | None:
+    if conn.execute(SQL.token_principal, (token_id,)).fetchone() is None:
+        return None
+    return sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)).fetchall())
+
+
+def _vault_tenant(conn: sqlite3.Connection, vault_id: str) -> str:
+    row = conn.execute(SQL.vault_tenant, (vault_id,)).fetchone()
+    if row is None:
+        raise UnknownReference(f"no vault {vault_id}")
+    return str(row[0])
 
 
 def _require(conn: sqlite3.Connection, query: str, params: tuple[object, ...], missing: str) -> None:

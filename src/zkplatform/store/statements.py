@@ -29,12 +29,24 @@ class Statements:
 
     add_tenant: str = "INSERT INTO tenants VALUES (?)"
     tenant_exists: str = "SELECT 1 FROM tenants WHERE tenant_id = ?"
-    add_principal: str = "INSERT INTO principals VALUES (?, ?, ?, ?)"
+    add_principal: str = "INSERT INTO principals (principal_id, tenant_id, role, allowed_scopes) VALUES (?, ?, ?, ?)"
     principal_exists: str = "SELECT 1 FROM principals WHERE principal_id = ?"
     principal_in_tenant: str = "SELECT 1 FROM principals WHERE principal_id = ? AND tenant_id = ?"
     get_principal: str = f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = ?"
     add_vault: str = "INSERT INTO vaults (vault_id, tenant_id) VALUES (?, ?)"
     add_vault_member: str = "INSERT INTO vault_members VALUES (?, ?)"
+    remove_vault_member: str = "DELETE FROM vault_members WHERE vault_id = ? AND principal_id = ?"
+    is_vault_member: str = "SELECT 1 FROM vault_members WHERE vault_id = ? AND principal_id = ?"
+    vault_tenant: str = "SELECT tenant_id FROM vaults WHERE vault_id = ?"
+    list_tenants: str = "SELECT tenant_id FROM tenants ORDER BY tenant_id"
+    list_principals: str = f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE tenant_id = ? ORDER BY principal_id"
+    list_vaults: str = "SELECT vault_id FROM vaults WHERE tenant_id = ? ORDER BY vault_id"
+    list_vault_members: str = (
+        "SELECT m.vault_id, m.principal_id FROM vault_members m JOIN vaults v ON v.vault_id = m.vault_id"
+        " WHERE v.tenant_id = ?"
+    )
+    principal_disabled: str = "SELECT disabled FROM principals WHERE principal_id = ?"
+    set_principal_disabled: str = "UPDATE principals SET disabled = ? WHERE principal_id = ?"
 
     add_item: str = f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES {_values(len(rows.ITEM_COLUMNS.split(', ')))}"
     get_item: str = f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?"
@@ -56,14 +68,49 @@ class Statements:
     add_token: str = f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES {_values(len(rows.TOKEN_COLUMNS.split(', ')))}"
     find_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?"
     find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("?")
-    revoke_token: str = "UPDATE tokens SET revoked = TRUE WHERE secret_hash = ?"  # noqa: S105 # SQL, not a secret
-    revoke_token_id: str = "UPDATE tokens SET revoked = TRUE WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
+    get_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE token_id = ?"
+    token_principal: str = "SELECT principal_id FROM tokens WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
+    parent_revoked: str = "SELECT revoked FROM tokens WHERE token_id = ?"
+    # A token and everything minted from it, transitively: (token id) -> the ids revoked now.
+    revoke_tree: str = (
+        "WITH RECURSIVE tree (token_id) AS ("
+        " SELECT token_id FROM tokens WHERE token_id = ?"
+        " UNION SELECT t.token_id FROM tokens t JOIN tree ON t.parent_token_id = tree.token_id)"
+        " UPDATE tokens SET revoked = TRUE WHERE token_id IN (SELECT token_id FROM tree) AND revoked = FALSE"
+        " RETURNING token_id"
+    )
+    # Every tree of a principal: a token's descendants are all minted for its principal.
+    revoke_principal_tokens: str = (
+        "UPDATE tokens SET revoked = TRUE WHERE principal_id = ? AND revoked = FALSE RETURNING token_id"
+    )
+    # Only when the stored last use is older than the cut-off: concurrent workers write it once.
+    touch_token: str = (
+        "UPDATE tokens SET last_used_at = ? WHERE token_id = ? AND (last_used_at IS NULL OR last_used_at < ?)"  # noqa: S105
+    )
 
     forget_mint_attempts: str = "DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?"
     add_mint_attempt: str = "INSERT INTO mint_attempts VALUES (?, ?)"
     mint_attempts: str = "SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at"
     forget_lapsed_proofs: str = "DELETE FROM dpop_proofs WHERE expires_at < ?"
     remember_proof: str = "INSERT INTO dpop_proofs VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+
+
+def token_listing(*, one_principal: bool, live_only: bool, after: bool) -> str:
+    """Tokens of a tenant with their principals, newest first: (tenant[, principal][, now][, issued_at,
+    token_id], limit). A keyset page: `after` continues below the last (issued_at, token_id) listed."""
+    columns = ", ".join(f"t.{c}" for c in rows.TOKEN_COLUMNS.split(", "))
+    principal = ", ".join(f"p.{c}" for c in rows.PRINCIPAL_COLUMNS.split(", "))
+    conditions = ["t.tenant_id = ?"]
+    if one_principal:
+        conditions.append("t.principal_id = ?")
+    if live_only:
+        conditions.append("t.revoked = FALSE AND t.expires_at > ?")
+    if after:
+        conditions.append("(t.issued_at, t.token_id) < (?, ?)")
+    return (
+        f"SELECT {columns}, {principal} FROM tokens t JOIN principals p ON p.principal_id = t.principal_id"
+        f" WHERE {' AND '.join(conditions)} ORDER BY t.issued_at DESC, t.token_id DESC LIMIT ?"
+    )
 
 
 SQLITE = Statements()
