@@ -22,6 +22,7 @@ from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.health import HealthServicer
+from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.reflection import reflection_routes
 from zkplatform.rpc.validation import ValidateRequests
 from zkplatform.rpc.vault import VaultServicer
@@ -64,6 +65,7 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         body_read_timeout_seconds=settings.body_read_timeout_seconds,
         max_streams=settings.max_streams,
+        origin=Origin(settings.public_url, settings.forwarded_allow_ips),
     )
 
     def mount(platform: Platform) -> None:

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ from zkplatform.config import (
     ConfigError,
     Settings,
     check_bind,
+    check_public_url,
+    parse_networks,
 )
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.pepper import load_pepper
@@ -47,6 +50,9 @@ log = logging.getLogger("zkplatform")
 # Conditions a user can cause and fix: one line on standard error, exit code 2.
 STARTUP_ERRORS = (ConfigError, StoreURLError, StoreUnavailable, SchemaError, AddressUnavailable)
 LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_GRACEFUL_TIMEOUT = 30.0
+# What a worker may take beyond the grace period to close its store and exit, before it is killed.
+STOP_MARGIN_S = 15.0
 
 _MINT = MintPolicy()
 _ENVIRONMENT = {
@@ -56,6 +62,8 @@ _ENVIRONMENT = {
         f"seconds a request body may take to arrive (default {DEFAULT_BODY_READ_TIMEOUT_SECONDS})"
     ),
     "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
+    "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",
+    "ZKPLATFORM_FORWARDED_ALLOW_IPS": "proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
     "ZKPLATFORM_STATE_DIR": f"the server's own files, such as the token pepper (default ./{DEFAULT_STATE_DIR})",
     "ZKPLATFORM_TOKEN_PEPPER": "base64url key (>= 32 bytes) tokens are stored under, the same on every host\n"
     "(default: generated once into the state directory)",
@@ -125,6 +133,32 @@ def _parser() -> argparse.ArgumentParser:
         "--log-level", choices=LOG_LEVELS, default="info", help="least severe log level shown (default info)"
     )
     serve.add_argument(
+        "--certfile", type=Path, default=None, metavar="PATH", help="serve TLS with this certificate chain (PEM)"
+    )
+    serve.add_argument("--keyfile", type=Path, default=None, metavar="PATH", help="the certificate's private key (PEM)")
+    serve.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="https://HOST[:PORT] clients address behind a proxy: the origin DPoP proofs must name",
+    )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        type=_networks,
+        default=None,
+        metavar="IPS",
+        help="comma-separated IPs and CIDR networks of proxies whose Forwarded and X-Forwarded-Proto/-Host "
+        "headers are believed (default: none)",
+    )
+    serve.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=DEFAULT_GRACEFUL_TIMEOUT,
+        metavar="SECONDS",
+        help=f"on SIGTERM, how long calls in flight may take to finish (default {DEFAULT_GRACEFUL_TIMEOUT:g})",
+    )
+    serve.add_argument(
         "--dev",
         action="store_true",
         help="development mode: seed demo tenants, vaults and items in memory and write their tokens to a file",
@@ -166,6 +200,32 @@ def _bind(raw: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _public_url(raw: str) -> str:
+    try:
+        return check_public_url(raw)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--public-url ")) from None
+
+
+def _networks(raw: str) -> str:
+    try:
+        parse_networks(raw)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--forwarded-allow-ips ")) from None
+    return raw
+
+
+def _seconds(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:  # an hour: longer is a mistake
+        msg = f"must be a number of seconds from 0 to 3600, not {raw!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return seconds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "admin":
@@ -184,7 +244,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     """The environment's settings, overridden by the command line."""
-    settings = dataclasses.replace(env, base_url=f"http://{args.bind}")
+    if (args.certfile is None) != (args.keyfile is None):
+        raise ConfigError("--certfile and --keyfile go together: TLS needs both")
+    if args.public_url is not None:
+        env = dataclasses.replace(env, public_url=args.public_url)
+    if args.forwarded_allow_ips is not None:
+        env = dataclasses.replace(env, forwarded_allow_ips=parse_networks(args.forwarded_allow_ips))
+    scheme = "https" if args.certfile is not None else "http"
+    settings = dataclasses.replace(env, base_url=env.public_url or f"{scheme}://{args.bind}")
     if args.store is not None:
         settings = dataclasses.replace(settings, store_url=args.store)
     if args.dev_credentials is not None and not args.dev:
@@ -227,8 +294,37 @@ async def _prepare_store(url: str, *, migrate: bool) -> None:
     await store.close()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listener:
+    """How every worker serves its socket: TLS or not, and the grace period of a stop."""
+
+    certfile: str | None = None
+    keyfile: str | None = None
+    graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.certfile is not None else "http"
+
+    def check(self) -> None:
+        """Load the certificate and key once, so that a bad pair stops the start, in one line."""
+        if self.certfile is None or self.keyfile is None:
+            return
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(self.certfile, self.keyfile)
+        except OSError as error:  # ssl.SSLError is one: a key that does not match, a file that is not PEM
+            why = error.strerror or getattr(error, "reason", None) or error
+            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why})"
+            raise ConfigError(msg) from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     settings = serve_settings(args, Settings.from_env())
+    listener = Listener(
+        str(args.certfile.absolute()) if args.certfile is not None else None,
+        str(args.keyfile.absolute()) if args.keyfile is not None else None,
+        args.graceful_timeout,
+    )
     log.debug(
         "settings: store %s, body limit %d bytes, body read timeout %d s, %d streams per worker, state in %s",
         display_url(settings.store_url),
@@ -237,6 +333,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings.max_streams,
         settings.state_dir,
     )
+    listener.check()
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
     try:
@@ -248,7 +345,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     def listening() -> None:
         log.info(
-            "listening on http://%s (%d worker(s), store %s%s)",
+            "listening on %s://%s (%d worker(s), store %s%s)",
+            listener.scheme,
             args.bind,
             args.workers,
             display_url(settings.store_url),
@@ -262,29 +360,40 @@ def _serve(args: argparse.Namespace) -> int:
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
     ):
         if args.workers == 1:
-            asyncio.run(_serve_app(sock, args.bind, listening, (signal.SIGINT, signal.SIGTERM)))
+            asyncio.run(_serve_app(sock, args.bind, listener, listening, (signal.SIGINT, signal.SIGTERM)))
             code = 0
         else:  # sock stays bound, never listening: only listening sockets are given connections
-            code = run_workers(args.workers, args.bind, functools.partial(_worker, log_level=args.log_level), listening)
+            worker = functools.partial(_worker, log_level=args.log_level, listener=listener)
+            stop_timeout = listener.graceful_timeout + STOP_MARGIN_S
+            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout)
     log.info("stopped")
     return code
 
 
-def _worker(bind: str, ready: Callable[[], None], *, log_level: str) -> None:
+def _worker(bind: str, ready: Callable[[], None], *, log_level: str, listener: Listener) -> None:
     """One of several worker processes: the application on a listening socket of its own."""
     configure_logging(log_level)
     try:
         sock = listening_socket(bind)
-        asyncio.run(_serve_app(sock, bind, ready, (signal.SIGTERM,)))  # the parent relays Ctrl-C as SIGTERM
+        # the parent relays Ctrl-C as SIGTERM
+        asyncio.run(_serve_app(sock, bind, listener, ready, (signal.SIGTERM,)))
     except STARTUP_ERRORS as error:
         print(f"zkplatform: worker {os.getpid()}: {error}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 async def _serve_app(
-    sock: socket.socket, bind: str, ready: Callable[[], None], stop_signals: tuple[signal.Signals, ...]
+    sock: socket.socket,
+    bind: str,
+    listener: Listener,
+    ready: Callable[[], None],
+    stop_signals: tuple[signal.Signals, ...],
 ) -> None:
-    """Start the application, then listen, then tell `ready`; serve until a stop signal."""
+    """Start the application, then listen, then tell `ready`; serve until a stop signal.
+
+    On a stop signal hypercorn stops accepting, closes idle connections and
+    lets the calls in flight finish within the grace period; open streams are
+    ended at once (they would otherwise hold the stop for all of it)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in stop_signals:
@@ -295,23 +404,34 @@ async def _serve_app(
     lifespan, app.lifespan = app.lifespan, None
     if lifespan is not None:
         await lifespan("startup")
+
+    async def stopped() -> None:
+        await stopping.wait()
+        app.end_streams()
+
     try:
         if stopping.is_set():
             return
-        config = _hypercorn_config()
+        config = _hypercorn_config(listener)
         hypercorn_fix.apply()
         listen(sock, bind, config.backlog)
         ready()
         # hypercorn closes the socket it makes from the descriptor; detached, ours will not close it a second time.
         config.bind = [f"fd://{sock.detach()}"]
-        await hypercorn_serve(cast("ASGIFramework", app), config, shutdown_trigger=stopping.wait)
+        await hypercorn_serve(cast("ASGIFramework", app), config, shutdown_trigger=stopped)
     finally:
         if lifespan is not None:
             await lifespan("shutdown")
 
 
-def _hypercorn_config() -> HypercornConfig:
+def _hypercorn_config(listener: Listener) -> HypercornConfig:
     config = HypercornConfig()
     config.accesslog = None  # an access log would record query strings, where tokens may leak
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
+    config.graceful_timeout = listener.graceful_timeout
+    if listener.certfile is not None and listener.keyfile is not None:
+        # With both set, hypercorn serves the descriptor in `bind` with TLS, offering
+        # HTTP/2 first in ALPN: what gRPC clients require.
+        config.certfile, config.keyfile = listener.certfile, listener.keyfile
+        config.alpn_protocols = ["h2", "http/1.1"]
     return config

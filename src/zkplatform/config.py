@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.store import DEFAULT_SQLITE_URL
@@ -51,6 +52,50 @@ def check_bind(bind: str) -> str:
     return bind
 
 
+def check_public_url(raw: str) -> str:
+    """`serve --public-url`: the origin clients address, http(s)://HOST[:PORT], or ConfigError."""
+    usage = f"--public-url must be https://HOST[:PORT] (or http://), without a path, not {raw!r}"
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        raise ConfigError(usage) from None
+    host = parts.hostname or ""
+    bracketed = f"[{host}]" if ":" in host else host
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or parts.username is not None
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or not host
+        or (port is not None and port == 0)
+    ):
+        raise ConfigError(usage)
+    try:
+        check_bind(f"{bracketed}:{port or 1}")
+    except ConfigError:
+        raise ConfigError(usage) from None
+    return f"{parts.scheme.lower()}://{bracketed.lower()}{'' if port is None else f':{port}'}"
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(raw: str) -> tuple[Network, ...]:
+    """`serve --forwarded-allow-ips`: comma-separated IP addresses and CIDR networks, or ConfigError."""
+    networks = []
+    for member in raw.split(","):
+        if not member.strip():
+            continue
+        try:
+            networks.append(ipaddress.ip_network(member.strip()))
+        except ValueError:
+            msg = f"--forwarded-allow-ips takes IP addresses and networks (10.0.0.0/8), not {member.strip()!r}"
+            raise ConfigError(msg) from None
+    return tuple(networks)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     store_url: str = DEFAULT_STORE
@@ -68,6 +113,10 @@ class Settings:
     base_url: str = f"http://{DEFAULT_BIND}"
     mint_policy: MintPolicy = field(default_factory=MintPolicy)
     tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS
+    # The origin clients address when a proxy stands in front (DPoP proofs name it).
+    public_url: str | None = None
+    # Peers whose forwarded headers (Forwarded, X-Forwarded-*) are believed.
+    forwarded_allow_ips: tuple[Network, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -88,6 +137,8 @@ class Settings:
             tombstone_retention_days=_positive_int(
                 env, "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS, at_most=36_500
             ),
+            public_url=check_public_url(env["ZKPLATFORM_PUBLIC_URL"]) if env.get("ZKPLATFORM_PUBLIC_URL") else None,
+            forwarded_allow_ips=parse_networks(env.get("ZKPLATFORM_FORWARDED_ALLOW_IPS", "")),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -102,6 +153,8 @@ class Settings:
             "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),
             "ZKPLATFORM_BASE_URL": self.base_url,
             "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
+            "ZKPLATFORM_PUBLIC_URL": self.public_url or "",
+            "ZKPLATFORM_FORWARDED_ALLOW_IPS": ",".join(map(str, self.forwarded_allow_ips)),
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
 

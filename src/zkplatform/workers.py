@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -95,11 +96,20 @@ def _why(bind: str, error: OSError) -> str:
     return f"cannot listen on {bind} ({error.strerror or error}): choose another --bind"
 
 
-def run_workers(count: int, bind: str, worker: Worker, on_ready: Callable[[], None] = lambda: None) -> int:
+def run_workers(
+    count: int,
+    bind: str,
+    worker: Worker,
+    on_ready: Callable[[], None] = lambda: None,
+    *,
+    stop_timeout: float = STOP_TIMEOUT_S,
+) -> int:
     """Run `worker(bind, ready)` in `count` spawned processes until one exits or we are told to stop.
 
     `on_ready` runs once every worker has called its `ready`. The first worker
-    to exit stops the others; its exit code is ours (0 when we were told to stop)."""
+    to exit stops the others; its exit code is ours (0 when we were told to stop).
+    A worker told to stop (SIGTERM) finishes its calls in flight; one still
+    running after `stop_timeout` seconds is killed."""
     context = multiprocessing.get_context("spawn")  # a clean interpreter each: no forked event loop or pool
     readiness, tell = context.Pipe(duplex=False)
     processes: list[BaseProcess] = [context.Process(target=_run, args=(worker, bind, tell)) for _ in range(count)]
@@ -134,7 +144,7 @@ def run_workers(count: int, bind: str, worker: Worker, on_ready: Callable[[], No
         first = _first_exit(started, readiness, on_ready)
         told_to_stop = stopping
         stop(signal.SIGTERM, None)
-        _join(started)
+        _join(started, stop_timeout)
     finally:
         readiness.close()
         for sig, handler in previous.items():
@@ -146,9 +156,10 @@ def run_workers(count: int, bind: str, worker: Worker, on_ready: Callable[[], No
     return code if code > 0 else 1  # a negative code: killed by that signal
 
 
-def _join(processes: list[BaseProcess]) -> None:
+def _join(processes: list[BaseProcess], timeout: float) -> None:
+    deadline = time.monotonic() + timeout  # one deadline for all: they stop side by side
     for process in processes:
-        process.join(STOP_TIMEOUT_S)
+        process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive():
             process.kill()
             process.join()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -44,11 +45,18 @@ def zkplatform_command() -> str:
 
 
 @contextmanager
-def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serving(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> Iterator[Server]:
     """Start the server, wait (bounded) until it says every worker listens, stop it afterwards.
 
     The server runs in a session of its own, so a test can signal its whole
-    process group as a terminal's Ctrl-C does."""
+    process group as a terminal's Ctrl-C does. With `tls` (the client's context,
+    trusting the server's CA) the server is expected to serve https (give it
+    --certfile and --keyfile)."""
     port = free_port()
     log_path = tmp_path / f"server-{port}.log"
     command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
@@ -61,22 +69,22 @@ def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> It
             env={**os.environ, **(env or {})},
             start_new_session=True,
         )
-    server = Server(f"http://127.0.0.1:{port}", log_path, process)
+    server = Server(f"{'https' if tls else 'http'}://127.0.0.1:{port}", log_path, process)
     try:
-        _wait_until_listening(server)
+        _wait_until_listening(server, tls or True)
         yield server
     finally:
         stop(server)
 
 
-def _wait_until_listening(server: Server) -> None:
+def _wait_until_listening(server: Server, verify: ssl.SSLContext | bool = True) -> None:
     """The server logs "listening on URL" once every worker listens (a worker that
     answers /healthz says nothing of the others)."""
     announcement = f"listening on {server.base_url} "
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if announcement in server.log():
-            assert httpx.get(f"{server.base_url}/healthz", timeout=10).status_code == 200
+            assert httpx.get(f"{server.base_url}/healthz", timeout=10, verify=verify).status_code == 200
             return
         if server.process.poll() is not None:
             msg = f"server exited with {server.process.returncode}:\n{server.log()}"

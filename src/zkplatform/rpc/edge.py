@@ -43,6 +43,8 @@ from zkplatform.domain.errors import FieldViolation, InvalidArgument
 from zkplatform.rpc.details import error_detail
 from zkplatform.rpc.errors import to_connect_error
 from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negotiate_server_protocol
+from zkplatform.rpc.origin import Origin
+from zkplatform.rpc.streams import OpenStreams
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,16 +59,17 @@ _ENVELOPE_PREFIX = 5  # flags, then a big-endian 32-bit length: every streaming 
 class RequestFacts:
     """What the edge saw of the HTTP request, for interceptors."""
 
-    __slots__ = ("_scope",)
+    __slots__ = ("_origin", "_scope")
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, origin: Origin) -> None:
         self._scope = scope
+        self._origin = origin
 
     @property
     def url(self) -> str:
         """scheme://host/path as the client addressed it: what a DPoP proof's htu names.
         Built on demand: only key-bound tokens need it."""
-        return _url(self._scope)
+        return self._origin.url(self._scope)
 
 
 request_facts: ContextVar[RequestFacts] = ContextVar("request_facts")
@@ -101,8 +104,11 @@ class Edge:
         body_read_timeout_seconds: float = 30,
         max_streams: int = 100,
         lifespan: Callable[[str], Awaitable[None]] | None = None,
+        origin: Origin | None = None,
     ) -> None:
         self._procedures: dict[str, _Procedure] = {}
+        self._origin = origin or Origin()  # what DPoP proofs must name: see rpc/origin.py
+        self._open = OpenStreams()
         self._streams: dict[str, ASGIApp] = {}
         self._max_body_bytes = max_body_bytes
         self._body_timeout = body_read_timeout_seconds
@@ -129,6 +135,10 @@ class Edge:
             for path, app in unary_procedures.items()
         )
         self._streams.update(streams or {})
+
+    def end_streams(self) -> None:
+        """At shutdown: end the open streaming calls with `unavailable`, and refuse new ones so."""
+        self._open.end_all()
 
     def revoke_leaked_with(self, revoke: RevokeLeaked) -> None:
         """How tokens found in URLs are revoked (the store is open by then)."""
@@ -178,7 +188,7 @@ class Edge:
         if refusal is not None:
             await send_error(send, scope, refusal)
             return
-        request_facts.set(RequestFacts(scope))
+        request_facts.set(RequestFacts(scope, self._origin))
         await procedure.app(scope, _replay(body, receive), send)
 
     def _query_over_limit(self, scope: Scope) -> ConnectError | None:
@@ -216,7 +226,7 @@ class Edge:
             return
         self._open_streams += 1
         try:
-            await app(scope, _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout), send)
+            await self._open.serve(app, scope, _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout), send)
         finally:
             self._open_streams -= 1
 
@@ -407,14 +417,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
-
-
-def _url(scope: Scope) -> str:
-    host = _header(scope, b"host")
-    if host is None:
-        server = scope.get("server") or ("localhost", None)
-        host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}{scope['path']}"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -1,0 +1,149 @@
+"""The origin (scheme://host[:port]) a client addressed: what a DPoP proof's `htu` must name.
+
+Behind a load balancer or reverse proxy, the request that reaches the server
+names the server's internal address, not the one the client used. Two ways
+to know the public one:
+
+- a configured public URL (`serve --public-url`), which then always wins;
+- the forwarded headers (RFC 7239 `Forwarded`, else `X-Forwarded-Proto` and
+  `X-Forwarded-Host`), believed only when the connection comes from a trusted
+  proxy (`serve --forwarded-allow-ips`): anyone else could name any origin.
+  Each proxy appends its element, so the last one is what the nearest proxy,
+  the trusted peer, saw. A malformed value is ignored, never half-used.
+
+Without either, the origin is the request's own scheme and Host header.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+_TCHAR = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_PAIR = re.compile(rf'({_TCHAR})=({_TCHAR}|"(?:[^"\\]|\\.)*")')
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?")
+_SCHEMES = ("http", "https")
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """What a trusted proxy says the client addressed; None where it says nothing."""
+
+    proto: str | None = None
+    host: str | None = None
+
+
+def parse_forwarded(values: Iterable[str]) -> list[dict[str, str]] | None:
+    """The elements of `Forwarded` header lines (RFC 7239), in order, each a map of
+    lower-cased parameter names to values (quotes removed); None when malformed."""
+    text = ",".join(values)
+    elements: list[dict[str, str]] = []
+    element: dict[str, str] = {}
+    at = 0
+    while (at := _skip_space(text, at)) < len(text):
+        if text[at] == ",":  # the next proxy's element; empty list members are allowed
+            if element:
+                elements.append(element)
+            element, at = {}, at + 1
+            continue
+        pair = _PAIR.match(text, at)
+        if pair is None:
+            return None
+        name, value = pair[1].lower(), pair[2]
+        if name in element:
+            return None  # a parameter named twice in one element (section 4)
+        element[name] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith('"') else value
+        at = _skip_space(text, pair.end())
+        if at < len(text) and text[at] not in ";,":
+            return None
+        if at < len(text) and text[at] == ";":
+            at += 1
+    if element:
+        elements.append(element)
+    return elements
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t":
+        at += 1
+    return at
+
+
+def forwarded_by_proxy(headers: Sequence[tuple[bytes, bytes]]) -> Forwarded:
+    """The scheme and host the nearest proxy forwarded: from its `Forwarded` element
+    when the request carries that header, else from `X-Forwarded-Proto`/`-Host`."""
+    lines: dict[bytes, list[str]] = {}
+    for key, value in headers:
+        if key in (b"forwarded", b"x-forwarded-proto", b"x-forwarded-host"):
+            lines.setdefault(key, []).append(value.decode("latin-1"))
+    if b"forwarded" in lines:
+        elements = parse_forwarded(lines[b"forwarded"])
+        last = elements[-1] if elements else {}
+        return Forwarded(_proto(last.get("proto")), _host(last.get("host")))
+    return Forwarded(
+        _proto(_last_listed(lines.get(b"x-forwarded-proto"))), _host(_last_listed(lines.get(b"x-forwarded-host")))
+    )
+
+
+def _last_listed(lines: list[str] | None) -> str | None:
+    """The last member of a comma-separated header: the one the nearest proxy added."""
+    if not lines:
+        return None
+    members = [member.strip() for member in ",".join(lines).split(",")]
+    return members[-1] or None
+
+
+def _proto(value: str | None) -> str | None:
+    return value.lower() if value is not None and value.lower() in _SCHEMES else None
+
+
+def _host(value: str | None) -> str | None:
+    match = _HOST.fullmatch(value) if value is not None else None
+    if match is None or (match[2] is not None and not 1 <= int(match[2][1:]) <= 65535):
+        return None
+    return value
+
+
+def is_trusted(client: Sequence[Any] | None, trusted: Sequence[Network]) -> bool:
+    """Whether the peer (ASGI `client`: host, port) is one of the trusted proxies."""
+    if not trusted or not client:
+        return False
+    try:
+        address = ipaddress.ip_address(str(client[0]))
+    except ValueError:  # a unix socket's path, or no address at all
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # an IPv4 peer on a dual-stack socket
+    return any(address in network for network in trusted)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Resolves the origin of each request; `public`: the configured public origin."""
+
+    public: str | None = None
+    trusted: tuple[Network, ...] = ()
+
+    def url(self, scope: Mapping[str, Any]) -> str:
+        """scheme://host[:port]/path as the client addressed it: the path stays the request's."""
+        return f"{self.of(scope)}{scope['path']}"
+
+    def of(self, scope: Mapping[str, Any]) -> str:
+        if self.public is not None:
+            return self.public
+        headers: Sequence[tuple[bytes, bytes]] = scope.get("headers", ())
+        scheme: str = scope.get("scheme", "http")
+        host = next((value.decode("latin-1") for key, value in headers if key == b"host"), None)
+        if host is None:
+            server = scope.get("server") or ("localhost", None)
+            host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+        if is_trusted(scope.get("client"), self.trusted):
+            forwarded = forwarded_by_proxy(headers)
+            scheme = forwarded.proto or scheme
+            host = forwarded.host or host
+        return f"{scheme}://{host}"

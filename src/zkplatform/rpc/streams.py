@@ -1,0 +1,135 @@
+"""Streaming calls in flight, so that a server shutting down ends them at once.
+
+A stream (a health Watch, a reflection session, later the vault's watches)
+may stay open for as long as its client likes: left alone, it would hold a
+graceful shutdown for the whole grace period and then be cut without a
+status. At shutdown each open stream is ended with `unavailable` instead, in
+its own protocol (an end-of-stream message for Connect, trailers for gRPC and
+gRPC-Web), and a stream that arrives afterwards is answered so at once:
+clients take `unavailable` as "retry elsewhere", which the load balancer
+routes to a server that stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from connectrpc.code import Code
+from connectrpc.compat import google_protobuf_binary_codec
+from connectrpc.errors import ConnectError
+from connectrpc.request import Headers
+
+from zkplatform.rpc.internals import ConnectWireError, negotiate_server_protocol
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SHUTTING_DOWN = "the server is shutting down; call again (another server will answer)"
+
+
+class OpenStreams:
+    """The streaming calls being served; `end_all()` ends them, and refuses those still to come."""
+
+    def __init__(self) -> None:
+        self._calls: dict[asyncio.Task[None], _Call] = {}
+        self._closing = False
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    async def serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        call = _Call(scope, send)
+        if self._closing:
+            await call.end()
+            return
+        # The application runs in a task of its own, so that ending the stream
+        # cancels the application and not the server's task, which then writes the end.
+        async def run() -> None:
+            await app(scope, receive, call.send)
+
+        served = asyncio.create_task(run())
+        self._calls[served] = call
+        try:
+            await served  # a cancellation of ours (the client left) cancels it too
+        except asyncio.CancelledError:
+            if not call.ending or _being_cancelled():
+                raise
+        finally:
+            self._calls.pop(served, None)
+        if call.ending:
+            await call.end()
+
+    def end_all(self) -> None:
+        """End every open stream with `unavailable`, and refuse new ones so from now on."""
+        self._closing = True
+        for served, call in self._calls.items():
+            call.ending = True
+            served.cancel()
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class _Call:
+    """A stream's response as it is written: how far it got, and the send in flight,
+    which a cancellation must not cut half-way through a message."""
+
+    __slots__ = ("_pending", "_scope", "_send", "body_done", "ended", "ending", "started", "trailers")
+
+    def __init__(self, scope: Scope, send: Send) -> None:
+        self._scope = scope
+        self._send = send
+        self._pending: asyncio.Future[None] | None = None
+        self.started = False
+        self.trailers = False  # the response ends with HTTP trailers (gRPC)
+        self.body_done = False
+        self.ended = False
+        self.ending = False
+
+    async def send(self, message: Message) -> None:
+        if self.ending:
+            return  # the application being cancelled tries to end the stream its own way
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.started, self.trailers = True, bool(message.get("trailers"))
+        elif kind == "http.response.body" and not message.get("more_body", False):
+            self.body_done = True
+            self.ended = not self.trailers
+        elif kind == "http.response.trailers":
+            self.ended = True
+        self._pending = asyncio.ensure_future(self._send(message))
+        await asyncio.shield(self._pending)
+
+    async def end(self) -> None:
+        """End the response with `unavailable`, as connectrpc ends a stream with an error."""
+        if self._pending is not None:
+            with contextlib.suppress(Exception):
+                await self._pending
+        if self.ended:
+            return
+        self.ended = True
+        content_type = next((v for k, v in self._scope.get("headers", ()) if k == b"content-type"), b"")
+        protocol = negotiate_server_protocol(content_type.decode("latin-1"))
+        if not self.started:
+            self.trailers = protocol.uses_trailers()
+            headers = [(b"content-type", content_type or b"application/grpc")]
+            await self._send(
+                {"type": "http.response.start", "status": 200, "headers": headers, "trailers": self.trailers}
+            )
+        error = ConnectWireError.from_exception(ConnectError(Code.UNAVAILABLE, SHUTTING_DOWN))
+        end = protocol.create_envelope_writer(google_protobuf_binary_codec(), None).end(Headers(), error)
+        if isinstance(end, bytes):
+            await self._send({"type": "http.response.body", "body": end, "more_body": False})
+            return
+        if not self.body_done:
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        trailers = [(key.encode(), value.encode()) for key, value in end.allitems()]
+        await self._send({"type": "http.response.trailers", "headers": trailers, "more_trailers": False})

@@ -1,0 +1,307 @@
+"""`serve --certfile --keyfile`: TLS with ALPN h2 and http/1.1, for every kind of client,
+with a CA and a server certificate for 127.0.0.1 made here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.e2e.server import Server, run_serve, serving
+from zkplatform_api.grpc.health.v1 import health_pb2
+from zkplatform_api.platform.v1 import vault_pb2
+
+REPO = Path(__file__).resolve().parents[2]
+BUF = str(Path(sys.executable).parent / "buf")
+DEMO = REPO / "clients" / "ts" / "dist" / "demo.js"
+DELETE = "/platform.v1.VaultService/DeleteItem"
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    cert: Path
+    key: Path
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def make_pki(directory: Path) -> Pki:
+    """A CA, and a certificate it signed for localhost and 127.0.0.1."""
+    now = dt.datetime.now(dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("zkplatform test CA"))
+        .issuer_name(_name("zkplatform test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("localhost"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pki = Pki(directory / "ca.pem", directory / "server.pem", directory / "server-key.pem")
+    pki.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    pki.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pki.key.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return pki
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Server]:
+    tls = ("--certfile", str(pki.cert), "--keyfile", str(pki.key))
+    with serving(tmp_path_factory.mktemp("tls"), "--dev", *tls, tls=pki.client_context()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def alice(server: Server) -> str:
+    credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+    return str(next(p["token"] for p in credentials["tenants"][0]["principals"] if p["principalId"] == "alice"))
+
+
+def _health_check(channel: grpc.Channel) -> health_pb2.HealthCheckResponse:
+    check = channel.unary_unary(
+        "/grpc.health.v1.Health/Check",
+        request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+        response_deserializer=health_pb2.HealthCheckResponse.FromString,
+    )
+    answer: health_pb2.HealthCheckResponse = check(health_pb2.HealthCheckRequest(), timeout=10)
+    return answer
+
+
+def _address(server: Server) -> str:
+    return server.base_url.removeprefix("https://")
+
+
+def _delete_body(vault: str, item: str) -> dict[str, object]:
+    return {"vaultId": vault, "itemId": item, "baseVersion": "1"}
+
+
+def _connect_headers(token: str) -> dict[str, str]:
+    return {"Connect-Protocol-Version": "1", "Authorization": f"Bearer {token}"}
+
+
+def test_the_log_and_the_dev_credentials_name_https(server: Server) -> None:
+    credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+
+    assert f"listening on {server.base_url} (1 worker(s)" in server.log()
+    assert credentials["baseUrl"] == server.base_url
+
+
+def test_grpcio_over_a_secure_channel(server: Server, pki: Pki, alice: str) -> None:
+    credentials = grpc.ssl_channel_credentials(root_certificates=pki.ca.read_bytes())
+    with grpc.secure_channel(_address(server), credentials) as channel:
+        health = _health_check(channel)
+        delete = channel.unary_unary(
+            DELETE,
+            request_serializer=vault_pb2.DeleteItemRequest.SerializeToString,
+            response_deserializer=vault_pb2.DeleteItemResponse.FromString,
+        )
+        request = vault_pb2.DeleteItemRequest(vault_id="acme-private", item_id="item-1", base_version=1)
+        deleted = delete(request, metadata=(("authorization", f"Bearer {alice}"),), timeout=10)
+
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+    assert deleted.item.deleted
+    assert deleted.item.version == 2
+
+
+def test_grpcio_refuses_a_server_it_does_not_trust(server: Server) -> None:
+    system_cas = grpc.ssl_channel_credentials()
+    with grpc.secure_channel(_address(server), system_cas) as channel, pytest.raises(grpc.RpcError) as refused:
+        _health_check(channel)
+
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize("http2", [True, False], ids=["http2", "http1.1"])
+def test_connect_json_with_httpx(server: Server, pki: Pki, alice: str, http2: bool) -> None:
+    item = "item-2" if http2 else "item-3"
+    with httpx.Client(verify=pki.client_context(), http2=http2, timeout=10) as client:
+        response = client.post(
+            f"{server.base_url}{DELETE}", json=_delete_body("acme-private", item), headers=_connect_headers(alice)
+        )
+
+    assert response.status_code == 200, response.text
+    assert response.http_version == ("HTTP/2" if http2 else "HTTP/1.1")  # ALPN offers both
+    assert response.json()["item"]["deleted"] is True
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "connect"])
+def test_buf_curl_with_the_ca(server: Server, pki: Pki, alice: str, protocol: str) -> None:
+    item = "item-4" if protocol == "grpc" else "item-5"
+    result = subprocess.run(
+        [
+            BUF,
+            "curl",
+            "--protocol",
+            protocol,
+            "--cacert",
+            str(pki.ca),
+            "-H",
+            f"Authorization: Bearer {alice}",
+            "-d",
+            json.dumps(_delete_body("acme-private", item)),
+            f"{server.base_url}{DELETE}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["item"]["deleted"] is True
+
+
+def _node_demo(
+    server: Server, alice: str, item: str, other: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    node = shutil.which("node")
+    assert node, "node is needed: install Node 20"
+    if not DEMO.exists():
+        subprocess.run(["npm", "run", "--silent", "build"], cwd=DEMO.parents[1], check=True, timeout=300)
+    return subprocess.run(
+        [node, str(DEMO), server.base_url, "grpc", alice, "acme-shared", item, other],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env},
+    )
+
+
+def test_the_node_client_over_https_with_http2(server: Server, pki: Pki, alice: str) -> None:
+    # gRPC in Connect for Node is HTTP/2 only; Node trusts the CA through NODE_EXTRA_CA_CERTS.
+    result = _node_demo(server, alice, "item-1", "item-2", {"NODE_EXTRA_CA_CERTS": str(pki.ca)})
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["deleted"]["deleted"] is True
+    assert report["repeatedSame"] is True
+    assert report["conflict"]["code"] == "Aborted"
+
+
+def test_the_node_client_refuses_a_server_it_does_not_trust(server: Server, alice: str) -> None:
+    result = _node_demo(server, alice, "item-3", "item-4", {})
+
+    assert result.returncode != 0
+    assert "certificate" in result.stderr.lower()
+
+
+def test_plaintext_to_the_tls_port_is_refused_cleanly(server: Server, pki: Pki) -> None:
+    http_url = server.base_url.replace("https://", "http://")
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{http_url}/healthz", timeout=10)
+    with grpc.insecure_channel(_address(server)) as channel, pytest.raises(grpc.RpcError) as refused:
+        _health_check(channel)
+    # The server closes at once: a raw request reads the end of the stream, not a hang.
+    host, port = _address(server).split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = raw.recv(4096)
+    still = httpx.get(f"{server.base_url}/healthz", verify=pki.client_context(), timeout=10)
+
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert not answer.startswith(b"HTTP/")  # nothing is served in plaintext
+    assert still.text == "ok\n"
+    assert "Traceback" not in server.log()
+    assert " ERROR " not in server.log()
+
+
+def test_two_workers_serve_tls(tmp_path: Path, pki: Pki) -> None:
+    tls = ("--certfile", str(pki.cert), "--keyfile", str(pki.key))
+    with serving(tmp_path, "--store", "memory:", "--workers", "2", *tls, tls=pki.client_context()) as server:
+        # Fresh connections, so that the kernel spreads them over both workers.
+        answers = [
+            httpx.get(f"{server.base_url}/healthz", verify=pki.client_context(), timeout=10).text for _ in range(8)
+        ]
+    assert answers == ["ok\n"] * 8
+    assert f"listening on {server.base_url} (2 worker(s)" in server.log()
+    assert server.process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--keyfile": None}, "--certfile and --keyfile go together"),
+        ({"--certfile": "missing.pem"}, "No such file or directory"),
+        ({"--keyfile": "ca"}, "cannot serve TLS with --certfile"),
+    ],
+    ids=["certfile-alone", "missing-certificate", "key-of-another-certificate"],
+)
+def test_an_unusable_certificate_is_one_line(
+    tmp_path: Path, pki: Pki, change: dict[str, str | None], message: str
+) -> None:
+    other_key = make_pki(tmp_path).key
+    flags: dict[str, str | None] = {"--certfile": str(pki.cert), "--keyfile": str(pki.key)}
+    for flag, value in change.items():
+        flags[flag] = str(other_key) if value == "ca" else value
+    args = [part for flag, value in flags.items() if value is not None for part in (flag, value)]
+
+    result = run_serve(tmp_path, "--store", "memory:", *args)
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
