@@ -53,7 +53,8 @@ def main(argv: Sequence[str]) -> int:
             for line in [*(str(bad) for bad in reported), message]:
                 print(f"{PROG}: {' '.join(line.split())}", file=sys.stderr)
             return code
-    print(output)  # the command's result (a token's JSON) is for standard output
+    if output:  # an empty list prints nothing, not an empty line
+        print(output)  # the command's result (a token's JSON, a list) is for standard output
     return DONE
 
 

@@ -31,7 +31,7 @@ unusable store, or a schema other than this build's (run `migrate`).
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole command table, read top to bottom
     parser = argparse.ArgumentParser(
         prog="zkplatform admin",
         description=DESCRIPTION,
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     add = command(tenant, "add", "add a tenant")
     add.add_argument("tenant_id", type=_id, metavar="TENANT_ID", help="the new tenant's id")
     add.set_defaults(run=commands.add_tenant)
+    listed = command(tenant, "list", "list every tenant")
+    _table_flag(listed)
+    listed.set_defaults(run=commands.list_tenants)
 
     principal = _group(subcommands, "principal", "manage principals")
     add = command(
@@ -83,6 +86,26 @@ def build_parser() -> argparse.ArgumentParser:
         " (default: all the role allows; none for a service; '' for none)",
     )
     add.set_defaults(run=commands.add_principal)
+    listed = command(principal, "list", "list a tenant's principals, with their roles, scopes and state")
+    listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
+    _table_flag(listed)
+    listed.set_defaults(run=commands.list_principals)
+    disable = command(
+        principal,
+        "disable",
+        "offboard a principal: revoke all its tokens (and every token minted from them) and refuse it new ones",
+        "Disable a principal: every token it holds is revoked, with every token minted from them, in one"
+        " transaction, and no token is issued or minted for it until `principal enable`.",
+    )
+    disable.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the principal's id")
+    disable.set_defaults(run=commands.disable_principal)
+    enable = command(
+        principal,
+        "enable",
+        "let a disabled principal be issued tokens again (its revoked tokens stay revoked)",
+    )
+    enable.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the principal's id")
+    enable.set_defaults(run=commands.enable_principal)
 
     vault = _group(subcommands, "vault", "manage vaults")
     add = command(vault, "add", "add a vault to a tenant")
@@ -92,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--members", type=_ids, default=[], metavar="p1,p2,...", help="principals of the same tenant (default: none)"
     )
     add.set_defaults(run=commands.add_vault)
+    listed = command(vault, "list", "list a tenant's vaults and their members")
+    listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
+    _table_flag(listed)
+    listed.set_defaults(run=commands.list_vaults)
+    member = _group(vault, "member", "add or remove a vault's members")
+    for action, run, help_text in (
+        ("add", commands.add_vault_member, "make a principal of the vault's tenant a member of it"),
+        ("remove", commands.remove_vault_member, "remove a member: refused on the vault from its next call"),
+    ):
+        change = command(member, action, help_text)
+        change.add_argument("vault_id", type=_id, metavar="VAULT_ID", help="the vault")
+        change.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the principal")
+        change.set_defaults(run=run)
 
     importing = command(
         subcommands,
@@ -107,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importing.set_defaults(run=commands.import_items)
 
-    token = _group(subcommands, "token", "issue and revoke tokens")
+    token = _group(subcommands, "token", "issue, list, show and revoke tokens")
     issue = command(
         token,
         "issue",
@@ -125,9 +161,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     issue.add_argument("--scopes", type=_scopes, metavar="a,b,...", help="default: every scope the principal may hold")
     issue.set_defaults(run=commands.issue_token)
-    revoke = command(token, "revoke", "revoke a token by its public id (its tokenId, tok_...)")
+    revoke = command(
+        token,
+        "revoke",
+        "revoke a token by its public id (its tokenId, tok_...), and every token minted from it",
+    )
     revoke.add_argument("token_id", metavar="TOKEN_ID", help="the tokenId printed with the token, never its secret")
     revoke.set_defaults(run=commands.revoke_token)
+    listed = command(
+        token,
+        "list",
+        "list a principal's tokens, newest first, live or not, with their state (never a secret)",
+    )
+    listed.add_argument("--principal", type=_id, required=True, metavar="P", help="the principal's id")
+    _table_flag(listed)
+    listed.set_defaults(run=commands.list_tokens)
+    show = command(token, "show", "show one token by its public id (never its secret)")
+    show.add_argument("token_id", metavar="TOKEN_ID", help="the tokenId (tok_...)")
+    _table_flag(show)
+    show.set_defaults(run=commands.show_token)
 
     purge = command(subcommands, "purge-tombstones", "forget tombstones deleted longer ago than the retention")
     purge.add_argument(
@@ -138,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     purge.set_defaults(run=commands.purge_tombstones)
     return parser
+
+
+def _table_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", action="store_true", help="an aligned table instead of one JSON object a line")
 
 
 def store_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:

@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 
 from google.protobuf import json_format
 
+from zkplatform.admin import listing
 from zkplatform.admin.importer import Spool, check_file, storing
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain import tokens
 from zkplatform.domain.clock import system_clock
-from zkplatform.domain.models import Principal, Role, Tenant, Vault
+from zkplatform.domain.models import Principal, Role, Tenant, TokenRecord, Vault
 from zkplatform.messages.convert import token_to_proto
 from zkplatform.pepper import load_pepper
 from zkplatform.store import MigratableStore
@@ -102,15 +103,121 @@ async def issue_token(args: argparse.Namespace, store: MigratableStore) -> str:
 
 
 async def revoke_token(args: argparse.Namespace, store: MigratableStore) -> str:
-    token_id: str = args.token_id
-    if token_id.startswith(tokens.PREFIX):
-        # A secret given by mistake: refuse it without repeating it anywhere.
-        msg = "that is a token's secret, not its id: revoke by the tokenId (tok_...) printed with the token"
-        raise Refused(msg)
-    if not await store.revoke_token_id(token_id):
+    token_id = _token_id(args.token_id)
+    revoked = await store.revoke_token_tree(token_id)
+    if revoked is None:
         msg = f"no token {token_id}"
         raise Refused(msg)
+    minted = [r for r in revoked if r != token_id]
+    if token_id not in revoked:
+        return f"token {token_id} was already revoked" + (
+            f"; revoked {len(minted)} token(s) minted from it" if minted else ""
+        )
+    if minted:
+        return f"token {token_id} revoked, with {len(minted)} token(s) minted from it: {', '.join(minted)}"
     return f"token {token_id} revoked"
+
+
+async def list_tenants(args: argparse.Namespace, store: MigratableStore) -> str:
+    found = await store.list_tenants()
+    return listing.render(map(listing.tenant_row, found), table=args.table, columns=["tenantId"])
+
+
+async def list_principals(args: argparse.Namespace, store: MigratableStore) -> str:
+    found = await store.list_principals(args.tenant)
+    columns = ["principalId", "tenantId", "role", "scopes", "disabled"]
+    return listing.render(map(listing.principal_row, found), table=args.table, columns=columns)
+
+
+async def list_vaults(args: argparse.Namespace, store: MigratableStore) -> str:
+    found = await store.list_vaults(args.tenant)
+    return listing.render(map(listing.vault_row, found), table=args.table, columns=["vaultId", "tenantId", "members"])
+
+
+async def add_vault_member(args: argparse.Namespace, store: MigratableStore) -> str:
+    if await store.add_vault_member(args.vault_id, args.principal_id):
+        return f"{args.principal_id} is now a member of vault {args.vault_id}"
+    return f"{args.principal_id} was already a member of vault {args.vault_id}; nothing was changed"
+
+
+async def remove_vault_member(args: argparse.Namespace, store: MigratableStore) -> str:
+    # Membership is read on every call, so the principal's next call on the vault is refused.
+    if await store.remove_vault_member(args.vault_id, args.principal_id):
+        return f"{args.principal_id} is no longer a member of vault {args.vault_id}"
+    return f"{args.principal_id} was not a member of vault {args.vault_id}; nothing was changed"
+
+
+async def disable_principal(args: argparse.Namespace, store: MigratableStore) -> str:
+    revoked = await store.set_principal_disabled(args.principal_id, disabled=True)
+    if revoked is None:
+        msg = f"no principal {args.principal_id}"
+        raise Refused(msg)
+    return f"principal {args.principal_id} disabled; {len(revoked)} token(s) revoked" + (
+        f": {', '.join(revoked)}" if revoked else ""
+    )
+
+
+async def enable_principal(args: argparse.Namespace, store: MigratableStore) -> str:
+    if await store.set_principal_disabled(args.principal_id, disabled=False) is None:
+        msg = f"no principal {args.principal_id}"
+        raise Refused(msg)
+    return f"principal {args.principal_id} enabled; its revoked tokens stay revoked (issue a new one)"
+
+
+TOKEN_COLUMNS = [
+    "tokenId",
+    "principalId",
+    "origin",
+    "parentTokenId",
+    "scopes",
+    "issuedAt",
+    "expiresAt",
+    "lastUsedAt",
+    "state",
+]
+LIST_PAGE = 1000
+
+
+async def list_tokens(args: argparse.Namespace, store: MigratableStore) -> str:
+    """Every token of the principal, live or not, newest first: an operator looking for a
+    token id wants the revoked and expired ones too, each with its state."""
+    principal = await store.get_principal(args.principal)
+    if principal is None:
+        msg = f"no principal {args.principal}"
+        raise Refused(msg)
+    found: list[TokenRecord] = []
+    after: tuple[int, str] | None = None
+    while True:
+        page = await store.list_tokens(
+            principal.tenant_id, principal.principal_id, live_at=None, after=after, limit=LIST_PAGE
+        )
+        found.extend(record for record, _ in page)
+        if len(page) < LIST_PAGE:
+            break
+        after = (found[-1].issued_at, found[-1].token_id)
+    now = system_clock()
+    rows = [listing.token_row(record, principal.role, now) for record in found]
+    return listing.render(rows, table=args.table, columns=TOKEN_COLUMNS)
+
+
+async def show_token(args: argparse.Namespace, store: MigratableStore) -> str:
+    token_id = _token_id(args.token_id)
+    record = await store.get_token(token_id)
+    principal = None if record is None else await store.get_principal(record.principal_id)
+    if record is None or principal is None:
+        msg = f"no token {token_id}"
+        raise Refused(msg)
+    return listing.render(
+        [listing.token_row(record, principal.role, system_clock())], table=args.table, columns=TOKEN_COLUMNS
+    )
+
+
+def _token_id(given: str) -> str:
+    if given.startswith(tokens.PREFIX):
+        # A secret given by mistake: refuse it without repeating it anywhere.
+        msg = "that is a token's secret, not its id: name the token by its tokenId (tok_...) printed with it"
+        raise Refused(msg)
+    return given
 
 
 async def purge_tombstones(args: argparse.Namespace, store: MigratableStore) -> str:
