@@ -25,7 +25,9 @@ from typing import Any
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _TCHAR = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_PAIR = re.compile(rf'({_TCHAR})=({_TCHAR}|"(?:[^"\\]|\\.)*")')
+# Values are tokens or quoted strings; a host:port or [IPv6] left unquoted, as some proxies
+# send them, is taken too.
+_PAIR = re.compile(rf'({_TCHAR})=([!#$%&\'*+.^_`|~0-9A-Za-z:\[\]-]+|"(?:[^"\\]|\\.)*")')
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?")
 _SCHEMES = ("http", "https")
 
