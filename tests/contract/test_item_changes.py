@@ -125,11 +125,13 @@ async def test_update_replaces_the_content_one_version_later(seeded: MigratableS
 async def test_update_that_does_not_apply_answers_the_item_as_it_is(seeded: MigratableStore) -> None:
     changed = await seeded.update_item("v1", "i1", 1, content("b"), NOW)
     deleted = await seeded.delete_item("v1", "i2", 1, NOW)
+    assert isinstance(changed, ItemChange)
+    assert isinstance(deleted, ItemChange)
 
-    assert await seeded.update_item("v1", "i1", 1, content("c"), NOW + 1) == Conflict(changed)  # type: ignore[arg-type]
-    assert await seeded.update_item("v1", "i1", 5, content("c"), NOW + 1) == Conflict(changed)  # type: ignore[arg-type]
-    assert await seeded.update_item("v1", "i2", 1, content("c"), NOW + 1) == Conflict(deleted)  # type: ignore[arg-type]
-    assert await seeded.update_item("v1", "i2", 2, content("c"), NOW + 1) == Conflict(deleted)  # type: ignore[arg-type]
+    assert await seeded.update_item("v1", "i1", 1, content("c"), NOW + 1) == Conflict(changed)
+    assert await seeded.update_item("v1", "i1", 5, content("c"), NOW + 1) == Conflict(changed)
+    assert await seeded.update_item("v1", "i2", 1, content("c"), NOW + 1) == Conflict(deleted)
+    assert await seeded.update_item("v1", "i2", 2, content("c"), NOW + 1) == Conflict(deleted)
     assert await seeded.update_item("v1", "nope", 1, content("c"), NOW + 1) == Missing()
     assert await seeded.update_item("v2", "i1", 1, content("c"), NOW + 1) == Missing()
     assert await seeded.vault_sequence("v1") == 4
