@@ -486,7 +486,8 @@ _UPDATE_ITEM = (
 
 def _list_in_snapshot(page: str) -> str:
     """(vault, vault, after item_id, limit) -> rows of (the vault's sequence, the page's item
-    columns), or one row of (sequence, NULLs) for an empty page."""
+    columns), or one row of (sequence, NULLs) for an empty page. Its ORDER BY sorts the page's
+    rows only (at most a page and one): below it runs the keyset scan of statements.py."""
     return (
         "SELECT s.sequence, p.* FROM (SELECT coalesce((SELECT sequence FROM vaults WHERE vault_id = %s), 0)"
         f" AS sequence) s LEFT JOIN LATERAL ({page}) p ON TRUE ORDER BY p.item_id"
