@@ -21,7 +21,8 @@
 - bounds streaming calls, which are not buffered: how many are open, how large
   each message may be, how long a message may take to arrive;
 - records the URL a DPoP proof must name, which connectrpc's request context
-  does not carry.
+  does not carry (rpc/origin.py says which origin counts behind a proxy);
+- at shutdown, ends the open streams with `unavailable` (rpc/streams.py).
 """
 
 from __future__ import annotations

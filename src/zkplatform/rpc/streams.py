@@ -48,6 +48,7 @@ class OpenStreams:
         if self._closing:
             await call.end()
             return
+
         # The application runs in a task of its own, so that ending the stream
         # cancels the application and not the server's task, which then writes the end.
         async def run() -> None:
