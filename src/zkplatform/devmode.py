@@ -60,7 +60,8 @@ def _demo_item(tenant_id: str, vault_id: str, number: int, members: list[str], n
         payload=EncryptedPayload(alg="A256GCM", nonce=_b64(12), aad=_b64(16), ciphertext=_b64(96), version=1),
         wrapped_keys=tuple(
             WrappedKey(recipient_id=recipient, wrap_alg="ECDH-ES+A256KW", wrapped_key=_b64(40))
-            for recipient in (members * 2)[:2]  # two wrapped keys per item, as the contract asks
+            # Two keys per item, one per recipient: a vault of one member also wraps for a recovery key.
+            for recipient in [*members, f"{members[0]}:recovery"][:2]
         ),
     )
 

@@ -578,7 +578,9 @@ async def test_a_recipient_twice_is_refused_and_nothing_is_stored(
         response = await call(client, codec, request, world.token("bob"))
         assert response.status_code == 400
         violations = detail(error_of(response), "google.rpc.BadRequest")["fieldViolations"]
-        assert [v["description"] for v in violations] == ["each recipient may have at most one wrapped key"]
+        assert violations == [
+            {"field": "wrappedKeys", "description": "each recipient may have at most one wrapped key"}
+        ]
 
     assert await world.platform.store.get_item("acme-shared", "bad-1") is None
     assert (await world.item("acme-shared", "item-1")).version == 1

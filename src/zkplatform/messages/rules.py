@@ -25,7 +25,9 @@ def violations_of(message: Message) -> list[FieldViolation]:
 
 def _field_path(descriptor: Any, proto: Any) -> str:
     if proto.field is None:
-        return ""
+        # A message rule about one field is named `<field>.<rule>`: name that field.
+        field = descriptor.fields_by_name.get(proto.rule_id.partition(".")[0])
+        return "" if field is None else str(field.json_name)
     names = []
     for element in proto.field.elements:
         field = descriptor.fields_by_name.get(element.field_name) if descriptor is not None else None
