@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -41,7 +41,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ser
         yield running, world.token("alice")
 
 
-def call(server: Server, path: str, body: dict[str, object], token: str) -> httpx.Response:
+def call(server: Server, path: str, body: Mapping[str, object], token: str) -> httpx.Response:
     # A new connection per call: with two workers, the calls land on both.
     return httpx.post(
         server.base_url + path, json=body, headers={**headers(JSON, token), "Connection": "close"}, timeout=30
