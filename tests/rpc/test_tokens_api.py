@@ -290,3 +290,10 @@ async def test_listing_and_revoking_do_not_count_as_mint_attempts(client: httpx.
         await listed(client, alice)
 
     assert (await post(client, BROKER_MINT, {"tenantId": "acme", "requestedScopes": [READ]}, alice)).status_code == 200
+
+
+async def test_list_answers_are_never_cached(client: httpx.AsyncClient, world: World) -> None:
+    response = await post(client, LIST, {}, world.token("alice"))
+
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-store"

@@ -55,6 +55,8 @@ class BrokerServicer(BrokerService):
         page = await self._use_cases.management.list_tokens(
             current_caller(), request.principal_id, request.page_size, request.page_token
         )
+        # Served by the Connect GET form too (NO_SIDE_EFFECTS): no cache may keep who holds which token.
+        ctx.response_headers["cache-control"] = "no-store"
         return broker_pb2.ListTokensResponse(
             tokens=[token_info_to_proto(listed.record, listed.role) for listed in page.tokens],
             next_page_token=page.next_page_token,
