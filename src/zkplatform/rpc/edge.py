@@ -54,6 +54,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 RevokeLeaked = Callable[[Sequence[str]], Awaitable[None]]
 
+_DISCARD_LIMIT = 1024 * 1024  # bytes of a refused body read and dropped, at most
 _ENVELOPE_PREFIX = 5  # flags, then a big-endian 32-bit length: every streaming protocol frames messages so
 
 
@@ -247,9 +248,16 @@ class Edge:
 
 
 async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | None:
-    """The whole body, or None when it is over the limit."""
+    """The whole body, or None when it is over the limit.
+
+    A body over the limit is still read to its end, up to _DISCARD_LIMIT, and
+    dropped: answered while its client is still sending, an HTTP/2 stream gets
+    the rest of the body after it closed, which the server answers with a reset
+    that a gRPC client may take for the answer. Nothing of it is kept."""
     declared = _header(scope, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
+        if int(declared) <= _DISCARD_LIMIT:
+            await _discard(receive, _DISCARD_LIMIT)
         return None
     chunks: list[bytes] = []
     size = 0
@@ -260,11 +268,22 @@ async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | N
             break  # disconnected: connectrpc sees the end of the body and answers canceled
         chunk = message.get("body", b"")
         size += len(chunk)
+        more = message.get("more_body", False)
         if size > limit:
+            if more:
+                await _discard(receive, _DISCARD_LIMIT - size)
             return None
         chunks.append(chunk)
-        more = message.get("more_body", False)
     return b"".join(chunks)
+
+
+async def _discard(receive: Receive, budget: int) -> None:
+    """Read the rest of a body and keep none of it, up to `budget` bytes."""
+    while budget >= 0:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+        budget -= len(message.get("body", b""))
 
 
 class _EnvelopeGuard:
