@@ -21,10 +21,10 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .vault_pb2 import CreateItemRequest, CreateItemResponse, DeleteItemRequest, DeleteItemResponse, GetItemRequest, GetItemResponse, ListItemsRequest, ListItemsResponse, UpdateItemRequest, UpdateItemResponse
+from .vault_pb2 import CreateItemRequest, CreateItemResponse, DeleteItemRequest, DeleteItemResponse, GetItemRequest, GetItemResponse, ListChangesRequest, ListChangesResponse, ListItemsRequest, ListItemsResponse, UpdateItemRequest, UpdateItemResponse, WatchChangesRequest, WatchChangesResponse
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Iterable, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 
     from connectrpc.codec import Codec
     from connectrpc.compression import Compression
@@ -165,6 +165,53 @@ class VaultService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def list_changes(self, request: ListChangesRequest, ctx: RequestContext[ListChangesRequest, ListChangesResponse], /) -> ListChangesResponse:
+        """
+        ListChanges lists what changed in a vault after a cursor: how an offline
+        client catches up, without downloading the vault again.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the cursor must be
+        usable:
+
+        - below the vault's purge horizon (the highest sequence of a tombstone
+          purged after the retention period), the client may have missed a
+          delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+          `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+          accepted); the client starts over with ListItems;
+        - above the vault's latest sequence (a cursor of another vault, or from
+          before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+          `currentSequence`.
+
+        `changes` are in ascending sequence, each item at most once, in its
+        latest state (tombstones included: that is how deletes reach offline
+        clients). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_changes(self, request: WatchChangesRequest, ctx: RequestContext[WatchChangesRequest, WatchChangesResponse], /) -> AsyncIterator[WatchChangesResponse]:
+        """
+        WatchChanges is ListChanges as a live stream: first the backlog after
+        the cursor (as ListChanges pages), then every change as it commits,
+        within about a second, whichever worker or host made it.
+
+        The same checks as ListChanges open the stream. A message with no
+        changes and the current cursor comes every 15 seconds (configurable)
+        when nothing changes, so that proxies and clients know the stream is
+        alive. The stream ends with UNAUTHENTICATED when the token expires or is
+        revoked, PERMISSION_DENIED when the caller stops being a member,
+        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+        and UNAVAILABLE when the server shuts down: in every case the client may
+        reconnect with the last cursor it received. At most 10 open watches per
+        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+        google.rpc.RetryInfo beyond).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
     def __init__(
@@ -233,6 +280,28 @@ class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_items,
+                ),
+                "/platform.v1.VaultService/ListChanges": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListChanges",
+                        service_name="platform.v1.VaultService",
+                        input=ListChangesRequest,
+                        output=ListChangesResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_changes,
+                ),
+                "/platform.v1.VaultService/WatchChanges": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="WatchChanges",
+                        service_name="platform.v1.VaultService",
+                        input=WatchChangesRequest,
+                        output=WatchChangesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch_changes,
                 ),
             },
             interceptors=interceptors,
@@ -488,6 +557,89 @@ class VaultServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
             use_get=use_get,
         )
+    async def list_changes(
+        self,
+        request: ListChangesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListChangesResponse:
+        """
+        ListChanges lists what changed in a vault after a cursor: how an offline
+        client catches up, without downloading the vault again.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the cursor must be
+        usable:
+
+        - below the vault's purge horizon (the highest sequence of a tombstone
+          purged after the retention period), the client may have missed a
+          delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+          `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+          accepted); the client starts over with ListItems;
+        - above the vault's latest sequence (a cursor of another vault, or from
+          before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+          `currentSequence`.
+
+        `changes` are in ascending sequence, each item at most once, in its
+        latest state (tombstones included: that is how deletes reach offline
+        clients). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListChanges",
+                service_name="platform.v1.VaultService",
+                input=ListChangesRequest,
+                output=ListChangesResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    def watch_changes(
+        self,
+        request: WatchChangesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchChangesResponse]:
+        """
+        WatchChanges is ListChanges as a live stream: first the backlog after
+        the cursor (as ListChanges pages), then every change as it commits,
+        within about a second, whichever worker or host made it.
+
+        The same checks as ListChanges open the stream. A message with no
+        changes and the current cursor comes every 15 seconds (configurable)
+        when nothing changes, so that proxies and clients know the stream is
+        alive. The stream ends with UNAUTHENTICATED when the token expires or is
+        revoked, PERMISSION_DENIED when the caller stops being a member,
+        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+        and UNAVAILABLE when the server shuts down: in every case the client may
+        reconnect with the last cursor it received. At most 10 open watches per
+        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+        google.rpc.RetryInfo beyond).
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchChanges",
+                service_name="platform.v1.VaultService",
+                input=WatchChangesRequest,
+                output=WatchChangesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class VaultServiceSync(Protocol):
     """
@@ -617,6 +769,53 @@ class VaultServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def list_changes(self, request: ListChangesRequest, ctx: RequestContext[ListChangesRequest, ListChangesResponse], /) -> ListChangesResponse:
+        """
+        ListChanges lists what changed in a vault after a cursor: how an offline
+        client catches up, without downloading the vault again.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the cursor must be
+        usable:
+
+        - below the vault's purge horizon (the highest sequence of a tombstone
+          purged after the retention period), the client may have missed a
+          delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+          `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+          accepted); the client starts over with ListItems;
+        - above the vault's latest sequence (a cursor of another vault, or from
+          before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+          `currentSequence`.
+
+        `changes` are in ascending sequence, each item at most once, in its
+        latest state (tombstones included: that is how deletes reach offline
+        clients). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_changes(self, request: WatchChangesRequest, ctx: RequestContext[WatchChangesRequest, WatchChangesResponse], /) -> Iterator[WatchChangesResponse]:
+        """
+        WatchChanges is ListChanges as a live stream: first the backlog after
+        the cursor (as ListChanges pages), then every change as it commits,
+        within about a second, whichever worker or host made it.
+
+        The same checks as ListChanges open the stream. A message with no
+        changes and the current cursor comes every 15 seconds (configurable)
+        when nothing changes, so that proxies and clients know the stream is
+        alive. The stream ends with UNAUTHENTICATED when the token expires or is
+        revoked, PERMISSION_DENIED when the caller stops being a member,
+        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+        and UNAVAILABLE when the server shuts down: in every case the client may
+        reconnect with the last cursor it received. At most 10 open watches per
+        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+        google.rpc.RetryInfo beyond).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
 
 class VaultServiceWSGIApplication(ConnectWSGIApplication):
     def __init__(
@@ -683,6 +882,28 @@ class VaultServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_items,
+                ),
+                "/platform.v1.VaultService/ListChanges": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListChanges",
+                        service_name="platform.v1.VaultService",
+                        input=ListChangesRequest,
+                        output=ListChangesResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_changes,
+                ),
+                "/platform.v1.VaultService/WatchChanges": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="WatchChanges",
+                        service_name="platform.v1.VaultService",
+                        input=WatchChangesRequest,
+                        output=WatchChangesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.watch_changes,
                 ),
             },
             interceptors=interceptors,
@@ -937,4 +1158,87 @@ class VaultServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
             use_get=use_get,
+        )
+    def list_changes(
+        self,
+        request: ListChangesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListChangesResponse:
+        """
+        ListChanges lists what changed in a vault after a cursor: how an offline
+        client catches up, without downloading the vault again.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the cursor must be
+        usable:
+
+        - below the vault's purge horizon (the highest sequence of a tombstone
+          purged after the retention period), the client may have missed a
+          delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+          `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+          accepted); the client starts over with ListItems;
+        - above the vault's latest sequence (a cursor of another vault, or from
+          before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+          `currentSequence`.
+
+        `changes` are in ascending sequence, each item at most once, in its
+        latest state (tombstones included: that is how deletes reach offline
+        clients). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListChanges",
+                service_name="platform.v1.VaultService",
+                input=ListChangesRequest,
+                output=ListChangesResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    def watch_changes(
+        self,
+        request: WatchChangesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[WatchChangesResponse]:
+        """
+        WatchChanges is ListChanges as a live stream: first the backlog after
+        the cursor (as ListChanges pages), then every change as it commits,
+        within about a second, whichever worker or host made it.
+
+        The same checks as ListChanges open the stream. A message with no
+        changes and the current cursor comes every 15 seconds (configurable)
+        when nothing changes, so that proxies and clients know the stream is
+        alive. The stream ends with UNAUTHENTICATED when the token expires or is
+        revoked, PERMISSION_DENIED when the caller stops being a member,
+        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+        and UNAVAILABLE when the server shuts down: in every case the client may
+        reconnect with the last cursor it received. At most 10 open watches per
+        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+        google.rpc.RetryInfo beyond).
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchChanges",
+                service_name="platform.v1.VaultService",
+                input=WatchChangesRequest,
+                output=WatchChangesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
         )

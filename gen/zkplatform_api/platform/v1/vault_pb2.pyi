@@ -169,3 +169,47 @@ class ListItemsResponse(_message.Message):
     next_page_token: str
     cursor: Cursor
     def __init__(self, items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
+
+class ItemChange(_message.Message):
+    __slots__ = ("item", "sequence")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    item: Item
+    sequence: int
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., sequence: _Optional[int] = ...) -> None: ...
+
+class ListChangesRequest(_message.Message):
+    __slots__ = ("vault_id", "since_sequence", "page_size")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    since_sequence: int
+    page_size: int
+    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListChangesResponse(_message.Message):
+    __slots__ = ("changes", "cursor", "has_more")
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    changes: _containers.RepeatedCompositeFieldContainer[ItemChange]
+    cursor: Cursor
+    has_more: bool
+    def __init__(self, changes: _Optional[_Iterable[_Union[ItemChange, _Mapping]]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class WatchChangesRequest(_message.Message):
+    __slots__ = ("vault_id", "since_sequence")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    since_sequence: int
+    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ...) -> None: ...
+
+class WatchChangesResponse(_message.Message):
+    __slots__ = ("changes", "cursor")
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    changes: _containers.RepeatedCompositeFieldContainer[ItemChange]
+    cursor: Cursor
+    def __init__(self, changes: _Optional[_Iterable[_Union[ItemChange, _Mapping]]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...

@@ -61,6 +61,16 @@ class VaultServiceStub:
                 request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.SerializeToString,
                 response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.FromString,
                 _registered_method=True)
+        self.ListChanges = channel.unary_unary(
+                '/platform.v1.VaultService/ListChanges',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesResponse.FromString,
+                _registered_method=True)
+        self.WatchChanges = channel.unary_stream(
+                '/platform.v1.VaultService/WatchChanges',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.FromString,
+                _registered_method=True)
 
 
 class VaultServiceServicer:
@@ -196,6 +206,55 @@ class VaultServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListChanges(self, request, context):
+        """ListChanges lists what changed in a vault after a cursor: how an offline
+        client catches up, without downloading the vault again.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED), then the cursor must be
+        usable:
+
+        - below the vault's purge horizon (the highest sequence of a tombstone
+        purged after the retention period), the client may have missed a
+        delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+        `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+        accepted); the client starts over with ListItems;
+        - above the vault's latest sequence (a cursor of another vault, or from
+        before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+        `currentSequence`.
+
+        `changes` are in ascending sequence, each item at most once, in its
+        latest state (tombstones included: that is how deletes reach offline
+        clients). Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchChanges(self, request, context):
+        """WatchChanges is ListChanges as a live stream: first the backlog after
+        the cursor (as ListChanges pages), then every change as it commits,
+        within about a second, whichever worker or host made it.
+
+        The same checks as ListChanges open the stream. A message with no
+        changes and the current cursor comes every 15 seconds (configurable)
+        when nothing changes, so that proxies and clients know the stream is
+        alive. The stream ends with UNAUTHENTICATED when the token expires or is
+        revoked, PERMISSION_DENIED when the caller stops being a member,
+        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+        and UNAVAILABLE when the server shuts down: in every case the client may
+        reconnect with the last cursor it received. At most 10 open watches per
+        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+        google.rpc.RetryInfo beyond).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_VaultServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -223,6 +282,16 @@ def add_VaultServiceServicer_to_server(servicer, server):
                     servicer.ListItems,
                     request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.FromString,
                     response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.SerializeToString,
+            ),
+            'ListChanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChanges,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesResponse.SerializeToString,
+            ),
+            'WatchChanges': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchChanges,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -362,6 +431,60 @@ class VaultService:
             '/platform.v1.VaultService/ListItems',
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsRequest.SerializeToString,
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListItemsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/ListChanges',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListChangesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/platform.v1.VaultService/WatchChanges',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.FromString,
             options,
             channel_credentials,
             insecure,

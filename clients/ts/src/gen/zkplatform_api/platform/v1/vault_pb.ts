@@ -64,7 +64,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEimwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBiABKAlCCLpIBXIDGIABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQga6SAPIAQESOAoRZW5jcnlwdGVkX3BheWxvYWQYCCABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkEjgKDHdyYXBwZWRfa2V5cxgJIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCCbpIBpIBAxCAAhIPCgdkZWxldGVkGAogASgIOrcCukizAhpuChVpdGVtLmxpdmVfaGFzX3BheWxvYWQSKGEgbGl2ZSBpdGVtIGNhcnJpZXMgYW4gZW5jcnlwdGVkIHBheWxvYWQaK3RoaXMuZGVsZXRlZCB8fCBoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkawAEKFWl0ZW0udG9tYnN0b25lX2VyYXNlZBI9YSBkZWxldGVkIGl0ZW0gY2FycmllcyBubyBwYXlsb2FkLCB3cmFwcGVkIGtleXMgb3IgdGl0bGUgaGFzaBpoIXRoaXMuZGVsZXRlZCB8fCAoIWhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKSAmJiBzaXplKHRoaXMud3JhcHBlZF9rZXlzKSA9PSAwICYmIHRoaXMudGl0bGVfaGFzaCA9PSAnJyki4wEKEEVuY3J5cHRlZFBheWxvYWQSKwoDYWxnGAEgASgJQh66SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASKwoFbm9uY2UYAiABKAlCHLpIGcgBAXIUGEAyEF5bQS1aYS16MC05Xy1dKiQSJwoDYWFkGAMgASgJQhq6SBdyFRiACDIQXltBLVphLXowLTlfLV0qJBIyCgpjaXBoZXJ0ZXh0GAQgASgJQh66SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSGAoHdmVyc2lvbhgFIAEoBUIHukgEGgIoACLhAQoKV3JhcHBlZEtleRI/CgxyZWNpcGllbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEl4KCHdyYXBfYWxnGAIgASgJQky6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjIKC3dyYXBwZWRfa2V5GAMgASgJQh26SBrIAQFyFRiACDIQXltBLVphLXowLTlfLV0qJCIsCgZDdXJzb3ISEAoIdmF1bHRfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMirgEKEURlbGV0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIgCgxiYXNlX3ZlcnNpb24YAyABKANCCrpIB8gBASICKAEiWgoSRGVsZXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciLlAwoRQ3JlYXRlSXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEi0KBGtpbmQYAyABKAlCH7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSHAoKdGl0bGVfaGFzaBgEIAEoCUIIukgFcgMYgAESQAoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQga6SAPIAQESOgoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUILukgIkgEFCAEQgAI6iwG6SIcBGoQBCh53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GjF0aGlzLndyYXBwZWRfa2V5cy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IihwQKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBCABKAlCCLpIBXIDGIABEkAKEWVuY3J5cHRlZF9wYXlsb2FkGAUgASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIGukgDyAEBEjoKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCC7pICJIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoATqLAbpIhwEahAEKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaMXRoaXMud3JhcHBlZF9rZXlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCkiWgoSVXBkYXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciKJAQoOR2V0SXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokIjIKD0dldEl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbSKiAQoQTGlzdEl0ZW1zUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvcjKmAwoMVmF1bHRTZXJ2aWNlElIKCkRlbGV0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXNwb25zZSIDkAICElIKCkNyZWF0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLkNyZWF0ZUl0ZW1SZXNwb25zZSIDkAICElIKClVwZGF0ZUl0ZW0SHi5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVxdWVzdBofLnBsYXRmb3JtLnYxLlVwZGF0ZUl0ZW1SZXNwb25zZSIDkAICEkkKB0dldEl0ZW0SGy5wbGF0Zm9ybS52MS5HZXRJdGVtUmVxdWVzdBocLnBsYXRmb3JtLnYxLkdldEl0ZW1SZXNwb25zZSIDkAIBEk8KCUxpc3RJdGVtcxIdLnBsYXRmb3JtLnYxLkxpc3RJdGVtc1JlcXVlc3QaHi5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEimwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBiABKAlCCLpIBXIDGIABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQga6SAPIAQESOAoRZW5jcnlwdGVkX3BheWxvYWQYCCABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkEjgKDHdyYXBwZWRfa2V5cxgJIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCCbpIBpIBAxCAAhIPCgdkZWxldGVkGAogASgIOrcCukizAhpuChVpdGVtLmxpdmVfaGFzX3BheWxvYWQSKGEgbGl2ZSBpdGVtIGNhcnJpZXMgYW4gZW5jcnlwdGVkIHBheWxvYWQaK3RoaXMuZGVsZXRlZCB8fCBoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkawAEKFWl0ZW0udG9tYnN0b25lX2VyYXNlZBI9YSBkZWxldGVkIGl0ZW0gY2FycmllcyBubyBwYXlsb2FkLCB3cmFwcGVkIGtleXMgb3IgdGl0bGUgaGFzaBpoIXRoaXMuZGVsZXRlZCB8fCAoIWhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKSAmJiBzaXplKHRoaXMud3JhcHBlZF9rZXlzKSA9PSAwICYmIHRoaXMudGl0bGVfaGFzaCA9PSAnJyki4wEKEEVuY3J5cHRlZFBheWxvYWQSKwoDYWxnGAEgASgJQh66SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASKwoFbm9uY2UYAiABKAlCHLpIGcgBAXIUGEAyEF5bQS1aYS16MC05Xy1dKiQSJwoDYWFkGAMgASgJQhq6SBdyFRiACDIQXltBLVphLXowLTlfLV0qJBIyCgpjaXBoZXJ0ZXh0GAQgASgJQh66SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSGAoHdmVyc2lvbhgFIAEoBUIHukgEGgIoACLhAQoKV3JhcHBlZEtleRI/CgxyZWNpcGllbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEl4KCHdyYXBfYWxnGAIgASgJQky6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjIKC3dyYXBwZWRfa2V5GAMgASgJQh26SBrIAQFyFRiACDIQXltBLVphLXowLTlfLV0qJCIsCgZDdXJzb3ISEAoIdmF1bHRfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMirgEKEURlbGV0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIgCgxiYXNlX3ZlcnNpb24YAyABKANCCrpIB8gBASICKAEiWgoSRGVsZXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciLlAwoRQ3JlYXRlSXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEi0KBGtpbmQYAyABKAlCH7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSHAoKdGl0bGVfaGFzaBgEIAEoCUIIukgFcgMYgAESQAoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQga6SAPIAQESOgoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUILukgIkgEFCAEQgAI6iwG6SIcBGoQBCh53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GjF0aGlzLndyYXBwZWRfa2V5cy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IihwQKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEhwKCnRpdGxlX2hhc2gYBCABKAlCCLpIBXIDGIABEkAKEWVuY3J5cHRlZF9wYXlsb2FkGAUgASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIGukgDyAEBEjoKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCC7pICJIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoATqLAbpIhwEahAEKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaMXRoaXMud3JhcHBlZF9rZXlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCkiWgoSVXBkYXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciKJAQoOR2V0SXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokIjIKD0dldEl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbSKiAQoQTGlzdEl0ZW1zUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIpEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoACJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCJzChNXYXRjaENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoACJlChRXYXRjaENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Iy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -666,6 +666,168 @@ export const ListItemsResponseSchema: GenMessage<ListItemsResponse> = /*@__PURE_
   messageDesc(file_zkplatform_api_platform_v1_vault, 13);
 
 /**
+ * ItemChange is an item as of its latest change, with that change's sequence.
+ *
+ * @generated from message platform.v1.ItemChange
+ */
+export type ItemChange = Message<"platform.v1.ItemChange"> & {
+  /**
+   * item: Output only. The item in its latest state (a tombstone if deleted).
+   *
+   * @generated from field: platform.v1.Item item = 1;
+   */
+  item?: Item | undefined;
+
+  /**
+   * sequence: Output only. The vault sequence of the item's latest change.
+   * Rendered in JSON as a string.
+   *
+   * @generated from field: int64 sequence = 2;
+   */
+  sequence: bigint;
+};
+
+/**
+ * Describes the message platform.v1.ItemChange.
+ * Use `create(ItemChangeSchema)` to create a new message.
+ */
+export const ItemChangeSchema: GenMessage<ItemChange> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 14);
+
+/**
+ * ListChangesRequest is the request of VaultService.ListChanges.
+ *
+ * @generated from message platform.v1.ListChangesRequest
+ */
+export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
+  /**
+   * vault_id: Required. The vault whose changes to list.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * since_sequence: Optional. The cursor to resume from: the sequence of the
+   * last change the client has; 0 means from the start. Accepted in JSON as
+   * a number or a string.
+   *
+   * @generated from field: int64 since_sequence = 2;
+   */
+  sinceSequence: bigint;
+
+  /**
+   * page_size: Optional. The most changes in one answer: 0 means 100, at
+   * most 1000.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message platform.v1.ListChangesRequest.
+ * Use `create(ListChangesRequestSchema)` to create a new message.
+ */
+export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 15);
+
+/**
+ * ListChangesResponse is the response of VaultService.ListChanges.
+ *
+ * @generated from message platform.v1.ListChangesResponse
+ */
+export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
+  /**
+   * changes: Output only. The changes after `since_sequence`, in ascending
+   * sequence, each item at most once.
+   *
+   * @generated from field: repeated platform.v1.ItemChange changes = 1;
+   */
+  changes: ItemChange[];
+
+  /**
+   * cursor: Output only. Where to resume: the last change's sequence, or
+   * `since_sequence` when there is nothing new.
+   *
+   * @generated from field: platform.v1.Cursor cursor = 2;
+   */
+  cursor?: Cursor | undefined;
+
+  /**
+   * has_more: Output only. True when more changes follow: call again at once
+   * with `cursor`.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+};
+
+/**
+ * Describes the message platform.v1.ListChangesResponse.
+ * Use `create(ListChangesResponseSchema)` to create a new message.
+ */
+export const ListChangesResponseSchema: GenMessage<ListChangesResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 16);
+
+/**
+ * WatchChangesRequest is the request of VaultService.WatchChanges.
+ *
+ * @generated from message platform.v1.WatchChangesRequest
+ */
+export type WatchChangesRequest = Message<"platform.v1.WatchChangesRequest"> & {
+  /**
+   * vault_id: Required. The vault to watch.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * since_sequence: Optional. The cursor to resume from, as in ListChanges.
+   *
+   * @generated from field: int64 since_sequence = 2;
+   */
+  sinceSequence: bigint;
+};
+
+/**
+ * Describes the message platform.v1.WatchChangesRequest.
+ * Use `create(WatchChangesRequestSchema)` to create a new message.
+ */
+export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 17);
+
+/**
+ * WatchChangesResponse is one message of VaultService.WatchChanges.
+ *
+ * @generated from message platform.v1.WatchChangesResponse
+ */
+export type WatchChangesResponse = Message<"platform.v1.WatchChangesResponse"> & {
+  /**
+   * changes: Output only. Changes in ascending sequence; empty on a
+   * heartbeat.
+   *
+   * @generated from field: repeated platform.v1.ItemChange changes = 1;
+   */
+  changes: ItemChange[];
+
+  /**
+   * cursor: Output only. Where to resume after this message.
+   *
+   * @generated from field: platform.v1.Cursor cursor = 2;
+   */
+  cursor?: Cursor | undefined;
+};
+
+/**
+ * Describes the message platform.v1.WatchChangesResponse.
+ * Use `create(WatchChangesResponseSchema)` to create a new message.
+ */
+export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 18);
+
+/**
  * VaultService holds vault items: payloads encrypted by clients, with a
  * wrapped key per recipient. The server never decrypts anything.
  *
@@ -814,6 +976,61 @@ export const VaultService: GenService<{
     methodKind: "unary";
     input: typeof ListItemsRequestSchema;
     output: typeof ListItemsResponseSchema;
+  },
+  /**
+   * ListChanges lists what changed in a vault after a cursor: how an offline
+   * client catches up, without downloading the vault again.
+   *
+   * After the checks common to every RPC: the token's scopes must include
+   * `vault.items.read`, then the vault must belong to the caller's tenant and
+   * have the caller as a member (PERMISSION_DENIED), then the cursor must be
+   * usable:
+   *
+   * - below the vault's purge horizon (the highest sequence of a tombstone
+   *   purged after the retention period), the client may have missed a
+   *   delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+   *   `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
+   *   accepted); the client starts over with ListItems;
+   * - above the vault's latest sequence (a cursor of another vault, or from
+   *   before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
+   *   `currentSequence`.
+   *
+   * `changes` are in ascending sequence, each item at most once, in its
+   * latest state (tombstones included: that is how deletes reach offline
+   * clients). Also served by the Connect GET form; the answer carries
+   * `Cache-Control: no-store`.
+   *
+   * @generated from rpc platform.v1.VaultService.ListChanges
+   */
+  listChanges: {
+    methodKind: "unary";
+    input: typeof ListChangesRequestSchema;
+    output: typeof ListChangesResponseSchema;
+  },
+  /**
+   * WatchChanges is ListChanges as a live stream: first the backlog after
+   * the cursor (as ListChanges pages), then every change as it commits,
+   * within about a second, whichever worker or host made it.
+   *
+   * The same checks as ListChanges open the stream. A message with no
+   * changes and the current cursor comes every 15 seconds (configurable)
+   * when nothing changes, so that proxies and clients know the stream is
+   * alive. The stream ends with UNAUTHENTICATED when the token expires or is
+   * revoked, PERMISSION_DENIED when the caller stops being a member,
+   * FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
+   * `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
+   * the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
+   * and UNAVAILABLE when the server shuts down: in every case the client may
+   * reconnect with the last cursor it received. At most 10 open watches per
+   * principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
+   * google.rpc.RetryInfo beyond).
+   *
+   * @generated from rpc platform.v1.VaultService.WatchChanges
+   */
+  watchChanges: {
+    methodKind: "server_streaming";
+    input: typeof WatchChangesRequestSchema;
+    output: typeof WatchChangesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zkplatform_api_platform_v1_vault, 0);
