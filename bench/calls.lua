@@ -1,13 +1,23 @@
--- wrk: the calls `make bench` drives, JSON or binary.
---   wrk ... -s bench/calls.lua -- delete TOKEN_FILE json|proto PACE_MS THREADS CONNECTIONS FIRST_ITEM ITEMS_PER_THREAD VAULTS
+-- wrk: the calls `make bench` drives, JSON or binary (the item calls other than delete: JSON only).
+--   wrk ... -s bench/calls.lua -- delete|update TOKEN_FILE json|proto PACE_MS THREADS CONNECTIONS FIRST_ITEM ITEMS_PER_THREAD VAULTS
+--   wrk ... -s bench/calls.lua -- create TOKEN_FILE json PACE_MS THREADS CONNECTIONS RUN VAULTS
+--   wrk ... -s bench/calls.lua -- get TOKEN_FILE json PACE_MS THREADS CONNECTIONS ITEMS VAULTS
+--   wrk ... -s bench/calls.lua -- list-first|list-last TOKEN_FILE json PACE_MS THREADS CONNECTIONS VAULT PAGE_TOKEN_FILE
 --   wrk ... -s bench/calls.lua -- mint TOKENS_FILE json|proto PACE_MS THREADS CONNECTIONS
 -- delete: DeleteItem of a fresh item per call: item n is b-n in vault v-(n % VAULTS)
 --   (bench/seed.py); thread t deletes FIRST_ITEM + t * ITEMS_PER_THREAD onwards.
+-- update: UpdateItem of a fresh item per call, chosen as delete chooses, at base version 1
+--   (seeded items are at version 1, and each is updated once), with new content.
+-- create: CreateItem of a new item per call: thread t's n-th is c{RUN}-{t}-{n}, RUN distinct for
+--   every wrk run on one server, spread over the vaults.
+-- get: GetItem of seeded items in turn (thread t from item t * 7919), deleted or not.
+-- list-first|list-last: ListItems of a 100-item page of VAULT, from the page token on the
+--   file's first line (none: the first page).
 -- mint: MintUserApiToken, each call with the next token of the file (one principal's per line).
 -- PACE_MS > 0: each connection waits that long before each call, the connections staggered
 --   evenly over the first PACE_MS (as wrk2 -R does), so calls arrive at a steady rate rather
 --   than in bursts. THREADS and CONNECTIONS are wrk's -t and -c, for the stagger.
--- Tokens come from files, so that none is on a command line.
+-- Tokens (and page tokens) come from files, so that none is on a command line.
 local threads = {}
 
 function setup(thread)
@@ -35,11 +45,22 @@ function init(args)
   thread_count = tonumber(args[5])
   connections = tonumber(args[6])
   delays = 0
-  if rpc == "delete" then
+  if rpc == "delete" or rpc == "update" then
     next_item = tonumber(args[7]) + tid * tonumber(args[8])
     vaults = tonumber(args[9])
+  elseif rpc == "create" then
+    run, next_item, vaults = args[7], 0, tonumber(args[8])
+  elseif rpc == "get" then
+    items, vaults = tonumber(args[7]), tonumber(args[8])
+    next_item = (tid * 7919) % items
+  elseif rpc == "list-first" or rpc == "list-last" then
+    local page_token = lines(args[8])[1] or ""
+    list_body = '{"vaultId":"' .. args[7] .. '","pageSize":100,"pageToken":"' .. page_token .. '"}'
   else
     index = tid
+  end
+  if rpc ~= "delete" and rpc ~= "mint" and codec ~= "json" then
+    error(rpc .. " is driven with JSON only")
   end
   if codec == "proto" then
     content_type = "application/proto"
@@ -71,10 +92,55 @@ local function delete_body()
   return '{"vaultId":"' .. vault .. '","itemId":"' .. item .. '","baseVersion":"1"}'
 end
 
+-- What a client stores: ciphertext and a wrapped key, base64url (bench/seed.py's shapes).
+local function content(ciphertext)
+  return '"kind":"note","titleHash":"dGl0bGUtaGFzaC10aXRsZS1oYXNo",'
+    .. '"encryptedPayload":{"alg":"A256GCM","nonce":"bm9uY2Vub25jZQ","aad":"YWFk","ciphertext":"'
+    .. ciphertext .. '","version":1},'
+    .. '"wrappedKeys":[{"recipientId":"owner","wrapAlg":"A256KW","wrappedKey":"a2V5LWtleS1rZXkta2V5LWtleS1rZXk"}]'
+end
+
+local function create_body()
+  local n = next_item
+  next_item = next_item + 1
+  local vault = "v-" .. ((n * thread_count + tid) % vaults)
+  local item = "c" .. run .. "-" .. tid .. "-" .. n
+  return '{"vaultId":"' .. vault .. '","itemId":"' .. item .. '",' .. content("Y3JlYXRlZC1jcmVhdGVkLWNyZWF0ZWQ") .. "}"
+end
+
+local function update_body()
+  local n = next_item
+  next_item = next_item + 1
+  local item, vault = "b-" .. n, "v-" .. (n % vaults)
+  return '{"vaultId":"' .. vault .. '","itemId":"' .. item .. '","baseVersion":"1",'
+    .. content("dXBkYXRlZC11cGRhdGVkLXVwZGF0ZWQ") .. "}"
+end
+
+local function get_body()
+  local n = next_item
+  next_item = (next_item + 1) % items
+  return '{"vaultId":"v-' .. (n % vaults) .. '","itemId":"b-' .. n .. '"}'
+end
+
+local paths = {
+  create = "CreateItem", update = "UpdateItem", get = "GetItem", ["list-first"] = "ListItems", ["list-last"] = "ListItems",
+}
+
 function request()
   local path, token, body
   if rpc == "delete" then
     path, token, body = "/platform.v1.VaultService/DeleteItem", tokens[1], delete_body()
+  elseif paths[rpc] then
+    path, token = "/platform.v1.VaultService/" .. paths[rpc], tokens[1]
+    if rpc == "create" then
+      body = create_body()
+    elseif rpc == "update" then
+      body = update_body()
+    elseif rpc == "get" then
+      body = get_body()
+    else
+      body = list_body
+    end
   else
     index = index % #tokens + 1
     path, token, body = "/platform.v1.BrokerService/MintUserApiToken", tokens[index], mint_body

@@ -3,7 +3,9 @@
 Setups in one group are served at the same time and their loads interleaved
 round by round (A B C A B C ...), each figure the median of its rounds (with
 two rounds, the lower): every ratio a target judges compares figures taken
-seconds apart, not minutes, on a machine whose speed drifts.
+seconds apart, not minutes, on a machine whose speed drifts. A round runs every
+peak load of the group once on every setup (delete, create, delete, create, ...),
+so that loads compared on one server are taken seconds apart too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from bench.seed import Layout
 THOUSAND, MILLION = 1_000, 1_000_000
 OVERHEAD_ROUNDS = 3  # the overhead target is the closest call: more rounds
 ROUNDS = 2
+ITEM_ROUNDS = 3  # create and update against delete on one server: a ratio judged at 0.85
+AUTH_ROUNDS = 5  # this code against the code before it: a ratio judged at 0.97, the closest of all
+# The code before the token lifecycle (last use written at most once a minute): served beside
+# the working tree's to show that authentication stays a read.
+BEFORE_TOKEN_LIFECYCLE = "c2d7c9e"  # noqa: S105 # a commit, not a secret
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
@@ -34,11 +41,13 @@ class Setup:
     vault_size: int
     loads: tuple[Load, ...]
     rounds: int = 1
+    code: str = ""  # a commit whose code this setup serves (bench/checkouts.py); "" for the working tree's
 
     @property
     def layout(self) -> Layout:
+        # Deletes and updates each change a fresh seeded item per call.
         seconds = sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
-                      for load in self.loads if load.rpc == "delete")  # fmt: skip
+                      for load in self.loads if load.rpc in FRESH_ITEM_RPCS)  # fmt: skip
         return Layout(vault_size=self.vault_size, items=max(self.vault_size, seconds * ITEM_RATE.get(self.store, 0)))
 
     def command(self, store_url: str) -> list[str]:
@@ -76,16 +85,45 @@ def _loads(*calls: str, half: tuple[str, ...] = ()) -> tuple[Load, ...]:
     return (*(load(call, half=False) for call in calls), *(load(call, half=True) for call in half))
 
 
+FRESH_ITEM_RPCS = ("delete", "update")
 EVERY_CALL = ("delete json", "delete proto", "mint json", "mint proto")
 DURABLE = ("delete json", "delete proto", "mint json")
 _HALF = ("delete json", "delete proto")
 
 
+ITEM_CALLS = ("delete json", "create json", "update json", "get json")
+LIST_CALLS = ("list-first json", "list-last json")
+
+
 def _zk(  # noqa: PLR0913 # one keyword per dimension the plan varies
     key: str, store: str, loads: tuple[Load, ...], *, rounds: int = ROUNDS, workers: int = 1,
-    vault_size: int = THOUSAND, server: str = "hypercorn",
+    vault_size: int = THOUSAND, server: str = "hypercorn", code: str = "",
 ) -> Setup:  # fmt: skip
-    return Setup(key, server, "zkplatform", store, workers, vault_size, loads, rounds)
+    return Setup(key, server, "zkplatform", store, workers, vault_size, loads, rounds, code)
+
+
+# Groups that `BENCH_ONLY=<name>` runs alone (besides any setup named by its key).
+NAMED: dict[str, tuple[Setup, ...]] = {
+    # CreateItem, UpdateItem and GetItem against DeleteItem, each on one server per store.
+    "items": tuple(
+        _zk(f"items-{store}", store, _loads(*ITEM_CALLS), rounds=ITEM_ROUNDS)
+        for store in ("memory", "sqlite", "postgresql")
+    ),
+    # A 100-item page of ListItems: the first against the last, on a vault of 1,000 and one of
+    # 1,000,000. Not on the memory store: it scans every item of the store for a page (it is
+    # for development and tests), so a page costs the same anywhere and the figure says nothing.
+    "list": tuple(
+        _zk(f"list-{store}-{size}", store, _loads(*LIST_CALLS), vault_size=items)
+        for store in ("sqlite", "postgresql")
+        for size, items in (("1k", THOUSAND), ("1m", MILLION))
+    ),
+    # DeleteItem on this code against the code before the token lifecycle, side by side.
+    "auth": tuple(
+        _zk(f"auth-{store}{suffix}", store, _loads("delete json"), rounds=AUTH_ROUNDS, code=code)
+        for store in ("memory", "sqlite")
+        for suffix, code in (("", ""), ("-before", BEFORE_TOKEN_LIFECYCLE))
+    ),
+}
 
 
 # Each group is one comparison, its setups served side by side and interleaved.
@@ -109,4 +147,5 @@ PLAN: tuple[tuple[Setup, ...], ...] = (
         _zk("postgresql", "postgresql", _loads(*DURABLE, half=("delete json",))),
         _zk("postgresql-2w", "postgresql", _loads(*DURABLE), workers=2),
     ),
+    *NAMED.values(),
 )

@@ -21,13 +21,15 @@ from importlib import metadata
 from pathlib import Path
 
 from bench import importing, report
+from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
-from bench.plan import ITEM_RATE, PLAN, Setup
+from bench.pages import last_page_token
+from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
 from bench.servers import Running, machine_cpu_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
 
-ROOT = Path(__file__).resolve().parent.parent
+LISTED_VAULT = "v-0"  # the vault ListItems loads page through: the only one of a list setup
 
 
 @dataclass
@@ -38,15 +40,24 @@ class Served:
     server: Running
     work: Path
     next_item: int = 0
+    runs_made: int = 0  # wrk runs of CreateItem so far: each creates ids of its own
     runs: dict[Load, list[Figures]] = field(default_factory=dict)
 
     def call(self, load: Load, seconds: int, pace_ms: int = 0) -> Figures:
         pacing = [str(pace_ms), str(THREADS), str(CONNECTIONS)]
-        if load.rpc == "delete":
+        vault_token, layout = str(self.work / "vault-token"), self.setup.layout
+        if load.rpc in FRESH_ITEM_RPCS:
             per_thread = ITEM_RATE.get(self.setup.store, 1) // THREADS * seconds
-            args = ["delete", str(self.work / "delete-token"), load.codec, *pacing]
-            args += [str(self.next_item), str(per_thread), str(self.setup.layout.vaults)]
+            args = [load.rpc, vault_token, load.codec, *pacing]
+            args += [str(self.next_item), str(per_thread), str(layout.vaults)]
             self.next_item += per_thread * THREADS
+        elif load.rpc == "create":
+            self.runs_made += 1
+            args = ["create", vault_token, load.codec, *pacing, str(self.runs_made), str(layout.vaults)]
+        elif load.rpc == "get":
+            args = ["get", vault_token, load.codec, *pacing, str(layout.items), str(layout.vaults)]
+        elif load.rpc in ("list-first", "list-last"):
+            args = [load.rpc, vault_token, load.codec, *pacing, LISTED_VAULT, str(self.work / f"{load.rpc}-token")]
         else:
             args = ["mint", str(self.work / "mint-tokens"), load.codec, *pacing]
         return _measured(self.server, args, seconds)
@@ -75,14 +86,15 @@ class Bench:
         self.peak_rss_mib: dict[str, float] = {}
 
     def run(self, group: tuple[Setup, ...]) -> None:
-        """Serve the group's setups together; interleave their peak loads round by round, then
-        run each paced load once, at half of its setup's peak."""
+        """Serve the group's setups together; interleave their peak loads round by round (each
+        round every load on every setup in turn), then run each paced load once, at half of
+        its setup's peak."""
         started = time.monotonic()
         with ExitStack() as stack:
             served = [stack.enter_context(self._serve(setup)) for setup in group]
             peaks = list(dict.fromkeys(load for s in served for load in s.setup.loads if not load.half))
-            for load in peaks:
-                for round_ in range(max(s.setup.rounds for s in served)):
+            for round_ in range(max(s.setup.rounds for s in served)):
+                for load in peaks:
                     for s in served:
                         if load in s.setup.loads and round_ < s.setup.rounds:
                             if round_ == 0:
@@ -110,8 +122,7 @@ class Bench:
         work.mkdir()
         with self._store(setup, work) as (store_url, tokens):
             env = {
-                # BENCH_SERVER_PATH: another checkout's src and gen, to measure its code with this harness.
-                "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("BENCH_SERVER_PATH"), str(ROOT)])),
+                "PYTHONPATH": pythonpath(setup.code),  # that commit's code, or this tree's
                 "ZKPLATFORM_STATE_DIR": str(work),
                 **PEPPER_ENV,
                 **MINT_POLICY_ENV,
@@ -126,16 +137,20 @@ class Bench:
                 if setup.app != "zkplatform":
                     Tokens("none", ["none"]).write(work / "tokens.json")  # the baselines look at no token
                 issued = Tokens.read(work / "tokens.json")
-                (work / "delete-token").write_text(issued.delete + "\n")
+                (work / "vault-token").write_text(issued.delete + "\n")  # the owner's: every vault scope
                 (work / "mint-tokens").write_text("".join(f"{token}\n" for token in issued.mint))
+                if any(load.rpc.startswith("list-") for load in setup.loads):
+                    (work / "list-first-token").write_text("\n")
+                    last = last_page_token(server.port, issued.delete, LISTED_VAULT, setup.layout.vault_size)
+                    (work / "list-last-token").write_text(last + "\n")
                 yield Served(setup, server, work)
 
     @contextmanager
     def _store(self, setup: Setup, work: Path) -> Iterator[tuple[str, Tokens | None]]:
         if setup.store == "sqlite":
-            yield sqlite_store(work, setup.layout)
+            yield sqlite_store(work, setup.layout, setup.code)
         elif setup.store == "postgresql":
-            with self._postgres.database(setup.layout) as (url, tokens):
+            with self._postgres.database(setup.layout, setup.code) as (url, tokens):
                 yield url, tokens
         else:
             yield "memory:", None
@@ -165,12 +180,14 @@ def machine(wrk_version: str) -> str:
 def main() -> int:
     wrk_version = ensure_wrk()
     started = time.monotonic()
-    only = os.environ.get("BENCH_ONLY", "").split(",")  # a subset of the setups, to try the harness out
+    # Some setups (by key) or named groups (bench/plan.py's NAMED) only, to run or try them alone.
+    only = os.environ.get("BENCH_ONLY", "").split(",")
+    named = [NAMED[name] for name in only if name in NAMED]
     imported = None
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
         bench = Bench(stack, Path(tmp))
         for group in PLAN:
-            chosen = tuple(setup for setup in group if only == [""] or setup.key in only)
+            chosen = tuple(setup for setup in group if only == [""] or setup.key in only or group in named)
             if chosen:
                 bench.run(chosen)
         if only == [""] or "import" in only:  # alone on the machine: no server is running now

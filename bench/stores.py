@@ -1,11 +1,22 @@
 """Durable stores for the benchmark: a fresh SQLite file or PostgreSQL database
-per server, migrated and seeded through the store ports before the server starts."""
+per server, migrated and seeded through the store ports before the server starts.
+
+A setup that serves another commit's code (bench/checkouts.py) has its store migrated
+and seeded by that code, in a process of its own (`python -m bench.stores`): the
+schema is that commit's.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
 import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -14,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
+from bench.checkouts import ROOT, pythonpath
 from bench.seed import Layout, Tokens, seed
 from tests.pg import LOCAL_URL, ThrowawayCluster, answers
 from zkplatform.store import open_store
@@ -21,21 +33,43 @@ from zkplatform.wiring import Platform
 
 PEPPER = secrets.token_bytes(32)
 PEPPER_ENV = {"ZKPLATFORM_TOKEN_PEPPER": base64.urlsafe_b64encode(PEPPER).rstrip(b"=").decode()}
+SEED_TIMEOUT_S = 600
 
 
-async def _seed(url: str, layout: Layout) -> Tokens:
+async def _seed(url: str, layout: Layout, pepper: bytes = PEPPER) -> Tokens:
     store = await open_store(url, check_schema=False)
     try:
         await store.migrate()
-        platform = Platform.build(store, PEPPER)
+        platform = Platform.build(store, pepper)
         return await seed(store, platform.issuer, layout)
     finally:
         await store.close()
 
 
-def sqlite_store(directory: Path, layout: Layout) -> tuple[str, Tokens]:
+def seeded(url: str, layout: Layout, code: str = "") -> Tokens:
+    """Migrate and seed the store at `url` with the code of the commit `code` ("" for this tree's)."""
+    if not code:
+        return asyncio.run(_seed(url, layout))
+    with _tokens_file() as tokens:
+        shape = json.dumps({"vault_size": layout.vault_size, "items": layout.items, "minters": layout.minters})
+        env = {**os.environ, **PEPPER_ENV, "PYTHONPATH": pythonpath(code)}
+        command = [sys.executable, "-m", "bench.stores", url, shape, str(tokens)]
+        subprocess.run(command, env=env, cwd=ROOT, check=True, timeout=SEED_TIMEOUT_S)
+        return Tokens.read(tokens)
+
+
+@contextmanager
+def _tokens_file() -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="zk-bench-seed-"))
+    try:
+        yield directory / "tokens.json"
+    finally:
+        shutil.rmtree(directory)
+
+
+def sqlite_store(directory: Path, layout: Layout, code: str = "") -> tuple[str, Tokens]:
     url = f"sqlite:///{directory / 'bench.db'}"  # an absolute path: sqlite:////tmp/...
-    return url, asyncio.run(_seed(url, layout))
+    return url, seeded(url, layout, code)
 
 
 class PostgresServer:
@@ -57,13 +91,24 @@ class PostgresServer:
         return self._url
 
     @contextmanager
-    def database(self, layout: Layout) -> Iterator[tuple[str, Tokens]]:
+    def database(self, layout: Layout, code: str = "") -> Iterator[tuple[str, Tokens]]:
         name = f"zk_bench_{secrets.token_hex(6)}"
         with psycopg.connect(self.url, autocommit=True) as admin:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         try:
             url = urlunsplit(urlsplit(self.url)._replace(path=f"/{name}"))
-            yield url, asyncio.run(_seed(url, layout))
+            yield url, seeded(url, layout, code)
         finally:
             with psycopg.connect(self.url, autocommit=True) as admin:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _main(url: str, shape: str, tokens: str) -> None:
+    """Seed as `seeded` asks, with the code on PYTHONPATH and the server's pepper from its environment."""
+    pepper = base64.urlsafe_b64decode(os.environ["ZKPLATFORM_TOKEN_PEPPER"] + "==")
+    layout = Layout(**json.loads(shape))
+    asyncio.run(_seed(url, layout, pepper)).write(Path(tokens))
+
+
+if __name__ == "__main__":
+    _main(*sys.argv[1:])
