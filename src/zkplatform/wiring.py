@@ -13,7 +13,6 @@ from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.paging import PageTokens
 from zkplatform.domain.token_management import TokenManagement
-from zkplatform.domain.token_pages import TokenPages
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
 from zkplatform.pepper import load_pepper
@@ -49,7 +48,7 @@ class Platform:
                 issuer,
                 policy or MintPolicy(),
                 clock,
-                TokenManagement(store, TokenPages(hasher.derive_key("list tokens pages")), clock),
+                TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock),
             ),
         )
 

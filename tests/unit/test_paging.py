@@ -9,22 +9,21 @@ import pytest
 
 from tests.world import PEPPER
 from zkplatform.domain.errors import InvalidArgument
-from zkplatform.domain.paging import PageState, PageTokens
+from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.wiring import page_token_key
 
 TOKENS = PageTokens(page_token_key(PEPPER))
 
 
+LISTING = ("acme", "acme-shared", "live")
+
+
 def issue(sequence: int = 42, after_item_id: str = "item-7") -> str:
-    return TOKENS.issue(
-        tenant_id="acme", vault_id="acme-shared", show_deleted=False, sequence=sequence, after_item_id=after_item_id
-    )
+    return TOKENS.issue(Position(sequence, after_item_id), *LISTING)
 
 
-def read(
-    token: str, tenant_id: str = "acme", vault_id: str = "acme-shared", *, show_deleted: bool = False
-) -> PageState:
-    return TOKENS.read(token, tenant_id=tenant_id, vault_id=vault_id, show_deleted=show_deleted)
+def read(token: str, *listing: str) -> Position:
+    return TOKENS.read(token, *(listing or LISTING))
 
 
 def test_a_token_reads_back_what_it_was_issued_with() -> None:
@@ -32,30 +31,31 @@ def test_a_token_reads_back_what_it_was_issued_with() -> None:
         token = issue(sequence, after)
         assert re.fullmatch(r"[A-Za-z0-9_-]+", token)
         assert len(token) <= 1024  # the request field's limit
-        assert read(token) == PageState(sequence, after)
+        assert read(token) == Position(sequence, after)
 
 
 @pytest.mark.parametrize(
-    ("tenant_id", "vault_id", "show_deleted"),
+    "listing",
     [
-        ("globex", "acme-shared", False),
-        ("acme", "acme-private", False),
-        ("acme", "acme-shared", True),
+        ("globex", "acme-shared", "live"),
+        ("acme", "acme-private", "live"),
+        ("acme", "acme-shared", "with tombstones"),
+        ("acme", "acme-shared"),
         # The bindings are length-prefixed: moving characters between them is another binding.
-        ("acmeacme-shared", "", False),
-        ("acm", "eacme-shared", False),
+        ("acmeacme-shared", "", "live"),
+        ("acm", "eacme-shared", "live"),
     ],
 )
-def test_a_token_is_refused_for_another_listing(tenant_id: str, vault_id: str, *, show_deleted: bool) -> None:
+def test_a_token_is_refused_for_another_listing(listing: tuple[str, ...]) -> None:
     with pytest.raises(InvalidArgument) as raised:
-        read(issue(), tenant_id, vault_id, show_deleted=show_deleted)
+        read(issue(), *listing)
     assert [v.field for v in raised.value.violations] == ["pageToken"]
 
 
 def test_a_token_is_refused_under_another_key() -> None:
     other = PageTokens(page_token_key(b"another-pepper-of-thirty-two-by!"))
     with pytest.raises(InvalidArgument):
-        other.read(issue(), tenant_id="acme", vault_id="acme-shared", show_deleted=False)
+        other.read(issue(), *LISTING)
 
 
 def test_a_forged_position_or_version_is_refused() -> None:

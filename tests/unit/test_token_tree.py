@@ -9,7 +9,7 @@ from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import InvalidArgument, PrincipalIsDisabled, Unauthenticated
 from zkplatform.domain.models import Scope
-from zkplatform.domain.token_pages import TokenPages
+from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.wiring import Platform
 
 PROOF = ProofRequest(proof=None, htm="POST", htu="http://testserver/x")
@@ -82,13 +82,13 @@ KEY = b"k" * 32
 
 
 def test_page_tokens_round_trip_and_are_bound_to_tenant_and_filter() -> None:
-    pages = TokenPages(KEY)
-    issued = pages.issue(tenant_id="acme", listed="-", issued_at=1_800_000_000, token_id="tok_" + "a" * 24)
+    pages = PageTokens(KEY)
+    issued = pages.issue(Position(1_800_000_000, "tok_" + "a" * 24), "acme", "-")
 
-    assert pages.read(issued, tenant_id="acme", listed="-") == (1_800_000_000, "tok_" + "a" * 24)
+    assert pages.read(issued, "acme", "-") == Position(1_800_000_000, "tok_" + "a" * 24)
     for tenant_id, listed in (("globex", "-"), ("acme", "alice"), ("acm", "e-")):
         with pytest.raises(InvalidArgument) as refused_page:
-            pages.read(issued, tenant_id=tenant_id, listed=listed)
+            pages.read(issued, tenant_id, listed)
         assert [v.field for v in refused_page.value.violations] == ["pageToken"]
     for garbage in (
         "",
@@ -96,7 +96,7 @@ def test_page_tokens_round_trip_and_are_bound_to_tenant_and_filter() -> None:
         issued + "A",
         issued[:-1],
         "é" * 10,
-        TokenPages(b"x" * 32).issue(tenant_id="acme", listed="-", issued_at=1, token_id="tok_x"),
+        PageTokens(b"x" * 32).issue(Position(1, "tok_x"), "acme", "-"),
     ):
         with pytest.raises(InvalidArgument):
-            pages.read(garbage, tenant_id="acme", listed="-")
+            pages.read(garbage, "acme", "-")

@@ -391,11 +391,10 @@ async def test_a_page_token_is_for_its_own_tenant(world: World) -> None:
     carol = await caller(world, "carol")
     token = await page_token(world, carol, "globex-main")
     tokens = world.platform.vault._page_tokens  # the server's own tokens, as issued
-    state = tokens.read(token, tenant_id="globex", vault_id="globex-main", show_deleted=False)
-    assert state.after_item_id == "item-2"
+    assert tokens.read(token, "globex", "globex-main", "live").after == "item-2"
 
     with pytest.raises(InvalidArgument):
-        tokens.read(token, tenant_id="acme", vault_id="globex-main", show_deleted=False)
+        tokens.read(token, "acme", "globex-main", "live")
 
 
 @pytest.mark.parametrize(

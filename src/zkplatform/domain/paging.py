@@ -1,17 +1,17 @@
-"""ListItems page tokens: opaque to clients, and only ever read as this server wrote them.
+"""Page tokens: opaque to clients, and only ever read as this server wrote them.
 
-A token carries where the next page starts (after which item_id) and the vault's
-sequence number when the listing's first page was read, so that every page of one
-listing answers the same cursor. It is base64url (no padding) of
+Every keyset listing (ListItems, ListTokens) continues after a position: a number
+(the listing's cursor for items, the issue time for tokens) and the last id already
+listed. A token is base64url (no padding) of
 
-    version (1 byte) | sequence (8 bytes, big-endian) | after_item_id (UTF-8) | MAC (16 bytes)
+    version (1 byte) | number (8 bytes, big-endian, signed) | after (UTF-8) | MAC (16 bytes)
 
-where the MAC is HMAC-SHA256 under the server's key, truncated to 16 bytes, over the
-version, the body and what the token is bound to: the tenant, the vault and the
-show_deleted filter. Those are not in the token; a token presented for another
-tenant, vault or filter fails its MAC like a tampered one, so a client can neither
-forge a position nor reuse one across listings. Nothing in it is secret (the client
-saw the item ids and the cursor), so it is signed, not encrypted.
+where the MAC is HMAC-SHA256 under the listing's key, truncated to 16 bytes, over
+what the token is bound to (the tenant, and whatever else fixes the listing: a
+vault and a filter, a principal) and then the version and the body. The bindings are
+not in the token: a token presented for another listing fails its MAC like a tampered
+one, so a client can neither forge a position nor reuse one across listings. Nothing
+in it is secret (the client saw the ids), so it is signed, not encrypted.
 """
 
 from __future__ import annotations
@@ -27,57 +27,49 @@ from zkplatform.domain.errors import FieldViolation, InvalidArgument
 
 _VERSION = 1
 _MAC_BYTES = 16
-_HEADER = struct.Struct(">BQ")  # version, sequence
-# The longest token read: an item id is at most 64 characters, 256 bytes of UTF-8 at worst.
+_KEY_BYTES = 32  # HMAC-SHA256's own strength
+_HEADER = struct.Struct(">Bq")  # version, number
+# The longest token read: an id is at most 64 characters, 256 bytes of UTF-8 at worst.
 _MAX_TOKEN_BYTES = _HEADER.size + 256 + _MAC_BYTES
 FIELD = "pageToken"
 
 
 @dataclass(frozen=True, slots=True)
-class PageState:
-    """Where a listing stands: its first page's sequence, and the last item_id already listed."""
+class Position:
+    """Where a listing stands: its number (a cursor, a time) and the last id already listed."""
 
-    sequence: int
-    after_item_id: str
+    number: int
+    after: str
 
 
 class PageTokens:
     def __init__(self, key: bytes) -> None:
-        if len(key) < 32:  # HMAC-SHA256's own strength
-            msg = "the page token key must have at least 32 bytes"
+        if len(key) < _KEY_BYTES:
+            msg = f"the page token key must have at least {_KEY_BYTES} bytes"
             raise ValueError(msg)
         self._key = key
 
-    def issue(self, *, tenant_id: str, vault_id: str, show_deleted: bool, sequence: int, after_item_id: str) -> str:
-        body = _HEADER.pack(_VERSION, sequence) + after_item_id.encode()
-        mac = self._mac(body, tenant_id, vault_id, show_deleted=show_deleted)
-        return _encode(body + mac)
+    def issue(self, position: Position, *bound_to: str) -> str:
+        """The token of the page after `position`, good only for the listing `bound_to` names."""
+        body = _HEADER.pack(_VERSION, position.number) + position.after.encode()
+        return _encode(body + self._mac(body, bound_to))
 
-    def read(self, token: str, *, tenant_id: str, vault_id: str, show_deleted: bool) -> PageState:
-        """The state a token of ours carries; InvalidArgument naming pageToken for
+    def read(self, token: str, *bound_to: str) -> Position:
+        """The position a token of ours carries; InvalidArgument naming pageToken for
         anything else: garbage, a tampered token, or one issued for another listing."""
         raw = _decode(token)
-        if raw is None or len(raw) < _HEADER.size + _MAC_BYTES or len(raw) > _MAX_TOKEN_BYTES:
+        if raw is None or not _HEADER.size + _MAC_BYTES <= len(raw) <= _MAX_TOKEN_BYTES or raw[0] != _VERSION:
             raise _refused("is not a page token of this server")
         body, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
-        if body[0] != _VERSION:
-            raise _refused("is not a page token of this server")
-        if not hmac.compare_digest(mac, self._mac(body, tenant_id, vault_id, show_deleted=show_deleted)):
-            raise _refused("was not issued for this vault and filter, or was altered")
-        _, sequence = _HEADER.unpack_from(body)
+        if not hmac.compare_digest(mac, self._mac(body, bound_to)):
+            raise _refused("was not issued for this listing, or was altered")
+        _, number = _HEADER.unpack_from(body)
         # The MAC matched, so these bytes are what issue() wrote: valid UTF-8.
-        return PageState(sequence, body[_HEADER.size :].decode())
+        return Position(number, body[_HEADER.size :].decode())
 
-    def _mac(self, body: bytes, tenant_id: str, vault_id: str, *, show_deleted: bool) -> bytes:
+    def _mac(self, body: bytes, bound_to: tuple[str, ...]) -> bytes:
         # Each binding is length-prefixed, so no two different bindings read as the same bytes.
-        message = b"".join(
-            (
-                _prefixed(tenant_id.encode()),
-                _prefixed(vault_id.encode()),
-                b"\x01" if show_deleted else b"\x00",
-                body,
-            )
-        )
+        message = b"".join(_prefixed(binding.encode()) for binding in bound_to) + body
         return hmac.new(self._key, message, hashlib.sha256).digest()[:_MAC_BYTES]
 
 

@@ -14,7 +14,7 @@ from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import NotFound, PermissionDenied
 from zkplatform.domain.models import Role, Scope, TokenRecord
-from zkplatform.domain.token_pages import TokenPages
+from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.repository import TokenRepository
 
 DEFAULT_PAGE_SIZE = 100
@@ -36,7 +36,7 @@ class TokenPage:
 
 
 class TokenManagement:
-    def __init__(self, tokens_repo: TokenRepository, pages: TokenPages, clock: Clock) -> None:
+    def __init__(self, tokens_repo: TokenRepository, pages: PageTokens, clock: Clock) -> None:
         self._tokens = tokens_repo
         self._pages = pages
         self._clock = clock
@@ -49,7 +49,8 @@ class TokenManagement:
         listed = own if principal_id in ("", own) else principal_id
         if listed != own and caller.principal.role not in TENANT_MANAGERS:
             raise PermissionDenied("only an owner or admin may list the tokens of other principals")
-        after = self._pages.read(page_token, tenant_id=caller.tenant_id, listed=listed) if page_token else None
+        position = self._pages.read(page_token, caller.tenant_id, listed) if page_token else None
+        after = None if position is None else (position.number, position.after)
         limit = page_size or DEFAULT_PAGE_SIZE
         found = await self._tokens.list_tokens(
             caller.tenant_id,
@@ -62,9 +63,7 @@ class TokenManagement:
         next_page_token = ""
         if len(found) > limit:
             last = page[-1].record
-            next_page_token = self._pages.issue(
-                tenant_id=caller.tenant_id, listed=listed, issued_at=last.issued_at, token_id=last.token_id
-            )
+            next_page_token = self._pages.issue(Position(last.issued_at, last.token_id), caller.tenant_id, listed)
         return TokenPage(page, next_page_token)
 
     async def revoke(self, caller: Caller, token_id: str) -> list[str]:

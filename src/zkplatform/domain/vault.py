@@ -13,7 +13,7 @@ from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, ItemDeleted, ItemExists, NotFound, VersionMismatch
 from zkplatform.domain.models import Item, ItemChange, ItemContent, Scope, Tombstone
-from zkplatform.domain.paging import PageTokens
+from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.repository import (
     Conflict,
     Created,
@@ -117,27 +117,19 @@ class VaultUseCases:
             raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
         size = page_size or DEFAULT_PAGE_SIZE
         tenant_id = caller.tenant_id  # the vault's, as the caller is a member
-        state = None
-        if page_token:
-            state = self._page_tokens.read(
-                page_token, tenant_id=tenant_id, vault_id=vault_id, show_deleted=show_deleted
-            )
+        # A page token continues one listing: this tenant's, this vault's, with this filter.
+        listing = (tenant_id, vault_id, "with tombstones" if show_deleted else "live")
+        state = self._page_tokens.read(page_token, *listing) if page_token else None
         # One more than the page: a next page token only when there is something after it.
         page = await self._items.list_items(
-            vault_id, "" if state is None else state.after_item_id, size + 1, show_deleted=show_deleted
+            vault_id, "" if state is None else state.after, size + 1, show_deleted=show_deleted
         )
         items = page.items[:size]
         # The first page's snapshot fixes the listing's cursor; later pages carry it in their token.
-        sequence = page.sequence if state is None else state.sequence
+        sequence = page.sequence if state is None else state.number
         next_page_token = ""
         if len(page.items) > size:
-            next_page_token = self._page_tokens.issue(
-                tenant_id=tenant_id,
-                vault_id=vault_id,
-                show_deleted=show_deleted,
-                sequence=sequence,
-                after_item_id=items[-1].item_id,
-            )
+            next_page_token = self._page_tokens.issue(Position(sequence, items[-1].item_id), *listing)
         return ListedItems(items, next_page_token, sequence)
 
 
