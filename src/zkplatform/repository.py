@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from zkplatform.domain.models import (
+    ChangePage,
     Item,
     ItemChange,
     ItemContent,
@@ -184,8 +185,35 @@ class ItemRepository(Protocol):
 
     async def purge_tombstones(self, deleted_before: int) -> int:
         """Forget tombstones deleted before that time (they answer NOT_FOUND
-        from then on); the number purged."""
+        from then on); the number purged. In the same transaction, each vault's
+        purge horizon rises to the highest sequence purged from it (never falls):
+        a changes cursor below it may have missed one of those deletes."""
         ...
+
+    async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
+        """At most `limit` items of the vault whose latest change is after `since`, in
+        ascending sequence, each once (tombstones included), with the vault's sequence and
+        purge horizon, all in one snapshot. A range scan of an index on (vault_id, sequence):
+        a page at the end of a long history costs what the first page costs."""
+        ...
+
+
+class ChangeSubscription(Protocol):
+    """One watch's interest in a vault's changes. Notifications coalesce: one wake-up
+    may stand for any number of changes, so the watcher reads what is new itself."""
+
+    async def wait(self) -> None:
+        """Return once the vault may have changed since the last return (or the subscription)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ChangeFeed(Protocol):
+    """Wakes the watches of a vault when it changes, whichever worker or host changed it.
+    One per worker and store, shared by all its watches."""
+
+    def subscribe(self, vault_id: str) -> ChangeSubscription: ...
 
 
 class TokenRepository(Protocol):
@@ -265,5 +293,9 @@ class LimitsRepository(Protocol):
 
 class Store(DirectoryRepository, ItemRepository, TokenRepository, LimitsRepository, Protocol):
     """Everything a store adapter provides."""
+
+    def change_feed(self) -> ChangeFeed:
+        """This worker's feed of the store's changes (the same one on every call)."""
+        ...
 
     async def close(self) -> None: ...

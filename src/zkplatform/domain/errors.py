@@ -74,6 +74,31 @@ class ItemDeleted(DomainError):
         super().__init__("the item is deleted")
 
 
+class CursorExpired(DomainError):
+    """A changes cursor below the vault's purge horizon: tombstones it has not seen were purged."""
+
+    def __init__(self, min_sequence: int) -> None:
+        super().__init__(
+            f"the cursor is older than the vault's purged tombstones; the lowest accepted is {min_sequence}"
+        )
+        self.min_sequence = min_sequence
+
+
+class CursorAhead(DomainError):
+    """A changes cursor beyond the vault's latest change: of another vault, or from before a restore."""
+
+    def __init__(self, current_sequence: int) -> None:
+        super().__init__(f"the cursor is ahead of the vault, which is at sequence {current_sequence}")
+        self.current_sequence = current_sequence
+
+
+class WatchBehind(DomainError):
+    """A watch whose client reads too slowly to keep up; it resumes from its last cursor."""
+
+    def __init__(self) -> None:
+        super().__init__("the client fell too far behind the vault's changes; resume from the last cursor received")
+
+
 class ParentExpiresSoon(DomainError):
     """The calling token expires before the shortest lifetime a new token may have."""
 

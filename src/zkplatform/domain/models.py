@@ -205,6 +205,16 @@ class ItemPage:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangePage:
+    """The changes of a vault after a cursor, in ascending sequence, each item once (as of its
+    latest change), with the vault's sequence and purge horizon read in the same snapshot."""
+
+    changes: tuple[ItemChange, ...]
+    sequence: int  # of the vault's latest change; 0 for a vault the store does not have
+    purge_horizon: int  # the highest sequence of a tombstone purged from the vault; 0 if none
+
+
+@dataclass(frozen=True, slots=True)
 class TokenRecord:
     """What the server keeps of a token: never the secret, only its HMAC."""
 

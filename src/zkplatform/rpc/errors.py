@@ -29,7 +29,7 @@ def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
     return error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata)
 
 
-def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, PLR0911 # one arm per row
+def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, PLR0911, PLR0912 # one arm per row
     """The Connect form of a domain error (the error table of docs/api.md)."""
     match error:
         case domain.InvalidArgument():
@@ -58,6 +58,14 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
         case domain.ItemDeleted():
             info = _info("ITEM_DELETED")
             return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+        case domain.CursorExpired():
+            info = _info("CURSOR_EXPIRED", minSequence=str(error.min_sequence))
+            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+        case domain.CursorAhead():
+            info = _info("CURSOR_AHEAD", currentSequence=str(error.current_sequence))
+            return ConnectError(Code.OUT_OF_RANGE, str(error), [error_detail(info)])
+        case domain.WatchBehind():
+            return ConnectError(Code.ABORTED, str(error), [error_detail(_info("WATCH_BEHIND"))])
         case domain.ParentExpiresSoon():
             info = _info("PARENT_EXPIRES_SOON")
             return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])

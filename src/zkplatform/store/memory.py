@@ -13,7 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.domain.models import (
+    ChangePage,
+    Item,
+    ItemChange,
+    ItemContent,
+    ItemPage,
+    Principal,
+    Tenant,
+    TokenRecord,
+    Vault,
+)
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -28,6 +38,7 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
+from zkplatform.store.notify import ChangeFeed
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -45,6 +56,8 @@ class MemoryStore:
         self._principals: dict[str, Principal] = {}
         self._vaults: dict[str, Vault] = {}
         self._sequences: dict[str, int] = {}
+        self._purge_horizons: dict[str, int] = {}
+        self._feed = ChangeFeed()
         self._items: dict[tuple[str, str], _Stored] = {}
         self._tokens: dict[bytes, TokenRecord] = {}
         self._token_ids: dict[str, bytes] = {}  # token id -> secret hash
@@ -56,6 +69,9 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+    def change_feed(self) -> ChangeFeed:
+        return self._feed
 
     async def schema_version(self) -> int | None:
         return 0  # nothing to migrate: the memory store has no schema
@@ -202,11 +218,28 @@ class MemoryStore:
     async def purge_tombstones(self, deleted_before: int) -> int:
         purged = [k for k, s in self._items.items() if s.item.deleted and s.item.updated_at < deleted_before]
         for key in purged:
-            del self._items[key]
+            vault_id = key[0]
+            sequence = self._items.pop(key).sequence
+            self._purge_horizons[vault_id] = max(self._purge_horizons.get(vault_id, 0), sequence)
         return len(purged)
+
+    async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
+        # A scan of every item (the memory store is for development and tests), sorting only what it returns.
+        page = heapq.nsmallest(
+            limit,
+            (
+                ItemChange(s.item, s.sequence)
+                for (v, _), s in self._items.items()
+                if v == vault_id and s.sequence > since
+            ),
+            key=lambda change: change.sequence,
+        )
+        return ChangePage(tuple(page), self._sequences.get(vault_id, 0), self._purge_horizons.get(vault_id, 0))
 
     def _next_sequence(self, vault_id: str) -> int:
         self._sequences[vault_id] += 1
+        # The change is applied before any task runs again: the woken watches see it.
+        self._feed.notify(vault_id)
         return self._sequences[vault_id]
 
     # tokens

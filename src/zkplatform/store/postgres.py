@@ -24,7 +24,17 @@ import psycopg
 from psycopg import AsyncConnection, errors, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.domain.models import (
+    ChangePage,
+    Item,
+    ItemChange,
+    ItemContent,
+    ItemPage,
+    Principal,
+    Tenant,
+    TokenRecord,
+    Vault,
+)
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -42,6 +52,7 @@ from zkplatform.repository import (
 from zkplatform.store import StoreUnavailable, display_url, rows
 from zkplatform.store.background import Background
 from zkplatform.store.migrations import check_version, migrations
+from zkplatform.store.notify import ChangeFeed, Listener
 from zkplatform.store.statements import POSTGRESQL as SQL
 from zkplatform.store.statements import token_listing
 
@@ -80,6 +91,9 @@ class PostgresStore:
         self._pool = pool
         self._url = display_url(url)
         self._background = Background("recording a token's last use")
+        # Changes of every worker and host arrive by LISTEN on one connection of this worker.
+        self.listener = Listener(lambda: self._feed, url, self._url)
+        self._feed = ChangeFeed(on_first=self.listener.start)
 
     @classmethod
     async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
@@ -107,8 +121,12 @@ class PostgresStore:
         return store
 
     async def close(self) -> None:
+        await self.listener.stop()
         await self._background.drain()
         await self._pool.close()
+
+    def change_feed(self) -> ChangeFeed:
+        return self._feed
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """fn in one transaction: committed whole, or rolled back whole."""
@@ -336,12 +354,19 @@ class PostgresStore:
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int) -> int:
-        async def purge(conn: Conn) -> int:
-            return (
-                await conn.execute("DELETE FROM items WHERE deleted AND updated_at < %s", (deleted_before,))
-            ).rowcount
+        # One statement: the rows purged and the horizons they raise commit together.
+        row = await self._one(_PURGE, (deleted_before,))
+        return 0 if row is None else int(row[0])
 
-        return await self._tx(purge)
+    async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
+        # One statement, so one snapshot: the vault's state is the one its changes are at.
+        async with self._pool.connection() as conn:
+            found = await (await conn.execute(_LIST_CHANGES, (since, limit, vault_id))).fetchall()
+        if not found:
+            return ChangePage((), 0, 0)
+        sequence, horizon = int(found[0][0]), int(found[0][1])
+        changes = tuple(ItemChange(*rows.item_from_row(r[2:])) for r in found if r[2] is not None)
+        return ChangePage(changes, sequence, horizon)
 
     # tokens
 
@@ -495,6 +520,20 @@ def _list_in_snapshot(page: str) -> str:
 
 
 _LIST_ITEMS = _list_in_snapshot(SQL.list_items)
+# (since, limit, vault) -> rows of (the vault's sequence, its purge horizon, a change's item
+# columns), or one row with NULL items when there is no change; no row for no vault.
+_LIST_CHANGES = (
+    "SELECT v.sequence, v.purge_horizon, c.* FROM vaults v LEFT JOIN LATERAL"
+    f" ({SQL.list_changes.replace('vault_id = %s', 'vault_id = v.vault_id', 1)}) c ON TRUE"
+    " WHERE v.vault_id = %s ORDER BY c.sequence"
+)
+_PURGE = (
+    "WITH purged AS (DELETE FROM items WHERE deleted AND updated_at < %s RETURNING vault_id, sequence),"
+    " horizons AS (SELECT vault_id, max(sequence) AS horizon, count(*) AS purged FROM purged GROUP BY vault_id),"
+    " raised AS (UPDATE vaults SET purge_horizon = greatest(vaults.purge_horizon, h.horizon)"
+    " FROM horizons h WHERE vaults.vault_id = h.vault_id)"
+    " SELECT coalesce(sum(purged), 0) FROM horizons"
+)
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 
 

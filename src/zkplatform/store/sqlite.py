@@ -13,7 +13,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPage, Principal, Tenant, TokenRecord, Vault
+from zkplatform.domain.models import (
+    ChangePage,
+    Item,
+    ItemChange,
+    ItemContent,
+    ItemPage,
+    Principal,
+    Tenant,
+    TokenRecord,
+    Vault,
+)
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -31,6 +41,7 @@ from zkplatform.repository import (
 from zkplatform.store import StoreUnavailable, rows
 from zkplatform.store.background import Background
 from zkplatform.store.migrations import check_version, migrations
+from zkplatform.store.notify import ChangeFeed, Poller
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
 from zkplatform.store.statements import SQLITE as SQL
 from zkplatform.store.statements import token_listing
@@ -45,6 +56,10 @@ class SQLiteStore:
         self._read = self._engine.read
         self._write = self._engine.write
         self._background = Background("recording a token's last use")
+        # Other processes on the file are seen by polling, only while watches are open.
+        self._poller = Poller(lambda: self._feed, self._sequences_if_changed)
+        self._feed = ChangeFeed(on_first=self._poller.start, on_last=self._poller.stop)
+        self._data_version: int | None = None
 
     @classmethod
     async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
@@ -64,8 +79,28 @@ class SQLiteStore:
         return store
 
     async def close(self) -> None:
+        await self._poller.stop()
         await self._background.drain()
         await self._engine.close()
+
+    def change_feed(self) -> ChangeFeed:
+        return self._feed
+
+    async def _sequences_if_changed(self, vault_ids: list[str]) -> dict[str, int] | None:
+        """The sequences of these vaults, if anything committed to the file since the last
+        call (None otherwise): `PRAGMA data_version` of the read connection moves with every
+        commit of another connection, this process's writer included, and costs no I/O."""
+
+        def check(conn: sqlite3.Connection) -> dict[str, int] | None:
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            if version == self._data_version:
+                return None
+            self._data_version = version
+            marks = ", ".join("?" * len(vault_ids))
+            found = conn.execute(f"SELECT vault_id, sequence FROM vaults WHERE vault_id IN ({marks})", vault_ids)
+            return {str(vault_id): int(sequence) for vault_id, sequence in found}
+
+        return await self._read(check)
 
     # schema
 
@@ -242,7 +277,9 @@ class SQLiteStore:
             item, sequence = rows.item_from_row(row)
             return ItemChange(item, sequence) if item.deleted else Stale(item.version)
 
-        return await self._write(delete)
+        outcome = await self._write(delete)
+        self._feed.notify(vault_id)  # this worker's watches need not wait for the poller
+        return outcome
 
     async def create_item(self, item: Item) -> CreateOutcome:
         def create(conn: sqlite3.Connection) -> CreateOutcome:
@@ -256,7 +293,9 @@ class SQLiteStore:
             conn.execute(SQL.add_item, rows.item_params(item, taken[0]))
             return Created(ItemChange(item, int(taken[0])))
 
-        return await self._write(create)
+        outcome = await self._write(create)
+        self._feed.notify(item.vault_id)
+        return outcome
 
     async def update_item(
         self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
@@ -277,7 +316,9 @@ class SQLiteStore:
                 return Missing()
             return Conflict(ItemChange(*rows.item_from_row(row)))
 
-        return await self._write(update)
+        outcome = await self._write(update)
+        self._feed.notify(vault_id)
+        return outcome
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         def page(conn: sqlite3.Connection) -> ItemPage:
@@ -300,9 +341,31 @@ class SQLiteStore:
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int) -> int:
-        return await self._write(
-            lambda c: c.execute("DELETE FROM items WHERE deleted = 1 AND updated_at < ?", (deleted_before,)).rowcount
-        )
+        def purge(conn: sqlite3.Connection) -> int:
+            purged = conn.execute(
+                "DELETE FROM items WHERE deleted = 1 AND updated_at < ? RETURNING vault_id, sequence", (deleted_before,)
+            ).fetchall()
+            horizons: dict[str, int] = {}
+            for vault_id, sequence in purged:
+                horizons[vault_id] = max(horizons.get(vault_id, 0), int(sequence))
+            for vault_id, horizon in horizons.items():
+                conn.execute(SQL.raise_purge_horizon, (horizon, vault_id, horizon))
+            return len(purged)
+
+        return await self._write(purge)
+
+    async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
+        def page(conn: sqlite3.Connection) -> ChangePage:
+            conn.execute("BEGIN")  # one snapshot for the vault's state and its changes (WAL)
+            try:
+                state = conn.execute(SQL.vault_change_state, (vault_id,)).fetchone()
+                found = conn.execute(SQL.list_changes, (vault_id, since, limit)).fetchall()
+            finally:
+                conn.execute("COMMIT")
+            sequence, horizon = (0, 0) if state is None else (int(state[0]), int(state[1]))
+            return ChangePage(tuple(ItemChange(*rows.item_from_row(r)) for r in found), sequence, horizon)
+
+        return await self._read(page)
 
     # tokens
 

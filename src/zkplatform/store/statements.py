@@ -64,6 +64,18 @@ class Statements:
     # them in the same scan.
     list_items: str = _list_items("")
     list_live_items: str = _list_items(" AND deleted = FALSE")
+    # The changes after a cursor: (vault, since, limit). A range scan of items_by_sequence
+    # (vault_id, sequence) from the cursor on, in order, so a page costs what the first does
+    # (EXPLAIN, SQLite: SEARCH items USING INDEX items_by_sequence (vault_id=? AND sequence>?),
+    # no sort; PostgreSQL: Index Scan using items_by_sequence, Index Cond: vault_id = .. AND
+    # sequence > .., under a Limit, no sort). Without the index both read the whole vault and
+    # sort it: SQLite scans the primary key and uses a temp b-tree for ORDER BY.
+    list_changes: str = (
+        f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+    )
+    vault_change_state: str = "SELECT sequence, purge_horizon FROM vaults WHERE vault_id = ?"
+    # A purge raises each vault's horizon to the highest sequence it purged: (sequence, vault).
+    raise_purge_horizon: str = "UPDATE vaults SET purge_horizon = ? WHERE vault_id = ? AND purge_horizon < ?"
     # Take the vault's next `count` sequence numbers: (count, vault, count) -> the first of them.
     take_sequences: str = "UPDATE vaults SET sequence = sequence + ? WHERE vault_id = ? RETURNING sequence - ? + 1"
 
