@@ -1,0 +1,286 @@
+// A vault sync client: list the vault once, then follow its changes from the
+// listing's cursor for as long as it runs (WatchChanges, or ListChanges polling).
+//
+// - Every item is kept by id at its highest version: a listing is not a
+//   snapshot, so changes made while its pages were read arrive again after its
+//   cursor, and an older copy must never replace a newer one.
+// - A dropped stream, UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED (WATCH_BEHIND),
+//   RESOURCE_EXHAUSTED or a silent connection reconnects from the last cursor
+//   received, after a bounded, jittered backoff.
+// - CURSOR_EXPIRED (deletes this client may not have seen were purged) and
+//   CURSOR_AHEAD (the server's store is behind what this client saw: a restore)
+//   start over with a fresh listing that replaces the local state.
+// - UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
+//   change stop the sync with a SyncStoppedError.
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { describeError } from "./client.js";
+import type { Item, ItemChange, VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
+
+export type SyncRpc = "ListItems" | "ListChanges" | "WatchChanges";
+
+/** What a call carries besides its message: the Authorization header (and a DPoP proof, made per call). */
+export type SyncHeaders = Record<string, string> | ((rpc: SyncRpc) => Record<string, string> | Promise<Record<string, string>>);
+
+export interface BackoffOptions {
+  /** The first delay before reconnecting, in ms (default 100). */
+  initialMs?: number;
+  /** The longest delay, in ms (default 5000): delays double up to it. */
+  maxMs?: number;
+}
+
+export type SyncEvent =
+  | { type: "synced"; cursor: bigint; items: number }
+  | { type: "changes"; cursor: bigint; changes: ItemChange[] }
+  | { type: "heartbeat"; cursor: bigint }
+  | { type: "reconnecting"; code: string; reason: string; attempt: number; delayMs: number; cursor: bigint }
+  | { type: "restarting"; reason: string; cursor: bigint };
+
+export interface SyncOptions {
+  vaultId: string;
+  headers: SyncHeaders;
+  /** "watch" (default) streams WatchChanges; "poll" calls ListChanges every pollIntervalMs. */
+  mode?: "watch" | "poll";
+  pollIntervalMs?: number;
+  /** Items per ListItems page and changes per ListChanges answer (default 100, at most 1000). */
+  pageSize?: number;
+  backoff?: BackoffOptions;
+  /**
+   * A watch that says nothing (not even a heartbeat) for this long is taken
+   * for a dead connection and reopened (default 45000: three heartbeats).
+   */
+  idleTimeoutMs?: number;
+  /** Ends each watch after this long (Connect-Timeout-Ms); the sync then resumes from its cursor. */
+  watchTimeoutMs?: number;
+  onEvent?: (event: SyncEvent) => void;
+  signal?: AbortSignal;
+}
+
+/** The sync stopped for good: retrying cannot help (bad token, no access, a request the server refuses). */
+export class SyncStoppedError extends Error {
+  readonly code: string;
+  readonly reason: string | null;
+  constructor(vaultId: string, code: string, reason: string | null, message: string) {
+    super(`sync of vault ${vaultId} stopped: the server answered ${code}${reason ? ` (${reason})` : ""}: ${message}`);
+    this.name = "SyncStoppedError";
+    this.code = code;
+    this.reason = reason;
+  }
+}
+
+// Codes after which the same request may succeed later.
+const TRANSIENT = new Set<Code>([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Aborted,
+  Code.ResourceExhausted,
+  Code.Internal,
+  Code.Unknown,
+  Code.Canceled,
+]);
+
+class StartOver extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+class StreamEnded extends Error {}
+
+// The caller aborted: every loop unwinds to run(), which resolves.
+class Stopped extends Error {}
+
+export class VaultSync {
+  /** Every item seen, by id, at its highest version; tombstones included (they hold the version a delete reached). */
+  readonly items = new Map<string, Item>();
+  /** The sequence of the last change applied: where the sync resumes. */
+  cursor = 0n;
+
+  private readonly options: SyncOptions;
+  private readonly vault: Client<typeof VaultService>;
+  private attempt = 0;
+
+  constructor(vault: Client<typeof VaultService>, options: SyncOptions) {
+    this.vault = vault;
+    this.options = options;
+  }
+
+  /** The items that are not deleted, by id. */
+  liveItems(): Map<string, Item> {
+    return new Map([...this.items].filter(([, item]) => !item.deleted));
+  }
+
+  /**
+   * Sync until `signal` aborts (then it resolves) or the server answers
+   * something retrying cannot change (then it rejects with SyncStoppedError).
+   */
+  async run(): Promise<void> {
+    const signal = this.options.signal;
+    while (!signal?.aborted) {
+      try {
+        await this.list();
+        await (this.options.mode === "poll" ? this.poll() : this.watch());
+      } catch (error) {
+        if (signal?.aborted || error instanceof Stopped) return;
+        if (error instanceof StartOver) {
+          this.emit({ type: "restarting", reason: error.reason, cursor: this.cursor });
+          await this.pause(error.reason, error.reason);
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  // ListItems to the last page under the first page's cursor, retrying transient failures.
+  private async list(): Promise<void> {
+    for (;;) {
+      try {
+        const items = new Map<string, Item>();
+        let cursor: bigint | null = null;
+        let pageToken = "";
+        do {
+          const page = await this.vault.listItems(
+            { vaultId: this.options.vaultId, pageSize: this.options.pageSize ?? 100, pageToken },
+            { headers: await this.headers("ListItems"), signal: this.options.signal },
+          );
+          for (const item of page.items) items.set(item.itemId, item);
+          cursor ??= page.cursor?.sequence ?? 0n;
+          pageToken = page.nextPageToken;
+        } while (pageToken !== "");
+        // A fresh listing replaces everything: a purged tombstone's item must vanish too.
+        this.items.clear();
+        for (const [id, item] of items) this.items.set(id, item);
+        this.cursor = cursor ?? 0n;
+        this.attempt = 0;
+        this.emit({ type: "synced", cursor: this.cursor, items: this.liveItems().size });
+        return;
+      } catch (error) {
+        await this.retryOrThrow(error);
+      }
+    }
+  }
+
+  private async watch(): Promise<void> {
+    for (;;) {
+      const stream = new AbortController();
+      const abort = () => stream.abort();
+      this.options.signal?.addEventListener("abort", abort);
+      let idle: NodeJS.Timeout | undefined;
+      const arm = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => stream.abort(new StreamEnded("no message or heartbeat in time")), this.options.idleTimeoutMs ?? 45_000);
+      };
+      try {
+        arm();
+        const responses = this.vault.watchChanges(
+          { vaultId: this.options.vaultId, sinceSequence: this.cursor },
+          { headers: await this.headers("WatchChanges"), signal: stream.signal, timeoutMs: this.options.watchTimeoutMs },
+        );
+        for await (const response of responses) {
+          arm();
+          this.attempt = 0;
+          const cursor = response.cursor?.sequence ?? this.cursor;
+          if (response.changes.length === 0) {
+            if (cursor > this.cursor) this.cursor = cursor;
+            this.emit({ type: "heartbeat", cursor: this.cursor });
+          } else this.apply(response.changes, cursor);
+        }
+        throw new StreamEnded("the stream ended");
+      } catch (error) {
+        const reason = stream.signal.aborted && !this.options.signal?.aborted ? stream.signal.reason : error;
+        await this.retryOrThrow(reason);
+      } finally {
+        clearTimeout(idle);
+        this.options.signal?.removeEventListener("abort", abort);
+      }
+    }
+  }
+
+  private async poll(): Promise<void> {
+    for (;;) {
+      try {
+        const page = await this.vault.listChanges(
+          { vaultId: this.options.vaultId, sinceSequence: this.cursor, pageSize: this.options.pageSize ?? 100 },
+          { headers: await this.headers("ListChanges"), signal: this.options.signal },
+        );
+        this.attempt = 0;
+        const cursor = page.cursor?.sequence ?? this.cursor;
+        if (page.changes.length > 0) this.apply(page.changes, cursor);
+        else if (cursor > this.cursor) this.cursor = cursor;
+        if (!page.hasMore) await this.sleep(this.options.pollIntervalMs ?? 1000);
+        if (this.options.signal?.aborted) throw new Stopped();
+      } catch (error) {
+        await this.retryOrThrow(error);
+      }
+    }
+  }
+
+  private apply(changes: ItemChange[], cursor: bigint): void {
+    for (const change of changes) {
+      const item = change.item;
+      if (!item) continue;
+      const known = this.items.get(item.itemId);
+      if (!known || item.version > known.version) this.items.set(item.itemId, item);
+    }
+    const last = changes[changes.length - 1].sequence;
+    this.cursor = cursor > last ? cursor : last;
+    this.emit({ type: "changes", cursor: this.cursor, changes });
+  }
+
+  // Transient failures wait and return (the caller retries from its cursor); the rest throw.
+  private async retryOrThrow(error: unknown): Promise<void> {
+    if (this.options.signal?.aborted) throw new Stopped();
+    if (error instanceof StreamEnded) {
+      await this.pause("dropped", error.message);
+      return;
+    }
+    if (!(error instanceof ConnectError)) {
+      // Anything else is a network failure below Connect (a reset socket): the server may come back.
+      await this.pause("unavailable", error instanceof Error ? error.message : String(error));
+      return;
+    }
+    const { code, info } = describeError(error);
+    const reason = info?.reason ?? null;
+    if (reason === "CURSOR_EXPIRED" || reason === "CURSOR_AHEAD") throw new StartOver(reason);
+    if (TRANSIENT.has(error.code)) {
+      await this.pause(code, reason ?? error.rawMessage);
+      return;
+    }
+    throw new SyncStoppedError(this.options.vaultId, code, reason, error.rawMessage);
+  }
+
+  private async pause(code: string, reason: string): Promise<void> {
+    this.attempt += 1;
+    const initial = this.options.backoff?.initialMs ?? 100;
+    const max = this.options.backoff?.maxMs ?? 5000;
+    const ceiling = Math.min(max, initial * 2 ** Math.min(this.attempt - 1, 30));
+    // Jitter spreads the reconnects of many clients after a server restart.
+    const delayMs = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    this.emit({ type: "reconnecting", code, reason, attempt: this.attempt, delayMs, cursor: this.cursor });
+    await this.sleep(delayMs);
+    if (this.options.signal?.aborted) throw new Stopped();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    const signal = this.options.signal;
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener("abort", done);
+    });
+  }
+
+  private async headers(rpc: SyncRpc): Promise<Record<string, string>> {
+    const headers = this.options.headers;
+    return typeof headers === "function" ? headers(rpc) : headers;
+  }
+
+  private emit(event: SyncEvent): void {
+    this.options.onEvent?.(event);
+  }
+}
