@@ -16,6 +16,8 @@ from google.protobuf.descriptor import FileDescriptor
 
 from zkplatform import devmode
 from zkplatform.config import Settings
+from zkplatform.observability.calls import Observer
+from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
@@ -56,11 +58,14 @@ def create_app(
     platform: Platform | None = None,
     vault: VaultService | None = None,
     broker: BrokerService | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Edge:
     """The ASGI application. Without a platform, each worker opens its own on
     the configured store at start-up (and closes it at shutdown). Tests may
-    pass their own platform or servicers."""
+    pass their own platform, servicers or telemetry."""
     settings = Settings.from_env() if settings is None else settings
+    telemetry = Telemetry.for_server(metrics=settings.metrics) if telemetry is None else telemetry
+    telemetry.install()
     edge = Edge(
         max_body_bytes=settings.max_body_bytes,
         body_read_timeout_seconds=settings.body_read_timeout_seconds,
@@ -73,10 +78,10 @@ def create_app(
         health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
         files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
         readable = {path for file in files for path in procedures(file, side_effect_free_only=True)}
-        edge.mount(
-            routes(settings, platform, vault, broker), reflection_routes(files) | health_streams, get_allowed=readable
-        )
+        unary, streams = routes(settings, platform, vault, broker, telemetry), reflection_routes(files) | health_streams
+        edge.mount(unary, streams, get_allowed=readable)
         edge.mount(health_unary, protocol_header_required=False)
+        edge.observe_with(Observer(telemetry.metrics, {*unary, *streams, *health_unary}, streams))
         edge.revoke_leaked_with(platform.authenticator.revoke_leaked)
 
     if platform is not None:
@@ -117,14 +122,21 @@ async def settle_heap(phase: str) -> None:
 
 
 def routes(
-    settings: Settings, platform: Platform, vault: VaultService | None, broker: BrokerService | None
+    settings: Settings,
+    platform: Platform,
+    vault: VaultService | None,
+    broker: BrokerService | None,
+    telemetry: Telemetry | None = None,
 ) -> dict[str, ASGIApp]:
     """Every procedure path, routed to its service's Connect application."""
-    # Order matters: ErrorMapping starts first so its on_end runs last and sees
-    # every error; the metadata interceptors run, in order, before the body is
-    # parsed, so a bad token answers before a malformed body. The size limit and
-    # the protocol header are checked before all of them, by the edge.
-    checks: list[Interceptor] = [ErrorMapping(), Authenticate(platform.authenticator)]
+    # Order matters: ErrorMapping starts first of the checks so its on_end runs
+    # last of theirs and sees every error; the telemetry interceptors before it
+    # only read the final outcome and never raise. The metadata interceptors
+    # run, in order, before the body is parsed, so a bad token answers before a
+    # malformed body. The size limit and the protocol header are checked before
+    # all of them, by the edge.
+    observing = [] if telemetry is None else telemetry.interceptors()
+    checks: list[Interceptor] = [*observing, ErrorMapping(), Authenticate(platform.authenticator)]
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     limit = settings.max_body_bytes
     services: list[tuple[FileDescriptor, ASGIApp]] = [

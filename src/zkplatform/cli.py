@@ -14,13 +14,14 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn, cast
 
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIFramework
+from prometheus_client import REGISTRY
 
 from zkplatform import hypercorn_fix
 from zkplatform.app import create_app
@@ -40,6 +41,9 @@ from zkplatform.config import (
     parse_networks,
 )
 from zkplatform.domain.broker import MintPolicy
+from zkplatform.observability.logs import LOG_FORMATS, formatter
+from zkplatform.observability.metrics import MetricsListener, multiprocess_registry
+from zkplatform.observability.tracing import TracingConfigError, check_env
 from zkplatform.pepper import load_pepper
 from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
@@ -48,7 +52,7 @@ from zkplatform.workers import AddressUnavailable, hold_address, listen, listeni
 log = logging.getLogger("zkplatform")
 
 # Conditions a user can cause and fix: one line on standard error, exit code 2.
-STARTUP_ERRORS = (ConfigError, StoreURLError, StoreUnavailable, SchemaError, AddressUnavailable)
+STARTUP_ERRORS = (ConfigError, StoreURLError, StoreUnavailable, SchemaError, AddressUnavailable, TracingConfigError)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_GRACEFUL_TIMEOUT = 30.0
 # What a worker may take beyond the grace period to close its store and exit, before it is killed.
@@ -131,6 +135,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--log-level", choices=LOG_LEVELS, default="info", help="least severe log level shown (default info)"
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text lines, or one JSON object a line (default text)",
+    )
+    serve.add_argument(
+        "--metrics-bind",
+        type=_bind,
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on this address of their own, needing no token (default: no metrics)",
     )
     serve.add_argument(
         "--certfile", type=Path, default=None, metavar="PATH", help="serve TLS with this certificate chain (PEM)"
@@ -232,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
 
         return admin_main(args.arguments)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format)
     try:
         return _serve(args)
     except STARTUP_ERRORS as error:
@@ -254,6 +271,7 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     settings = dataclasses.replace(env, base_url=env.public_url or f"{scheme}://{args.bind}")
     if args.store is not None:
         settings = dataclasses.replace(settings, store_url=args.store)
+    settings = _with_metrics(args, settings)
     if args.dev_credentials is not None and not args.dev:
         raise ConfigError("--dev-credentials only makes sense with --dev")
     if args.dev:
@@ -266,17 +284,24 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     return settings
 
 
-def configure_logging(level: str = "info") -> None:
-    """One format for every process: the pid tells the workers apart, and times carry their UTC offset.
+def _with_metrics(args: argparse.Namespace, settings: Settings) -> Settings:
+    if args.metrics_bind is None:
+        return settings
+    if args.metrics_bind.rpartition(":")[2] == args.bind.rpartition(":")[2]:
+        raise ConfigError("--metrics-bind needs a port of its own, not the API's (--bind)")
+    return dataclasses.replace(settings, metrics=True)
+
+
+def configure_logging(level: str = "info", log_format: str = "text") -> None:
+    """One format for every process: the pid tells the workers apart, and times carry their UTC offset
+    (text), or one JSON object a line (json).
 
     Debug output is ours only: the HTTP/2 libraries log every decoded header at
     debug level, Authorization included, and a token must never reach a log."""
     chosen = logging.getLevelNamesMapping()[level.upper()]
-    logging.basicConfig(
-        level=max(chosen, logging.INFO),
-        format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s",
-        datefmt="%Y-%m-%dT%H:%M:%S%z",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(log_format))
+    logging.basicConfig(level=max(chosen, logging.INFO), handlers=[handler])
     logging.getLogger("zkplatform").setLevel(chosen)
 
 
@@ -334,6 +359,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings.state_dir,
     )
     listener.check()
+    check_env()
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
     try:
@@ -358,21 +384,41 @@ def _serve(args: argparse.Namespace) -> int:
     with (
         contextlib.closing(hold_address(args.bind)),
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
+        _metrics_port(args.metrics_bind, args.workers),
     ):
         if args.workers == 1:
             asyncio.run(_serve_app(sock, args.bind, listener, listening, (signal.SIGINT, signal.SIGTERM)))
             code = 0
         else:  # sock stays bound, never listening: only listening sockets are given connections
-            worker = functools.partial(_worker, log_level=args.log_level, listener=listener)
+            worker = functools.partial(_worker, log_level=args.log_level, log_format=args.log_format, listener=listener)
             stop_timeout = listener.graceful_timeout + STOP_MARGIN_S
             code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout)
     log.info("stopped")
     return code
 
 
-def _worker(bind: str, ready: Callable[[], None], *, log_level: str, listener: Listener) -> None:
+@contextlib.contextmanager
+def _metrics_port(bind: str | None, workers: int) -> Iterator[None]:
+    """The metrics listener, served by this process: with several workers, from
+    the files they write into a directory made for this server (removed at exit)."""
+    if bind is None:
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        registry = stack.enter_context(multiprocess_registry()) if workers > 1 else REGISTRY
+        try:
+            metrics = MetricsListener.start(bind, registry)
+        except OSError as error:
+            msg = f"cannot serve metrics on {bind} ({error.strerror or error}): choose another --metrics-bind"
+            raise AddressUnavailable(msg) from None
+        stack.callback(metrics.close)
+        log.info("metrics on http://%s/metrics", bind)
+        yield
+
+
+def _worker(bind: str, ready: Callable[[], None], *, log_level: str, log_format: str, listener: Listener) -> None:
     """One of several worker processes: the application on a listening socket of its own."""
-    configure_logging(log_level)
+    configure_logging(log_level, log_format)
     try:
         sock = listening_socket(bind)
         # the parent relays Ctrl-C as SIGTERM

@@ -117,6 +117,8 @@ class Settings:
     public_url: str | None = None
     # Peers whose forwarded headers (Forwarded, X-Forwarded-*) are believed.
     forwarded_allow_ips: tuple[Network, ...] = ()
+    # Record Prometheus metrics (`serve --metrics-bind` serves them).
+    metrics: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -139,6 +141,7 @@ class Settings:
             ),
             public_url=check_public_url(env["ZKPLATFORM_PUBLIC_URL"]) if env.get("ZKPLATFORM_PUBLIC_URL") else None,
             forwarded_allow_ips=parse_networks(env.get("ZKPLATFORM_FORWARDED_ALLOW_IPS", "")),
+            metrics=env.get("ZKPLATFORM_METRICS", "") == "1",
         )
 
     def to_env(self) -> dict[str, str]:
@@ -155,6 +158,7 @@ class Settings:
             "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
             "ZKPLATFORM_PUBLIC_URL": self.public_url or "",
             "ZKPLATFORM_FORWARDED_ALLOW_IPS": ",".join(map(str, self.forwarded_allow_ips)),
+            "ZKPLATFORM_METRICS": "1" if self.metrics else "0",
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
 

@@ -41,6 +41,7 @@ from google.rpc import error_details_pb2
 
 from zkplatform.domain import tokens
 from zkplatform.domain.errors import FieldViolation, InvalidArgument
+from zkplatform.observability.calls import Observer, note_code
 from zkplatform.rpc.details import error_detail
 from zkplatform.rpc.errors import to_connect_error
 from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negotiate_server_protocol
@@ -117,6 +118,7 @@ class Edge:
         self._max_streams = max_streams
         self._open_streams = 0
         self._revoke_leaked: RevokeLeaked | None = None
+        self._observer: Observer | None = None
         self.lifespan = lifespan
 
     def mount(
@@ -146,12 +148,22 @@ class Edge:
         """How tokens found in URLs are revoked (the store is open by then)."""
         self._revoke_leaked = revoke
 
+    def observe_with(self, observer: Observer) -> None:
+        """Time, count and log every HTTP request (zkplatform.observability)."""
+        self._observer = observer
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._serve_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return  # websockets: the server refuses the upgrade
+        if self._observer is not None:
+            await self._observer(scope, receive, send, self._route)
+        else:
+            await self._route(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         leak = _leak_in(scope)
         if leak is not None and leak.tokens and self._revoke_leaked is not None:
             await self._revoke_leaked(leak.tokens)
@@ -461,6 +473,7 @@ async def send_error(
     headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
     """Answer with a Connect error in the protocol of the request (Connect, gRPC, gRPC-Web)."""
+    note_code(error.code)
     protocol = negotiate_server_protocol(_header(scope, b"content-type") or "")
     if isinstance(protocol, GRPCServerProtocol):
         status = [(k.encode(), v.encode()) for k, v in protocol.trailers_only_headers(None, error).allitems()]

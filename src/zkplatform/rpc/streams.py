@@ -22,6 +22,7 @@ from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
 from connectrpc.request import Headers
 
+from zkplatform.observability.calls import note_code
 from zkplatform.rpc.internals import ConnectWireError, negotiate_server_protocol
 
 Scope = MutableMapping[str, Any]
@@ -117,6 +118,7 @@ class _Call:
         if self.ended:
             return
         self.ended = True
+        note_code(Code.UNAVAILABLE)
         content_type = next((v for k, v in self._scope.get("headers", ()) if k == b"content-type"), b"")
         protocol = negotiate_server_protocol(content_type.decode("latin-1"))
         if not self.started:

@@ -23,7 +23,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Any, TypeVar
+
+from zkplatform.observability import probes
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -76,7 +79,11 @@ class SQLiteEngine:
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = _open(self._read_conn)
-        return await asyncio.get_running_loop().run_in_executor(self._reader, fn, conn)
+        started = perf_counter()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._reader, fn, conn)
+        finally:
+            probes.store_operation("sqlite", "read", started)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """fn in a transaction: committed whole, or rolled back whole (alone, if it fails)."""
@@ -87,13 +94,18 @@ class SQLiteEngine:
         if not self._committing:
             self._committing = True
             loop.create_task(self._commit_waiting())  # noqa: RUF006 # it clears _committing itself; errors go to the futures
-        return await done
+        started = perf_counter()
+        try:
+            return await done
+        finally:
+            probes.store_operation("sqlite", "write", started)
 
     async def _commit_waiting(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+                probes.commit_batch(len(batch))
                 try:
                     outcomes = await loop.run_in_executor(self._writer, self._transaction, [fn for fn, _ in batch])
                 except BaseException as error:  # noqa: BLE001 # the commit failed: every use case in it failed

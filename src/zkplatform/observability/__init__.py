@@ -1,0 +1,11 @@
+"""What the server tells its operator: metrics, traces and the access log.
+
+- calls.py: one record per HTTP call, kept by the edge (procedure, protocol,
+  final code, principal, request id), ending in an access line and metrics;
+- interceptor.py: the metadata interceptor that writes the final code and the
+  principal into that record (and onto the span, when tracing is on);
+- metrics.py: the Prometheus series and their own listener;
+- probes.py: the hooks the stores call, which cost nothing when metrics are off;
+- tracing.py: OpenTelemetry, set up from the standard OTEL_* variables only;
+- logs.py: the text and JSON log formats.
+"""

@@ -1,0 +1,196 @@
+"""One record per HTTP call, kept by the edge: the access line and the call metrics.
+
+The edge hands every request to `Observer`, which times it, takes or makes its
+request id (echoed in the answer's `X-Request-Id`), and watches the answer go
+out. The final code is written into the record by whoever knows it: the
+`Observe` interceptor (interceptor.py) for calls connectrpc served, the edge
+for calls it refused itself (`note_code`); otherwise the answer's grpc-status
+or HTTP status tells. The access line then names the procedure, protocol,
+code, duration, principal, token id, request id and peer: never the URL's
+query, a header's value other than the request id, a token or a payload.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from contextvars import ContextVar
+from typing import Any, Final
+
+from connectrpc.code import Code
+
+from zkplatform.observability.metrics import Metrics
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Route = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+access_log = logging.getLogger("zkplatform.access")
+
+REQUEST_ID_HEADER: Final = b"x-request-id"
+MAX_REQUEST_ID_LENGTH: Final = 128
+UNKNOWN_PROCEDURE: Final = "unknown"  # one label for every unknown path: a scanner cannot grow the series
+HEALTHZ: Final = "healthz"
+
+# Connect's HTTP status -> code, for answers whose code nobody recorded (connectrpc
+# refusing a content type or a protocol version before any interceptor ran).
+_HTTP_CODES = {
+    400: Code.INVALID_ARGUMENT,
+    401: Code.UNAUTHENTICATED,
+    403: Code.PERMISSION_DENIED,
+    404: Code.UNIMPLEMENTED,
+    405: Code.UNIMPLEMENTED,
+    408: Code.DEADLINE_EXCEEDED,
+    409: Code.ABORTED,
+    412: Code.FAILED_PRECONDITION,
+    413: Code.RESOURCE_EXHAUSTED,
+    415: Code.INTERNAL,
+    429: Code.RESOURCE_EXHAUSTED,
+    499: Code.CANCELED,
+    501: Code.UNIMPLEMENTED,
+    503: Code.UNAVAILABLE,
+    504: Code.DEADLINE_EXCEEDED,
+}
+_GRPC_CODES = dict(enumerate(Code, start=1))  # Code lists gRPC's codes 1..16 in order
+
+
+class Call:
+    """What is known of one call so far."""
+
+    __slots__ = ("code", "grpc_status", "http_status", "principal_id", "procedure", "request_id", "token_id")
+
+    def __init__(self, procedure: str, request_id: str) -> None:
+        self.procedure = procedure
+        self.request_id = request_id
+        self.code: Code | None = None
+        self.grpc_status: str | None = None
+        self.http_status = 0
+        self.principal_id = ""
+        self.token_id = ""
+
+    def final_code(self) -> str:
+        if self.code is not None:
+            return self.code.value
+        if self.grpc_status is not None:
+            code = _GRPC_CODES.get(int(self.grpc_status)) if self.grpc_status.isdigit() else Code.UNKNOWN
+            return "ok" if self.grpc_status == "0" else (code or Code.UNKNOWN).value
+        if self.http_status == 200:
+            return "ok"
+        return _HTTP_CODES.get(self.http_status, Code.UNKNOWN).value
+
+
+current_call: ContextVar[Call | None] = ContextVar("current_call", default=None)
+
+
+def note_code(code: Code) -> None:
+    """The call being served ends with `code` (the edge refused it, or ended its stream)."""
+    if (call := current_call.get()) is not None:
+        call.code = code
+
+
+class Observer:
+    """Wraps the edge's routing of every HTTP request: the record, the access line, the metrics."""
+
+    def __init__(self, metrics: Metrics | None, procedures: Collection[str], streams: Collection[str]) -> None:
+        self._metrics = metrics
+        self._procedures = frozenset(procedures)
+        self._streams = frozenset(streams)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: Route) -> None:
+        started = time.perf_counter()
+        path = scope["path"]
+        procedure = path[1:] if path in self._procedures else HEALTHZ if path == "/healthz" else UNKNOWN_PROCEDURE
+        call = Call(procedure, _request_id(scope))
+        current_call.set(call)
+        echoed = (REQUEST_ID_HEADER, call.request_id.encode())
+
+        async def observed(message: Message) -> None:
+            kind = message["type"]
+            if kind == "http.response.start":
+                call.http_status = message["status"]
+                headers = list(message.get("headers", ()))
+                call.grpc_status = _grpc_status(headers)
+                message = {**message, "headers": [*headers, echoed]}
+            elif kind == "http.response.trailers":
+                call.grpc_status = _grpc_status(message.get("headers", ())) or call.grpc_status
+            await send(message)
+
+        metrics = self._metrics
+        stream = path in self._streams
+        if metrics is not None:
+            metrics.in_flight.labels(procedure).inc()
+            if stream:
+                metrics.streams.inc()
+        try:
+            await route(scope, receive, observed)
+        finally:
+            seconds = time.perf_counter() - started
+            protocol = _protocol(scope)
+            code = call.final_code()
+            if metrics is not None:
+                metrics.in_flight.labels(procedure).dec()
+                if stream:
+                    metrics.streams.dec()
+                metrics.calls.labels(procedure, protocol, code).inc()
+                metrics.duration.labels(procedure, protocol).observe(seconds)
+                metrics.refresh_pools()
+            if access_log.isEnabledFor(logging.INFO):
+                _log_access(scope, call, protocol, code, seconds)
+
+
+def _log_access(scope: Scope, call: Call, protocol: str, code: str, seconds: float) -> None:
+    client = scope.get("client")
+    fields = {
+        "procedure": call.procedure,
+        "protocol": protocol,
+        "code": code,
+        "duration_ms": round(seconds * 1000, 3),
+        "principal": call.principal_id or "-",
+        "token_id": call.token_id or "-",
+        "request_id": call.request_id,
+        "peer": _peer(client),
+        "http_method": scope.get("method", ""),
+        "http_status": call.http_status,
+    }
+    line = " ".join(f"{key}={value}" for key, value in fields.items())
+    access_log.info("%s", line, extra={"access": fields})
+
+
+def _peer(client: Any) -> str:
+    if not client:
+        return "-"
+    host, port = client[0], client[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+def _request_id(scope: Scope) -> str:
+    """The client's X-Request-Id when it is sane (one, at most 128 printable
+    ASCII characters without spaces), otherwise a fresh one."""
+    given = [value for key, value in scope.get("headers", ()) if key == REQUEST_ID_HEADER]
+    if len(given) == 1:
+        raw = given[0]
+        if 0 < len(raw) <= MAX_REQUEST_ID_LENGTH and all(0x21 <= byte <= 0x7E for byte in raw):
+            return str(raw.decode("ascii"))
+    return secrets.token_hex(8)
+
+
+def _protocol(scope: Scope) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == b"content-type":
+            if value.startswith(b"application/grpc-web"):
+                return "grpc_web"
+            if value.startswith(b"application/grpc"):
+                return "grpc"
+            return "connect"
+    return "connect"
+
+
+def _grpc_status(headers: Any) -> str | None:
+    for key, value in headers:
+        if key == b"grpc-status":
+            return str(value.decode("latin-1"))
+    return None

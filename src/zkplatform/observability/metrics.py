@@ -1,0 +1,171 @@
+"""The Prometheus series, and the listener of their own that serves them.
+
+Several workers (`serve --workers N`) are separate processes: each writes its
+samples into files of a directory the parent made (prometheus-client's
+multiprocess mode, PROMETHEUS_MULTIPROC_DIR set before the workers start), and
+the parent, which serves the metrics port, adds them up at each scrape. Gauges
+sum over the workers alive. With one worker the process serves its own registry.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from zkplatform.observability import probes
+
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+# Calls take from well under a millisecond (memory) to seconds (a store struggling).
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+_POOL_REFRESH_SECONDS = 1.0
+
+
+class Metrics:
+    """Every series the server exports, registered on `registry`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.calls = Counter(
+            "zkplatform_rpc_calls",
+            "RPCs served, by procedure, protocol and final code",
+            ["procedure", "protocol", "code"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "zkplatform_rpc_call_duration_seconds",
+            "Time from a call's request headers to the end of its answer",
+            ["procedure", "protocol"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "zkplatform_rpc_calls_in_flight",
+            "RPCs being served",
+            ["procedure"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.streams = Gauge(
+            "zkplatform_rpc_streams_open",
+            "Streaming calls open",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.auth_refusals = Counter(
+            "zkplatform_auth_refusals",
+            "Calls refused as unauthenticated, by reason",
+            ["reason"],
+            registry=registry,
+        )
+        self.store_duration = Histogram(
+            "zkplatform_store_operation_duration_seconds",
+            "Time a store operation took, queueing for the connection or writer included",
+            ["store", "operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.commit_batch_size = Histogram(
+            "zkplatform_sqlite_commit_batch_size",
+            "Use cases committed together by one SQLite transaction (group commit)",
+            buckets=BATCH_BUCKETS,
+            registry=registry,
+        )
+        self.pool_connections = Gauge(
+            "zkplatform_postgres_pool_connections",
+            "PostgreSQL pool connections, by state (open, idle) and the configured bound (max)",
+            ["state"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.pool_waiting = Gauge(
+            "zkplatform_postgres_pool_requests_waiting",
+            "Requests waiting for a PostgreSQL connection",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._pools: list[probes.PoolStats] = []
+        self._pools_read_at = 0.0
+
+    # probes.Sink
+
+    def store_operation(self, store: str, operation: str, seconds: float) -> None:
+        self.store_duration.labels(store, operation).observe(seconds)
+
+    def commit_batch(self, size: int) -> None:
+        self.commit_batch_size.observe(size)
+
+    def watch_pool(self, stats: probes.PoolStats) -> None:
+        self._pools.append(stats)
+        self.refresh_pools(force=True)
+
+    def refresh_pools(self, *, force: bool = False) -> None:
+        """Copy the pools' figures into the gauges, at most once a second: a
+        worker cannot be asked at scrape time, so the calls it serves refresh them."""
+        now = time.monotonic()
+        if not self._pools or (not force and now - self._pools_read_at < _POOL_REFRESH_SECONDS):
+            return
+        self._pools_read_at = now
+        totals = {"pool_size": 0, "pool_available": 0, "pool_max": 0, "requests_waiting": 0}
+        for stats in self._pools:
+            figures = stats()
+            for key in totals:
+                totals[key] += figures.get(key, 0)
+        self.pool_connections.labels("open").set(totals["pool_size"])
+        self.pool_connections.labels("idle").set(totals["pool_available"])
+        self.pool_connections.labels("max").set(totals["pool_max"])
+        self.pool_waiting.set(totals["requests_waiting"])
+
+
+def install(metrics: Metrics | None) -> None:
+    """Let the stores' probes report to `metrics` (None: to nothing)."""
+    probes.install(metrics)
+
+
+class MetricsListener:
+    """The metrics port: Prometheus text at any path, no token needed (it carries no secret)."""
+
+    def __init__(self, server: WSGIServer, thread: threading.Thread) -> None:
+        self._server = server
+        self._thread = thread
+
+    @classmethod
+    def start(cls, bind: str, registry: CollectorRegistry) -> MetricsListener:
+        """Listen on HOST:PORT ([::1]:PORT for IPv6); OSError when the address cannot be had."""
+        host, _, port = bind.rpartition(":")
+        server, thread = start_http_server(int(port), host.removeprefix("[").removesuffix("]"), registry)
+        return cls(server, thread)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+@contextmanager
+def multiprocess_registry() -> Iterator[CollectorRegistry]:
+    """For workers in processes of their own: a fresh directory named in the
+    environment (the workers inherit it), a registry adding up its files, and
+    the directory removed at the end."""
+    directory = tempfile.mkdtemp(prefix="zkplatform-metrics-")
+    previous = os.environ.get(MULTIPROC_DIR)
+    os.environ[MULTIPROC_DIR] = directory
+    try:
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call] # untyped upstream
+        yield registry
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_DIR, None)
+        else:
+            os.environ[MULTIPROC_DIR] = previous
+        shutil.rmtree(directory, ignore_errors=True)
