@@ -50,15 +50,15 @@ check-gen-clean: gen ## Fail when regeneration changes any generated file
 .PHONY: fmt
 fmt: $(STAMP) ## Format protos and Python
 	buf format -w proto  # vendored third_party files stay as published
-	ruff format src tests scripts bench
-	ruff check --fix src tests scripts bench
+	ruff format src tests scripts bench clients/python
+	ruff check --fix src tests scripts bench clients/python
 
 .PHONY: lint
 lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
 	buf lint
 	buf format -d --exit-code proto
-	ruff check src tests scripts bench
-	ruff format --check src tests scripts bench
+	ruff check src tests scripts bench clients/python
+	ruff format --check src tests scripts bench clients/python
 	lint-imports --no-cache  # the import contracts in pyproject.toml
 
 .PHONY: typecheck
@@ -72,12 +72,40 @@ breaking: $(STAMP) ## buf breaking against the main branch
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
+pytest: $(STAMP) $(NODE_STAMP) clients ## Run the test suite only
 	npm run --prefix clients/ts --silent build
 	pytest $(ARGS)
 
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
+
+# The clients other teams depend on, built into build/clients/: the TypeScript
+# package (npm pack: dist/ with its .d.ts) and a wheel of the generated Python
+# code with the sync helper (clients/python; no server code, no grpcio stubs).
+CLIENTS_DIR := build/clients
+PY_CLIENT_STAGE := build/python-client
+PY_CLIENT_SOURCES := $(shell find clients/python gen/zkplatform_api gen/buf -name __pycache__ -prune -o -type f -print | sort)
+TS_CLIENT_SOURCES := $(shell find clients/ts/src -type f | sort) clients/ts/package.json clients/ts/package-lock.json clients/ts/tsconfig.json
+
+$(CLIENTS_DIR)/.python-wheel: $(STAMP) $(PY_CLIENT_SOURCES)
+	rm -rf $(PY_CLIENT_STAGE) $(CLIENTS_DIR)/zkplatform_client-*.whl
+	mkdir -p $(PY_CLIENT_STAGE) $(CLIENTS_DIR)
+	cp -R clients/python/. gen/zkplatform_api gen/buf $(PY_CLIENT_STAGE)/
+	find $(PY_CLIENT_STAGE) -name __pycache__ -prune -exec rm -rf {} +
+	find $(PY_CLIENT_STAGE) -name '*_grpc.py' -delete  # grpcio stubs: grpcio is no dependency of the client
+	$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+	  --wheel-dir $(CLIENTS_DIR) $(PY_CLIENT_STAGE)
+	@touch $@
+
+$(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
+	rm -rf clients/ts/dist $(CLIENTS_DIR)/zkplatform-client-*.tgz  # nothing stale in the package
+	mkdir -p $(CLIENTS_DIR)
+	cd clients/ts && npm pack --loglevel=error --pack-destination $(CURDIR)/$(CLIENTS_DIR) >/dev/null
+	@touch $@
+
+.PHONY: clients
+clients: $(CLIENTS_DIR)/.python-wheel $(CLIENTS_DIR)/.ts-package ## Build the client packages into build/clients/ (npm tarball, wheel)
+	@ls $(CLIENTS_DIR)
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)
