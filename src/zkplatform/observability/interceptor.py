@@ -14,6 +14,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from opentelemetry import propagate, trace
 
+from zkplatform.domain.auth import Caller
 from zkplatform.observability.calls import current_call
 from zkplatform.observability.metrics import Metrics
 from zkplatform.rpc.auth import current_caller
@@ -48,10 +49,15 @@ class Observe:
         self._metrics = metrics
         self._tracing = tracing
 
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        return None
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> Caller | None:
+        # The caller already in the context, if any, is not this call's: a server
+        # runs each call in a task of its own, but an in-process client does not.
+        try:
+            return current_caller()
+        except LookupError:
+            return None
 
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
+    async def on_end(self, before: Caller | None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         call = current_call.get()
         if isinstance(error, ConnectError):
             code = error.code
@@ -60,8 +66,10 @@ class Observe:
         else:  # what ErrorMapping let through untouched: connectrpc answers it as unknown
             code = Code.UNKNOWN
         try:
-            caller = current_caller()
+            caller: Caller | None = current_caller()
         except LookupError:
+            caller = None
+        if caller is None or caller is before:
             principal_id = token_id = ""
         else:
             principal_id, token_id = caller.principal.principal_id, caller.token.token_id

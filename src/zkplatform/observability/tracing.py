@@ -49,8 +49,11 @@ def provider_from_env(env: Mapping[str, str] | None = None) -> TracerProvider | 
     names = exporter_names(env)
     if not names:
         return None
-    attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": _DEFAULT_SERVICE_NAME}
-    provider = TracerProvider(resource=Resource.create(attributes))
+    # The SDK reads OTEL_RESOURCE_ATTRIBUTES itself; the service is named here so that it is never
+    # the SDK's "unknown_service".
+    named = "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    service = env.get("OTEL_SERVICE_NAME") or (None if named else _DEFAULT_SERVICE_NAME)
+    provider = TracerProvider(resource=Resource.create({} if service is None else {"service.name": service}))
     for name in names:
         provider.add_span_processor(BatchSpanProcessor(_exporter(name)))
     log.info("tracing on: exporting spans with %s", ", ".join(names))
