@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zkplatform.domain.broker import MintPolicy
+from zkplatform.domain.sync import WatchPolicy
 from zkplatform.store import DEFAULT_SQLITE_URL
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -25,6 +26,9 @@ DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_BODY_READ_TIMEOUT_SECONDS = 30
 DEFAULT_MAX_STREAMS = 100
+DEFAULT_WATCH_HEARTBEAT_SECONDS = 15
+DEFAULT_WATCH_MAX_PER_PRINCIPAL = 10
+DEFAULT_WATCH_MAX_PER_WORKER = 1000
 DEFAULT_STATE_DIR = Path("var")
 DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
 
@@ -117,8 +121,20 @@ class Settings:
     public_url: str | None = None
     # Peers whose forwarded headers (Forwarded, X-Forwarded-*) are believed.
     forwarded_allow_ips: tuple[Network, ...] = ()
+    # WatchChanges: the heartbeat period (and token re-check), open watches per principal and per worker.
+    watch_heartbeat_seconds: int = DEFAULT_WATCH_HEARTBEAT_SECONDS
+    watch_max_per_principal: int = DEFAULT_WATCH_MAX_PER_PRINCIPAL
+    watch_max_per_worker: int = DEFAULT_WATCH_MAX_PER_WORKER
     # Record Prometheus metrics (`serve --metrics-bind` serves them).
     metrics: bool = False
+
+    @property
+    def watch_policy(self) -> WatchPolicy:
+        return WatchPolicy(
+            heartbeat_seconds=self.watch_heartbeat_seconds,
+            max_per_principal=self.watch_max_per_principal,
+            max_per_worker=self.watch_max_per_worker,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -141,6 +157,15 @@ class Settings:
             ),
             public_url=check_public_url(env["ZKPLATFORM_PUBLIC_URL"]) if env.get("ZKPLATFORM_PUBLIC_URL") else None,
             forwarded_allow_ips=parse_networks(env.get("ZKPLATFORM_FORWARDED_ALLOW_IPS", "")),
+            watch_heartbeat_seconds=_positive_int(
+                env, "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS", DEFAULT_WATCH_HEARTBEAT_SECONDS, at_most=3600
+            ),
+            watch_max_per_principal=_positive_int(
+                env, "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL", DEFAULT_WATCH_MAX_PER_PRINCIPAL, at_most=100_000
+            ),
+            watch_max_per_worker=_positive_int(
+                env, "ZKPLATFORM_WATCH_MAX_PER_WORKER", DEFAULT_WATCH_MAX_PER_WORKER, at_most=100_000
+            ),
             metrics=env.get("ZKPLATFORM_METRICS", "") == "1",
         )
 
@@ -158,6 +183,9 @@ class Settings:
             "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
             "ZKPLATFORM_PUBLIC_URL": self.public_url or "",
             "ZKPLATFORM_FORWARDED_ALLOW_IPS": ",".join(map(str, self.forwarded_allow_ips)),
+            "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": str(self.watch_heartbeat_seconds),
+            "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(self.watch_max_per_principal),
+            "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(self.watch_max_per_worker),
             "ZKPLATFORM_METRICS": "1" if self.metrics else "0",
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }

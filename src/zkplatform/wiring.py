@@ -12,6 +12,7 @@ from zkplatform.domain.broker import BrokerUseCases, MintPolicy
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.paging import PageTokens
+from zkplatform.domain.sync import SyncUseCases, WatchPolicy
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
@@ -30,10 +31,16 @@ class Platform:
     issuer: TokenIssuer
     vault: VaultUseCases
     broker: BrokerUseCases
+    sync: SyncUseCases
 
     @classmethod
     def build(
-        cls, store: Store, pepper: bytes, clock: Clock = system_clock, policy: MintPolicy | None = None
+        cls,
+        store: Store,
+        pepper: bytes,
+        clock: Clock = system_clock,
+        policy: MintPolicy | None = None,
+        watch_policy: WatchPolicy | None = None,
     ) -> Platform:
         hasher = TokenHasher(pepper)
         issuer = TokenIssuer(store, store, hasher, clock)
@@ -50,6 +57,8 @@ class Platform:
                 clock,
                 TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock),
             ),
+            # The store's change feed is this worker's: its watches share it.
+            sync=SyncUseCases(store, store, store, store.change_feed(), clock, watch_policy),
         )
 
 
@@ -67,4 +76,4 @@ async def platform_from(settings: Settings) -> Platform:
     except StoreURLError as error:
         raise ConfigError(str(error)) from None
     pepper = load_pepper(settings.token_pepper, settings.state_dir)
-    return Platform.build(store, pepper, policy=settings.mint_policy)
+    return Platform.build(store, pepper, policy=settings.mint_policy, watch_policy=settings.watch_policy)

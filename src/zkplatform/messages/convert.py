@@ -11,6 +11,9 @@ from zkplatform.domain.issuing import IssuedToken
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 if TYPE_CHECKING:
+    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+
+    from zkplatform.domain.sync import ListedChanges
     from zkplatform.domain.vault import ListedItems
 
 
@@ -104,6 +107,30 @@ def list_response(vault_id: str, listed: ListedItems) -> vault_pb2.ListItemsResp
         item_to_proto(item, add())
     response.cursor.vault_id = vault_id
     response.cursor.sequence = listed.sequence
+    return response
+
+
+def _add_changes(changes: RepeatedCompositeFieldContainer[vault_pb2.ItemChange], listed: ListedChanges) -> None:
+    for change in listed.changes:
+        message = changes.add()
+        item_to_proto(change.item, message.item)
+        message.sequence = change.sequence
+
+
+def changes_response(vault_id: str, listed: ListedChanges) -> vault_pb2.ListChangesResponse:
+    response = vault_pb2.ListChangesResponse(has_more=listed.has_more)
+    _add_changes(response.changes, listed)
+    response.cursor.vault_id = vault_id
+    response.cursor.sequence = listed.cursor
+    return response
+
+
+def watch_message(vault_id: str, listed: ListedChanges) -> vault_pb2.WatchChangesResponse:
+    """One message of a watch: a page of changes, or a heartbeat (none), with where to resume."""
+    response = vault_pb2.WatchChangesResponse()
+    _add_changes(response.changes, listed)
+    response.cursor.vault_id = vault_id
+    response.cursor.sequence = listed.cursor
     return response
 
 

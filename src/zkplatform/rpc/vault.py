@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from connectrpc.request import RequestContext
 
+from zkplatform.domain.sync import SyncUseCases
 from zkplatform.domain.vault import VaultUseCases
-from zkplatform.messages.convert import change_response, get_response, item_content, list_response
+from zkplatform.messages.convert import (
+    change_response,
+    changes_response,
+    get_response,
+    item_content,
+    list_response,
+    watch_message,
+)
 from zkplatform.rpc.auth import current_caller
 from zkplatform_api.platform.v1 import vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
@@ -22,8 +32,9 @@ def _no_store(ctx: RequestContext[Any, Any]) -> None:
 
 
 class VaultServicer(VaultService):
-    def __init__(self, use_cases: VaultUseCases) -> None:
+    def __init__(self, use_cases: VaultUseCases, sync: SyncUseCases) -> None:
         self._use_cases = use_cases
+        self._sync = sync
 
     async def delete_item(
         self, request: vault_pb2.DeleteItemRequest, ctx: RequestContext[Any, Any], /
@@ -67,3 +78,23 @@ class VaultServicer(VaultService):
             current_caller(), request.vault_id, request.page_size, request.page_token, request.show_deleted
         )
         return list_response(request.vault_id, listed)
+
+    async def list_changes(
+        self, request: vault_pb2.ListChangesRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.ListChangesResponse:
+        _no_store(ctx)
+        listed = await self._sync.list_changes(
+            current_caller(), request.vault_id, request.since_sequence, request.page_size
+        )
+        return changes_response(request.vault_id, listed)
+
+    async def watch_changes(
+        self, request: vault_pb2.WatchChangesRequest, ctx: RequestContext[Any, Any], /
+    ) -> AsyncIterator[vault_pb2.WatchChangesResponse]:
+        _no_store(ctx)
+        # Closed however the stream ends (the client gone, the server stopping): the watch's
+        # slot and subscription are given back at once, not when the generator is collected.
+        watch = self._sync.watch_changes(current_caller(), request.vault_id, request.since_sequence)
+        async with aclosing(watch) as pages:
+            async for listed in pages:
+                yield watch_message(request.vault_id, listed)

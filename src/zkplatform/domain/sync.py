@@ -1,0 +1,207 @@
+"""Sync use cases: the changes of a vault after a cursor, listed (ListChanges) or watched
+(WatchChanges).
+
+A cursor is a vault sequence number. Each item row keeps the sequence of its latest
+change, so the changes after a cursor are the items whose sequence is above it, in
+ascending sequence, each once, in its latest state (a tombstone for a delete). An item
+that changes again while a client pages moves past the page it was on and comes again
+later: nothing is missed, and a client keeps the higher version.
+
+Both check, in this order: the token's scope, the caller's membership of the vault in
+its tenant (a vault that does not exist answers the same), then the cursor against the
+vault's purge horizon and its latest sequence, read in the same snapshot as the page.
+
+A watch is pull-driven: it reads the next page only once the previous message was
+taken, and what wakes it is a flag (store/notify.py). So a slow client holds at most
+one page of memory; the backlog stays in the store. A live watch that finds itself more
+than `max_lag` changes behind the vault ends with WatchBehind: its client resumes with
+pages from its last cursor, which is cheaper for both than a stream that never catches up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from zkplatform.domain.auth import Caller
+from zkplatform.domain.clock import Clock
+from zkplatform.domain.errors import (
+    CursorAhead,
+    CursorExpired,
+    FieldViolation,
+    InvalidArgument,
+    LimitReached,
+    Unauthenticated,
+    WatchBehind,
+)
+from zkplatform.domain.models import ChangePage, ItemChange, Scope
+from zkplatform.repository import ChangeFeed, ChangeSubscription, DirectoryRepository, ItemRepository, TokenRepository
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ListedChanges:
+    """A page of changes, where to resume after it, and whether more follow at once.
+    On a watch, a page without changes is a heartbeat."""
+
+    changes: tuple[ItemChange, ...]
+    cursor: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WatchPolicy:
+    heartbeat_seconds: float = 15
+    max_per_principal: int = 10
+    max_per_worker: int = 1000
+    # Changes a live watch may lag behind its vault before it is told to resume from its cursor.
+    max_lag: int = 10_000
+
+
+class WatchSlots:
+    """The open watches of this worker, counted per principal."""
+
+    def __init__(self, policy: WatchPolicy) -> None:
+        self._policy = policy
+        self._by_principal: dict[str, int] = {}
+        self.total = 0
+
+    @contextmanager
+    def take(self, principal_id: str) -> Iterator[None]:
+        policy = self._policy
+        if self.total >= policy.max_per_worker:
+            msg = f"this server has {policy.max_per_worker} open watches, its most; call again (another may answer)"
+            raise LimitReached(msg, retry_after_seconds=1)
+        held = self._by_principal.get(principal_id, 0)
+        if held >= policy.max_per_principal:
+            msg = f"the caller has {policy.max_per_principal} open watches, its most; close one first"
+            raise LimitReached(msg, retry_after_seconds=5)
+        self._by_principal[principal_id] = held + 1
+        self.total += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            if self._by_principal[principal_id] == 1:
+                del self._by_principal[principal_id]
+            else:
+                self._by_principal[principal_id] -= 1
+
+
+class SyncUseCases:
+    def __init__(  # noqa: PLR0913, PLR0917 # the ports it reads, and its settings
+        self,
+        directory: DirectoryRepository,
+        items: ItemRepository,
+        tokens: TokenRepository,
+        feed: ChangeFeed,
+        clock: Clock,
+        policy: WatchPolicy | None = None,
+    ) -> None:
+        self._directory = directory
+        self._items = items
+        self._tokens = tokens
+        self._feed = feed
+        self._clock = clock
+        self._policy = policy or WatchPolicy()
+        self.slots = WatchSlots(self._policy)
+
+    async def list_changes(self, caller: Caller, vault_id: str, since_sequence: int, page_size: int) -> ListedChanges:
+        """The changes of the vault after `since_sequence`, at most `page_size` (0 means 100)."""
+        await self._check_caller(caller, vault_id)
+        if not 0 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
+        _check_since(since_sequence)
+        return await self._page(vault_id, since_sequence, page_size or DEFAULT_PAGE_SIZE)
+
+    async def watch_changes(
+        self, caller: Caller, vault_id: str, since_sequence: int
+    ) -> AsyncGenerator[ListedChanges, None]:
+        """The changes after `since_sequence` as pages, then each change as it commits, with a
+        heartbeat (a page without changes) when nothing was sent for a heartbeat period; the token
+        and the membership are checked again at every heartbeat period. Ends only by raising."""
+        await self._check_caller(caller, vault_id)
+        _check_since(since_sequence)
+        with self.slots.take(caller.principal.principal_id):
+            # Subscribed before the first read: a change committed after it wakes the watch.
+            subscription = self._feed.subscribe(vault_id)
+            try:
+                async for listed in self._follow(caller, vault_id, since_sequence, subscription):
+                    yield listed
+            finally:
+                subscription.close()
+
+    async def _follow(
+        self, caller: Caller, vault_id: str, cursor: int, subscription: ChangeSubscription
+    ) -> AsyncIterator[ListedChanges]:
+        loop = asyncio.get_running_loop()
+        period = self._policy.heartbeat_seconds
+        next_check = loop.time() + period
+        sent = False  # since the last heartbeat period began
+        live = False  # the backlog was read to its end once
+        while True:
+            if self._clock() >= caller.token.expires_at:
+                raise Unauthenticated("token expired")
+            if loop.time() >= next_check:
+                await self._recheck(caller, vault_id)
+                if not sent:
+                    yield ListedChanges((), cursor, has_more=False)
+                next_check, sent = loop.time() + period, False
+            page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE)
+            if page.changes:
+                if live and page.sequence - cursor > self._policy.max_lag:
+                    raise WatchBehind
+                listed = _listed(page, cursor, DEFAULT_PAGE_SIZE)
+                cursor, sent = listed.cursor, True
+                yield listed
+                if listed.has_more:
+                    continue
+            live = True
+            try:
+                async with asyncio.timeout_at(next_check):
+                    await subscription.wait()
+            except TimeoutError:
+                pass
+
+    async def _check_caller(self, caller: Caller, vault_id: str) -> None:
+        caller.require_scope(Scope.VAULT_ITEMS_READ)
+        caller.require_member(await self._directory.get_vault(vault_id))
+
+    async def _recheck(self, caller: Caller, vault_id: str) -> None:
+        """What may have changed since the watch opened: the token (revoked, expired), the
+        principal (disabled), the membership."""
+        token = await self._tokens.get_token(caller.token.token_id)
+        if token is None or token.revoked:
+            raise Unauthenticated("token revoked")
+        if not token.is_live(self._clock()):
+            raise Unauthenticated("token expired")
+        principal = await self._directory.get_principal(caller.principal.principal_id)
+        if principal is None or principal.disabled:
+            raise Unauthenticated("principal disabled")
+        caller.require_member(await self._directory.get_vault(vault_id))
+
+    async def _read(self, vault_id: str, since: int, size: int) -> ChangePage:
+        # One more than the page: has_more only when something follows it.
+        page = await self._items.list_changes(vault_id, since, size + 1)
+        if since < page.purge_horizon:
+            raise CursorExpired(page.purge_horizon)
+        if since > page.sequence:
+            raise CursorAhead(page.sequence)
+        return page
+
+    async def _page(self, vault_id: str, since: int, size: int) -> ListedChanges:
+        return _listed(await self._read(vault_id, since, size), since, size)
+
+
+def _listed(page: ChangePage, since: int, size: int) -> ListedChanges:
+    changes = page.changes[:size]
+    return ListedChanges(changes, changes[-1].sequence if changes else since, len(page.changes) > size)
+
+
+def _check_since(since_sequence: int) -> None:
+    if since_sequence < 0:
+        raise InvalidArgument([FieldViolation("sinceSequence", "must be 0 or more")])
