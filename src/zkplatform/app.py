@@ -64,7 +64,7 @@ def create_app(
     the configured store at start-up (and closes it at shutdown). Tests may
     pass their own platform, servicers or telemetry."""
     settings = Settings.from_env() if settings is None else settings
-    telemetry = Telemetry.for_server(metrics=settings.metrics) if telemetry is None else telemetry
+    telemetry = Telemetry.for_server(metrics=settings.metrics_bind is not None) if telemetry is None else telemetry
     telemetry.install()
     edge = Edge(
         max_body_bytes=settings.max_body_bytes,

@@ -34,6 +34,9 @@ from zkplatform.config import (
     DEFAULT_STATE_DIR,
     DEFAULT_STORE,
     DEFAULT_TOMBSTONE_RETENTION_DAYS,
+    DEFAULT_WATCH_HEARTBEAT_SECONDS,
+    DEFAULT_WATCH_MAX_PER_PRINCIPAL,
+    DEFAULT_WATCH_MAX_PER_WORKER,
     ConfigError,
     Settings,
     check_bind,
@@ -68,6 +71,7 @@ _ENVIRONMENT = {
     "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
     "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",
     "ZKPLATFORM_FORWARDED_ALLOW_IPS": "proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
+    "ZKPLATFORM_METRICS_BIND": "where Prometheus metrics are served (as --metrics-bind; default: nowhere)",
     "ZKPLATFORM_STATE_DIR": f"the server's own files, such as the token pepper (default ./{DEFAULT_STATE_DIR})",
     "ZKPLATFORM_TOKEN_PEPPER": "base64url key (>= 32 bytes) tokens are stored under, the same on every host\n"
     "(default: generated once into the state directory)",
@@ -77,6 +81,11 @@ _ENVIRONMENT = {
     "ZKPLATFORM_TOKEN_TTL_MAX": f"longest lifetime a mint may ask (default {_MINT.max_ttl_seconds} s)",
     "ZKPLATFORM_MINT_RATE_PER_MINUTE": f"mint attempts per principal and minute (default {_MINT.mints_per_minute})",
     "ZKPLATFORM_MINT_ACTIVE_CAP": f"live minted tokens per principal (default {_MINT.active_minted_cap})",
+    "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": (
+        f"seconds between heartbeats of a quiet WatchChanges (default {DEFAULT_WATCH_HEARTBEAT_SECONDS})"
+    ),
+    "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": f"open watches per principal (default {DEFAULT_WATCH_MAX_PER_PRINCIPAL})",
+    "ZKPLATFORM_WATCH_MAX_PER_WORKER": f"open watches per worker (default {DEFAULT_WATCH_MAX_PER_WORKER})",
 }
 _EXIT_CODES = {
     "0": "stopped by SIGTERM or SIGINT (Ctrl-C)",
@@ -285,11 +294,11 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
 
 
 def _with_metrics(args: argparse.Namespace, settings: Settings) -> Settings:
-    if args.metrics_bind is None:
-        return settings
-    if args.metrics_bind.rpartition(":")[2] == args.bind.rpartition(":")[2]:
+    if args.metrics_bind is not None:
+        settings = dataclasses.replace(settings, metrics_bind=args.metrics_bind)
+    if settings.metrics_bind is not None and settings.metrics_bind.rpartition(":")[2] == args.bind.rpartition(":")[2]:
         raise ConfigError("--metrics-bind needs a port of its own, not the API's (--bind)")
-    return dataclasses.replace(settings, metrics=True)
+    return settings
 
 
 def configure_logging(level: str = "info", log_format: str = "text") -> None:
@@ -384,7 +393,7 @@ def _serve(args: argparse.Namespace) -> int:
     with (
         contextlib.closing(hold_address(args.bind)),
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
-        _metrics_port(args.metrics_bind, args.workers),
+        _metrics_port(settings.metrics_bind, args.workers),
     ):
         if args.workers == 1:
             asyncio.run(_serve_app(sock, args.bind, listener, listening, (signal.SIGINT, signal.SIGTERM)))

@@ -125,8 +125,8 @@ class Settings:
     watch_heartbeat_seconds: int = DEFAULT_WATCH_HEARTBEAT_SECONDS
     watch_max_per_principal: int = DEFAULT_WATCH_MAX_PER_PRINCIPAL
     watch_max_per_worker: int = DEFAULT_WATCH_MAX_PER_WORKER
-    # Record Prometheus metrics (`serve --metrics-bind` serves them).
-    metrics: bool = False
+    # HOST:PORT of the Prometheus metrics listener; None: no metrics recorded.
+    metrics_bind: str | None = None
 
     @property
     def watch_policy(self) -> WatchPolicy:
@@ -166,7 +166,7 @@ class Settings:
             watch_max_per_worker=_positive_int(
                 env, "ZKPLATFORM_WATCH_MAX_PER_WORKER", DEFAULT_WATCH_MAX_PER_WORKER, at_most=100_000
             ),
-            metrics=env.get("ZKPLATFORM_METRICS", "") == "1",
+            metrics_bind=check_bind(env["ZKPLATFORM_METRICS_BIND"]) if env.get("ZKPLATFORM_METRICS_BIND") else None,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -186,7 +186,7 @@ class Settings:
             "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": str(self.watch_heartbeat_seconds),
             "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(self.watch_max_per_principal),
             "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(self.watch_max_per_worker),
-            "ZKPLATFORM_METRICS": "1" if self.metrics else "0",
+            "ZKPLATFORM_METRICS_BIND": self.metrics_bind or "",
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
 

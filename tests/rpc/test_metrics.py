@@ -148,3 +148,36 @@ async def test_sqlite_group_commits_and_store_latency_are_measured(tmp_path: Pat
     assert batched == writes  # every write was committed in exactly one batch
     assert after.value("zkplatform_sqlite_commit_batch_size_count") <= writes
     assert after.value("zkplatform_store_operation_duration_seconds_count", store="sqlite", operation="read") > 0
+
+
+async def test_postgresql_pool_use_and_store_latency_are_measured(
+    postgres_url: str, registry: CollectorRegistry
+) -> None:
+    metrics = Metrics(registry)
+    Telemetry(metrics=metrics).install()  # before the store opens: it reports its pool then
+    store = await open_store(postgres_url, check_schema=False)
+    try:
+        await store.migrate()
+        platform = Platform.build(store, PEPPER)
+        world = await World.seed(platform)
+        app = create_app(Settings(), platform=platform, telemetry=Telemetry(metrics=metrics))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+            answer = await client.post(
+                VAULT_DELETE,
+                json={"vaultId": "acme-private", "itemId": "item-1", "baseVersion": "1"},
+                headers=headers(JSON, world.token("alice")),
+            )
+        metrics.refresh_pools(force=True)
+    finally:
+        Telemetry().install()
+        await store.close()
+
+    assert answer.status_code == 200, answer.text
+    scrape = Scrape(registry)
+    assert scrape.value("zkplatform_postgres_pool_connections", state="max") == 10
+    assert scrape.value("zkplatform_postgres_pool_connections", state="open") >= 1
+    assert scrape.value("zkplatform_postgres_pool_requests_waiting") == 0
+    assert (
+        scrape.value("zkplatform_store_operation_duration_seconds_count", store="postgresql", operation="transaction")
+        > 0
+    )

@@ -35,6 +35,7 @@ from zkplatform.domain.models import (
     TokenRecord,
     Vault,
 )
+from zkplatform.observability import probes
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -118,6 +119,7 @@ class PostgresStore:
         except BaseException:
             await store.close()
             raise
+        probes.watch_pool(pool.get_stats)
         return store
 
     async def close(self) -> None:
@@ -130,12 +132,20 @@ class PostgresStore:
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """fn in one transaction: committed whole, or rolled back whole."""
-        async with self._pool.connection() as conn, conn.transaction():
-            return await fn(conn)
+        started = time.perf_counter()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                return await fn(conn)
+        finally:
+            probes.store_operation("postgresql", "transaction", started)
 
     async def _one(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
-        async with self._pool.connection() as conn:
-            return await _fetchone(conn, query, params)
+        started = time.perf_counter()
+        try:
+            async with self._pool.connection() as conn:
+                return await _fetchone(conn, query, params)
+        finally:
+            probes.store_operation("postgresql", "query", started)
 
     # schema
 
