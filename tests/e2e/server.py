@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -50,15 +51,21 @@ def serving(
     *args: str,
     env: dict[str, str] | None = None,
     tls: ssl.SSLContext | None = None,
+    port: int | None = None,
 ) -> Iterator[Server]:
     """Start the server, wait (bounded) until it says every worker listens, stop it afterwards.
 
     The server runs in a session of its own, so a test can signal its whole
     process group as a terminal's Ctrl-C does. With `tls` (the client's context,
     trusting the server's CA) the server is expected to serve https (give it
-    --certfile and --keyfile)."""
-    port = free_port()
+    --certfile and --keyfile). `port` serves on that port (a restart where
+    clients expect the server) instead of a free one."""
+    port = port or free_port()
     log_path = tmp_path / f"server-{port}.log"
+    for restart in itertools.count(2):  # a restart on the port keeps the log of the server before
+        if not log_path.exists():
+            break
+        log_path = tmp_path / f"server-{port}-{restart}.log"
     command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from typing import Any, Literal
@@ -84,4 +85,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # pyqwest 0.12 (connectrpc's HTTP client) aborts now and then while the interpreter
+    # finalizes, which would turn this exit code into SIGABRT: leave without finalizing.
+    os._exit(code)
