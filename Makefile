@@ -84,6 +84,7 @@ test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
 # code with the sync helper (clients/python; no server code, no grpcio stubs).
 CLIENTS_DIR := build/clients
 PY_CLIENT_STAGE := build/python-client
+TS_CLIENT_STAGE := build/ts-client
 PY_CLIENT_SOURCES := $(shell find clients/python gen/zkplatform_api gen/buf -name __pycache__ -prune -o -type f -print | sort)
 TS_CLIENT_SOURCES := $(shell find clients/ts/src -type f | sort) clients/ts/package.json clients/ts/package-lock.json clients/ts/tsconfig.json
 
@@ -97,10 +98,13 @@ $(CLIENTS_DIR)/.python-wheel: $(STAMP) $(PY_CLIENT_SOURCES)
 	  --wheel-dir $(CLIENTS_DIR) $(PY_CLIENT_STAGE)
 	@touch $@
 
+# Compiled afresh into a staging copy, so that nothing stale in clients/ts/dist is packed.
 $(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
-	rm -rf clients/ts/dist $(CLIENTS_DIR)/zkplatform-client-*.tgz  # nothing stale in the package
-	mkdir -p $(CLIENTS_DIR)
-	cd clients/ts && npm pack --loglevel=error --pack-destination $(CURDIR)/$(CLIENTS_DIR) >/dev/null
+	rm -rf $(TS_CLIENT_STAGE) $(CLIENTS_DIR)/zkplatform-client-*.tgz
+	mkdir -p $(TS_CLIENT_STAGE) $(CLIENTS_DIR)
+	cp clients/ts/package.json $(TS_CLIENT_STAGE)/
+	clients/ts/node_modules/.bin/tsc -p clients/ts --outDir $(TS_CLIENT_STAGE)/dist
+	cd $(TS_CLIENT_STAGE) && npm pack --ignore-scripts --loglevel=error --pack-destination $(CURDIR)/$(CLIENTS_DIR) >/dev/null
 	@touch $@
 
 .PHONY: clients
