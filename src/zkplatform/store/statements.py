@@ -68,8 +68,9 @@ class Statements:
     # (vault_id, sequence) from the cursor on, in order, so a page costs what the first does
     # (EXPLAIN, SQLite: SEARCH items USING INDEX items_by_sequence (vault_id=? AND sequence>?),
     # no sort; PostgreSQL: Index Scan using items_by_sequence, Index Cond: vault_id = .. AND
-    # sequence > .., under a Limit, no sort). Without the index both read the whole vault and
-    # sort it: SQLite scans the primary key and uses a temp b-tree for ORDER BY.
+    # sequence > .., under the Limit; its outer ORDER BY sorts only the page). In a vault of a
+    # million changes, a page of 100 from the start and one from the end both took about 0.1 ms
+    # on each database; without the index, SQLite read the whole vault for either (150 ms).
     list_changes: str = (
         f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
     )
