@@ -294,3 +294,16 @@ async def test_watches_beyond_the_principals_limit_are_refused_with_retry_info(c
     _, end = watch_outcome(PROTO, refused.content)
     assert end["error"]["code"] == "resource_exhausted"
     assert [d["type"] for d in end["error"]["details"]] == ["google.rpc.RetryInfo"]
+
+
+async def test_a_watch_ends_at_its_deadline(client: httpx.AsyncClient, world: World) -> None:
+    request = vault_pb2.WatchChangesRequest(vault_id=VAULT, since_sequence=SEEDED)
+    response = await client.post(
+        WATCH,
+        content=enveloped(JSON, request),
+        headers={**stream_headers(JSON, world.token("bob")), "Connect-Timeout-Ms": "300"},
+    )
+
+    _, end = watch_outcome(JSON, response.content)
+    assert end["error"]["code"] == "deadline_exceeded"
+    assert world.platform.sync.slots.total == 0
