@@ -172,16 +172,14 @@ class SyncUseCases:
         caller.require_member(await self._directory.get_vault(vault_id))
 
     async def _recheck(self, caller: Caller, vault_id: str) -> None:
-        """What may have changed since the watch opened: the token (revoked, expired), the
-        principal (disabled), the membership."""
+        """What may have changed since the watch opened: the token (revoked, expired; disabling
+        a principal revokes its tokens in the same transaction) and the membership. Two reads
+        a heartbeat period per watch."""
         token = await self._tokens.get_token(caller.token.token_id)
         if token is None or token.revoked:
             raise Unauthenticated("token revoked")
         if not token.is_live(self._clock()):
             raise Unauthenticated("token expired")
-        principal = await self._directory.get_principal(caller.principal.principal_id)
-        if principal is None or principal.disabled:
-            raise Unauthenticated("principal disabled")
         caller.require_member(await self._directory.get_vault(vault_id))
 
     async def _read(self, vault_id: str, since: int, size: int) -> ChangePage:

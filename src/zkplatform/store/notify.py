@@ -121,6 +121,11 @@ class Poller:
                 await task
         self._known.clear()
 
+    def saw(self, vault_id: str, sequence: int) -> None:
+        """This process changed the vault and woke its watches itself: the next poll need not."""
+        if vault_id in self._known:
+            self._known[vault_id] = max(self._known[vault_id], sequence)
+
     async def _run(self) -> None:
         while True:
             feed = self._feed_of()
@@ -152,7 +157,6 @@ class Listener:
         self._url = url
         self._display_url = display_url
         self._task: asyncio.Task[None] | None = None
-        self.listening = asyncio.Event()  # for tests and diagnostics: LISTEN is in effect
 
     def start(self) -> None:
         if self._task is None or self._task.done():
@@ -173,13 +177,11 @@ class Listener:
             try:
                 async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    self.listening.set()
                     delays = iter((0.1, 0.2, 0.5, 1.0))
                     # Whatever committed before LISTEN took effect was not announced to us.
                     self._feed_of().notify_all()
                     async for notification in conn.notifies():
                         self._feed_of().notify(parse_payload(notification.payload))
             except (psycopg.Error, OSError) as error:
-                self.listening.clear()
                 log.warning("listening for changes on %s failed (%s); reconnecting", self._display_url, error)
                 await asyncio.sleep(next(delays, 1.0))

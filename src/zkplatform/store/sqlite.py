@@ -86,6 +86,12 @@ class SQLiteStore:
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
+    def _changed(self, vault_id: str, sequence: int) -> None:
+        """This worker's watches learn of its own changes at once, not at the next poll (which
+        then leaves them be)."""
+        self._feed.notify(vault_id)
+        self._poller.saw(vault_id, sequence)
+
     async def _sequences_if_changed(self, vault_ids: list[str]) -> dict[str, int] | None:
         """The sequences of these vaults, if anything committed to the file since the last
         call (None otherwise): `PRAGMA data_version` of the read connection moves with every
@@ -278,7 +284,8 @@ class SQLiteStore:
             return ItemChange(item, sequence) if item.deleted else Stale(item.version)
 
         outcome = await self._write(delete)
-        self._feed.notify(vault_id)  # this worker's watches need not wait for the poller
+        if isinstance(outcome, ItemChange):
+            self._changed(vault_id, outcome.sequence)
         return outcome
 
     async def create_item(self, item: Item) -> CreateOutcome:
@@ -294,7 +301,8 @@ class SQLiteStore:
             return Created(ItemChange(item, int(taken[0])))
 
         outcome = await self._write(create)
-        self._feed.notify(item.vault_id)
+        if isinstance(outcome, Created):
+            self._changed(item.vault_id, outcome.change.sequence)
         return outcome
 
     async def update_item(
@@ -317,7 +325,8 @@ class SQLiteStore:
             return Conflict(ItemChange(*rows.item_from_row(row)))
 
         outcome = await self._write(update)
-        self._feed.notify(vault_id)
+        if isinstance(outcome, ItemChange):
+            self._changed(vault_id, outcome.sequence)
         return outcome
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
