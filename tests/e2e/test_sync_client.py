@@ -1,7 +1,8 @@
 """The sync clients (clients/ts VaultSync, clients/python zkplatform_client) against a real
 `zkplatform serve` on SQLite: list, then follow the changes from the cursor; through a server
 restart (resume from the last cursor, changes made meanwhile arrive), a purge (CURSOR_EXPIRED:
-start over with a fresh listing) and refusals (stop with a clear error)."""
+start over with a fresh listing), a restore from a backup (CURSOR_AHEAD: start over too) and
+refusals (stop with a clear error)."""
 
 from __future__ import annotations
 
@@ -197,6 +198,8 @@ def test_sync_through_a_restart_and_a_purge(tmp_path: Path, ts_example: Path, cl
     db = tmp_path / "zk.db"
     url = f"sqlite:///{db}"
     bob = seeded(url).token("bob")
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(db, backup)  # the store as seeded: no server has opened it yet
     port = free_port()
     command = example_command(client, ts_example, f"http://127.0.0.1:{port}", bob, mode)
 
@@ -247,6 +250,15 @@ def test_sync_through_a_restart_and_a_purge(tmp_path: Path, ts_example: Path, cl
             final = sync.expect(state(after="changes"))
             assert "sync-1" not in final["items"]
             assert final["items"] == listed(server, bob)
+
+        # A restore from before the client's cursor: CURSOR_AHEAD, then a fresh listing of what was restored.
+        for path in tmp_path.glob("zk.db*"):
+            path.unlink()
+        shutil.copyfile(backup, db)
+        with serving(tmp_path, "--store", url, env=ENV, port=port) as server:
+            assert sync.expect(event("restarting"))["reason"] == "CURSOR_AHEAD"
+            restored = sync.expect(state(after="synced"))
+            assert restored["items"] == first["items"] == listed(server, bob)
         assert sync.stop() == 0
     assert bob not in "".join(sync.stdout)
 
