@@ -12,7 +12,9 @@ query, a header's value other than the request id, a token or a payload.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
@@ -33,6 +35,7 @@ access_log = logging.getLogger("zkplatform.access")
 
 REQUEST_ID_HEADER: Final = b"x-request-id"
 MAX_REQUEST_ID_LENGTH: Final = 128
+_SANE_REQUEST_ID: Final = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_REQUEST_ID_LENGTH)
 UNKNOWN_PROCEDURE: Final = "unknown"  # one label for every unknown path: a scanner cannot grow the series
 HEALTHZ: Final = "healthz"
 
@@ -83,6 +86,11 @@ class Call:
         return _HTTP_CODES.get(self.http_status, Code.UNKNOWN).value
 
 
+# Generated request ids: a random prefix per process, then a counter (16 hex digits in all):
+# unique across workers and restarts in practice, and no system call per request.
+_ID_PREFIX: Final = secrets.token_hex(4)
+_ids = itertools.count()
+
 current_call: ContextVar[Call | None] = ContextVar("current_call", default=None)
 
 
@@ -122,7 +130,7 @@ class Observer:
         metrics = self._metrics
         stream = path in self._streams
         if metrics is not None:
-            metrics.in_flight.labels(procedure).inc()
+            metrics.in_flight_of(procedure).inc()
             if stream:
                 metrics.streams.inc()
         try:
@@ -132,11 +140,10 @@ class Observer:
             protocol = _protocol(scope)
             code = call.final_code()
             if metrics is not None:
-                metrics.in_flight.labels(procedure).dec()
+                metrics.in_flight_of(procedure).dec()
                 if stream:
                     metrics.streams.dec()
-                metrics.calls.labels(procedure, protocol, code).inc()
-                metrics.duration.labels(procedure, protocol).observe(seconds)
+                metrics.ended(procedure, protocol, code, seconds)
                 metrics.refresh_pools()
             if access_log.isEnabledFor(logging.INFO):
                 _log_access(scope, call, protocol, code, seconds)
@@ -171,11 +178,9 @@ def _request_id(scope: Scope) -> str:
     """The client's X-Request-Id when it is sane (one, at most 128 printable
     ASCII characters without spaces), otherwise a fresh one."""
     given = [value for key, value in scope.get("headers", ()) if key == REQUEST_ID_HEADER]
-    if len(given) == 1:
-        raw = given[0]
-        if 0 < len(raw) <= MAX_REQUEST_ID_LENGTH and all(0x21 <= byte <= 0x7E for byte in raw):
-            return str(raw.decode("ascii"))
-    return secrets.token_hex(8)
+    if len(given) == 1 and _SANE_REQUEST_ID.fullmatch(given[0]):
+        return str(given[0].decode("ascii"))
+    return f"{_ID_PREFIX}{next(_ids):08x}"
 
 
 def _protocol(scope: Scope) -> str:

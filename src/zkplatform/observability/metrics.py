@@ -93,8 +93,26 @@ class Metrics:
             multiprocess_mode="livesum",
             registry=registry,
         )
+        # The labelled children, found once: labels() validates and locks on every call.
+        self._in_flight: dict[str, Gauge] = {}
+        self._calls: dict[tuple[str, str, str], Counter] = {}
+        self._durations: dict[tuple[str, str], Histogram] = {}
         self._pools: list[probes.PoolStats] = []
         self._pools_read_at = 0.0
+
+    def in_flight_of(self, procedure: str) -> Gauge:
+        if (child := self._in_flight.get(procedure)) is None:
+            child = self._in_flight[procedure] = self.in_flight.labels(procedure)
+        return child
+
+    def ended(self, procedure: str, protocol: str, code: str, seconds: float) -> None:
+        """A call ended: count it and its duration."""
+        if (calls := self._calls.get((procedure, protocol, code))) is None:
+            calls = self._calls[procedure, protocol, code] = self.calls.labels(procedure, protocol, code)
+        if (duration := self._durations.get((procedure, protocol))) is None:
+            duration = self._durations[procedure, protocol] = self.duration.labels(procedure, protocol)
+        calls.inc()
+        duration.observe(seconds)
 
     # probes.Sink
 
