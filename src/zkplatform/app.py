@@ -21,7 +21,7 @@ from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.edge import ASGIApp, Edge, Receive, RequestFacts, Scope, Send, request_facts
+from zkplatform.rpc.edge import ASGIApp, Edge
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin
@@ -79,7 +79,7 @@ def create_app(
         files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
         readable = {path for file in files for path in procedures(file, side_effect_free_only=True)}
         unary, streams = routes(settings, platform, vault, broker, telemetry), reflection_routes(files) | health_streams
-        streams |= platform_streams(unary, Origin(settings.public_url, settings.forwarded_allow_ips))
+        streams |= platform_streams(unary)
         edge.mount(unary, streams, get_allowed=readable)
         edge.mount(health_unary, protocol_header_required=False)
         edge.observe_with(Observer(telemetry.metrics, {*unary, *streams, *health_unary}, streams))
@@ -163,11 +163,10 @@ def routes(
     return {path: app for file, app in services for path in procedures(file)}
 
 
-def platform_streams(unary: dict[str, ASGIApp], origin: Origin) -> dict[str, ASGIApp]:
+def platform_streams(unary: dict[str, ASGIApp]) -> dict[str, ASGIApp]:
     """Take the platform's server-streaming procedures (WatchChanges) out of `unary`: the
     edge serves them as streams (not buffered; counted; ended with `unavailable` at
-    shutdown). They keep every interceptor of their service, Authenticate included, which
-    reads the request's URL from the facts the edge records for unary calls: recorded here."""
+    shutdown). They keep every interceptor of their service, Authenticate included."""
     files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR)
     paths = [
         f"/{service.full_name}/{method.name}"
@@ -176,15 +175,7 @@ def platform_streams(unary: dict[str, ASGIApp], origin: Origin) -> dict[str, ASG
         for method in service.methods
         if method.server_streaming
     ]
-    return {path: _recording_facts(unary.pop(path), origin) for path in paths if path in unary}
-
-
-def _recording_facts(app: ASGIApp, origin: Origin) -> ASGIApp:
-    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-        request_facts.set(RequestFacts(scope, origin))
-        await app(scope, receive, send)
-
-    return serve
+    return {path: unary.pop(path) for path in paths if path in unary}
 
 
 def health_routes(codecs: list[Codec[Any, Any]]) -> tuple[dict[str, ASGIApp], dict[str, ASGIApp]]:

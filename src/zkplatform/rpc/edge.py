@@ -105,7 +105,7 @@ class Edge:
         *,
         max_body_bytes: int,
         body_read_timeout_seconds: float = 30,
-        max_streams: int = 100,
+        max_streams: int,
         lifespan: Callable[[str], Awaitable[None]] | None = None,
         origin: Origin | None = None,
     ) -> None:
@@ -239,6 +239,7 @@ class Edge:
             await send_error(send, scope, ConnectError(Code.RESOURCE_EXHAUSTED, message, [error_detail(retry)]))
             return
         self._open_streams += 1
+        request_facts.set(RequestFacts(scope, self._origin))  # the platform's streams authenticate too
         try:
             await self._open.serve(app, scope, _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout), send)
         finally:
