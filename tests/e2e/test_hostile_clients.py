@@ -7,6 +7,7 @@ the log, and nothing held for longer than the limits say.
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import struct
 from collections.abc import Iterator
@@ -14,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import h2.config
+import h2.connection
+import h2.events
 import httpx
 import pytest
 
@@ -217,3 +221,48 @@ def test_debug_logging_never_shows_a_token(tmp_path: Path) -> None:
     assert tokens
     for token in tokens:
         assert token not in log
+
+
+def h2_watch(server: Server) -> socket.socket:
+    """A health Watch over HTTP/2 (prior knowledge), read up to its first message; the socket stays open."""
+    sock = socket.create_connection(address(server), timeout=WAIT_S)
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    headers = [
+        (":method", "POST"),
+        (":path", WATCH),
+        (":scheme", "http"),
+        (":authority", "test"),
+        ("content-type", "application/connect+json"),
+        ("connect-protocol-version", "1"),
+    ]
+    connection.send_headers(1, headers)
+    connection.send_data(1, envelope(b"{}"), end_stream=True)
+    sock.sendall(connection.data_to_send())
+    received = b""
+    while b"SERVING" not in received and (chunk := sock.recv(65536)):
+        for event in connection.receive_data(chunk):
+            if isinstance(event, h2.events.DataReceived):
+                received += event.data
+        sock.sendall(connection.data_to_send())
+    assert b"SERVING" in received
+    return sock
+
+
+def test_an_http2_stream_whose_client_left_gives_its_place_back(server: Server) -> None:
+    """hypercorn does not cancel a server stream when its HTTP/2 connection closes: the edge does."""
+    request = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
+    for _ in range(MAX_STREAMS + 1):  # more than the limit, one after the other
+        h2_watch(server).close()
+
+    assert _eventually_open(server, request)
+
+
+def test_sigterm_with_a_stream_whose_client_left_stops_at_once(tmp_path: Path) -> None:
+    with serving(tmp_path, "--dev") as running:
+        h2_watch(running).close()
+        running.process.send_signal(signal.SIGTERM)
+        code = running.process.wait(timeout=WAIT_S)  # the grace period is 30 s: well before it
+
+    assert code == 0
+    assert "Traceback" not in running.log()

@@ -241,7 +241,8 @@ class Edge:
         self._open_streams += 1
         request_facts.set(RequestFacts(scope, self._origin))  # the platform's streams authenticate too
         try:
-            await self._open.serve(app, scope, _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout), send)
+            guard = _EnvelopeGuard(receive, self._max_body_bytes, self._body_timeout)
+            await self._open.serve(app, scope, guard, send, client_gone=guard.client_gone)
         finally:
             self._open_streams -= 1
 
@@ -303,9 +304,14 @@ class _EnvelopeGuard:
     """The receive of a streaming call, watched message by message: a message
     declared over the limit is refused before it is buffered, and one that
     stalls half-way is given up after the timeout, so a stalled client holds
-    neither memory nor a task for long. Between messages a stream may idle."""
+    neither memory nor a task for long. Between messages a stream may idle.
 
-    __slots__ = ("_limit", "_prefix", "_receive", "_remaining", "_timeout")
+    Once the request has ended, only a disconnect can arrive: `client_gone`
+    waits for it, since a server stream's handler would otherwise outlive its
+    client (hypercorn does not cancel it on HTTP/2). connectrpc waits for that
+    disconnect too, so the one message is read once and shown to both."""
+
+    __slots__ = ("_after_end", "_ended", "_limit", "_prefix", "_receive", "_remaining", "_timeout")
 
     def __init__(self, receive: Receive, limit: int, timeout: float) -> None:
         self._receive = receive
@@ -313,8 +319,26 @@ class _EnvelopeGuard:
         self._timeout = timeout
         self._prefix = bytearray()
         self._remaining = 0
+        self._ended = asyncio.Event()  # the request's body is complete
+        self._after_end: asyncio.Future[Message] | None = None
+
+    async def client_gone(self) -> None:
+        """Return once the client has left (after its request ended)."""
+        await self._ended.wait()
+        try:
+            await self._message_after_end()
+        finally:
+            if self._after_end is not None:
+                self._after_end.cancel()  # the stream is over either way: nothing more to read
+
+    async def _message_after_end(self) -> Message:
+        if self._after_end is None:
+            self._after_end = asyncio.ensure_future(self._receive())
+        return await asyncio.shield(self._after_end)
 
     async def __call__(self) -> Message:
+        if self._ended.is_set():
+            return await self._message_after_end()
         if self._prefix or self._remaining:
             try:
                 async with asyncio.timeout(self._timeout):
@@ -326,6 +350,8 @@ class _EnvelopeGuard:
             message = await self._receive()
         if message["type"] == "http.request":
             self._feed(message.get("body", b""))
+            if not message.get("more_body", False):
+                self._ended.set()
         return message
 
     def _feed(self, chunk: bytes) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 
 from connectrpc.code import Code
@@ -31,6 +31,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+_END_TIMEOUT_S = 2.0
 SHUTTING_DOWN = "the server is shutting down; call again (another server will answer)"
 
 
@@ -44,10 +45,19 @@ class OpenStreams:
     def __len__(self) -> int:
         return len(self._calls)
 
-    async def serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(
+        self,
+        app: ASGIApp,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        client_gone: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
+        """Serve the stream until it ends, its client leaves (`client_gone` returns), or the server stops."""
         call = _Call(scope, send)
         if self._closing:
-            await call.end()
+            await _bounded(call.end())
             return
 
         # The application runs in a task of its own, so that ending the stream
@@ -57,15 +67,22 @@ class OpenStreams:
 
         served = asyncio.create_task(run())
         self._calls[served] = call
+        left: asyncio.Task[None] | None = asyncio.create_task(client_gone()) if client_gone is not None else None
         try:
+            if left is not None:
+                await asyncio.wait((served, left), return_when=asyncio.FIRST_COMPLETED)
+                if left.done() and not served.done():
+                    served.cancel()  # nobody to answer: the stream's place is free at once
             await served  # a cancellation of ours (the client left) cancels it too
         except asyncio.CancelledError:
-            if not call.ending or _being_cancelled():
+            if not (call.ending or (left is not None and left.done())) or _being_cancelled():
                 raise
         finally:
             self._calls.pop(served, None)
+            if left is not None:
+                left.cancel()
         if call.ending:
-            await call.end()
+            await _bounded(call.end())
 
     def end_all(self) -> None:
         """End every open stream with `unavailable`, and refuse new ones so from now on."""
@@ -73,6 +90,14 @@ class OpenStreams:
         for served, call in self._calls.items():
             call.ending = True
             served.cancel()
+
+
+async def _bounded(ending: Awaitable[None]) -> None:
+    """Write a stream's end, but not forever: the client may be gone, and a send to a
+    stream of a closed HTTP/2 connection never returns."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_END_TIMEOUT_S):
+            await ending
 
 
 def _being_cancelled() -> bool:
