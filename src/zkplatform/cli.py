@@ -308,6 +308,12 @@ def configure_logging(level: str = "info", log_format: str = "text") -> None:
     Debug output is ours only: the HTTP/2 libraries log every decoded header at
     debug level, Authorization included, and a token must never reach a log."""
     chosen = logging.getLevelNamesMapping()[level.upper()]
+    # A line per call: spare each record what no format here shows (the logging
+    # HOWTO's "Optimization"): the caller's file and line (a walk up the stack),
+    # the thread's and the multiprocessing process's names.
+    logging._srcfile = None  # noqa: SLF001 # the documented switch
+    logging.logThreads = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(formatter(log_format))
     logging.basicConfig(level=max(chosen, logging.INFO), handlers=[handler])

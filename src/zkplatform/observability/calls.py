@@ -163,8 +163,13 @@ def _log_access(scope: Scope, call: Call, protocol: str, code: str, seconds: flo
         "http_method": scope.get("method", ""),
         "http_status": call.http_status,
     }
-    line = " ".join(f"{key}={value}" for key, value in fields.items())
-    access_log.info("%s", line, extra={"access": fields})
+    access_log.info(_TEXT_LINE, *fields.values(), extra={"access": fields})
+
+
+_TEXT_LINE: Final = (
+    "procedure=%s protocol=%s code=%s duration_ms=%s principal=%s token_id=%s request_id=%s peer=%s"
+    " http_method=%s http_status=%s"
+)
 
 
 def _peer(client: Any) -> str:

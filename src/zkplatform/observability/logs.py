@@ -16,16 +16,16 @@ class JSONFormatter(logging.Formatter):
     """time, level, logger, message, pid; an access line's fields as keys of their own; an exception as text."""
 
     def format(self, record: logging.LogRecord) -> str:
+        access = getattr(record, "access", None)
         entry: dict[str, object] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            # an access line's fields are keys of their own: its message would only repeat them
+            "message": "access" if isinstance(access, dict) else record.getMessage(),
             "pid": record.process,
         }
-        access = getattr(record, "access", None)
-        if isinstance(access, dict):  # the fields as keys; the message, which repeats them, shortened
-            entry["message"] = "access"
+        if isinstance(access, dict):
             entry.update(access)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
