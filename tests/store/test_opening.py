@@ -12,7 +12,7 @@ import pytest
 
 from tests.store.fake_postgres import FakePostgres
 from tests.store.stores import closing, migrated, sqlite_file
-from zkplatform.store import StoreUnavailable, open_store, postgres
+from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store, postgres
 from zkplatform.store.migrations import SchemaError, latest
 
 STARTING_UP = ("57P03", "the database system is starting up")
@@ -189,3 +189,23 @@ async def test_the_schema_hint_names_the_postgresql_store_without_its_password(p
 
     masked = with_user(postgres_url, "postgres:***")
     assert one_line(error) == f"the database is not initialised: run `zkplatform admin --store '{masked}' migrate`"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://zk:s3cret@db:5432/zk", "postgresql://zk:***@db:5432/zk"),
+        ("postgresql://zk@db/zk?password=s3cret&sslmode=require", "postgresql://zk@db/zk?password=***&sslmode=require"),
+        ("sqlite:///./var/zk.db", "sqlite:///./var/zk.db"),
+        ("memory:", "memory:"),
+    ],
+)
+def test_a_printed_store_url_never_shows_a_password(url: str, shown: str) -> None:
+    assert display_url(url) == shown
+
+
+def test_an_unsupported_store_url_is_named_without_its_password() -> None:
+    with pytest.raises(StoreURLError) as refused:
+        kind_of("postgresq://zk:s3cret@db/zk")
+
+    assert "s3cret" not in str(refused.value)

@@ -17,7 +17,7 @@ from opentelemetry import propagate, trace
 from zkplatform.domain.auth import Caller
 from zkplatform.observability.calls import current_call
 from zkplatform.observability.metrics import Metrics
-from zkplatform.rpc.auth import current_caller
+from zkplatform.rpc.auth import current_caller_or_none
 
 # The failed check, from the start of the message the domain refuses with
 # (domain/auth.py, rpc/auth.py): a bounded label, never the message itself.
@@ -52,10 +52,7 @@ class Observe:
     async def on_start(self, ctx: RequestContext[Any, Any]) -> Caller | None:
         # The caller already in the context, if any, is not this call's: a server
         # runs each call in a task of its own, but an in-process client does not.
-        try:
-            return current_caller()
-        except LookupError:
-            return None
+        return current_caller_or_none()
 
     async def on_end(self, before: Caller | None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         call = current_call.get()
@@ -65,10 +62,7 @@ class Observe:
             code = None
         else:  # what ErrorMapping let through untouched: connectrpc answers it as unknown
             code = Code.UNKNOWN
-        try:
-            caller: Caller | None = current_caller()
-        except LookupError:
-            caller = None
+        caller = current_caller_or_none()
         if caller is None or caller is before:
             principal_id = token_id = ""
         else:

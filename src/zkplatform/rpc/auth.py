@@ -29,6 +29,11 @@ def current_caller() -> Caller:
     return _caller.get()
 
 
+def current_caller_or_none() -> Caller | None:
+    """The caller when one has authenticated in this context (for observers of every call)."""
+    return _caller.get(None)
+
+
 def current_proof() -> ProofRequest:
     """The DPoP proof the RPC being served carried, with the request it must describe."""
     return _proof.get()

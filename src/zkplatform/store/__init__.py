@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from zkplatform.repository import Store
 
@@ -25,12 +25,19 @@ class StoreUnavailable(ValueError):
 
 
 def display_url(url: str) -> str:
-    """The store URL as it may be printed: any password masked."""
+    """The store URL as it may be printed: any password masked (user:password@ or libpq's ?password=)."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    if parts.password is None and "password" not in parts.query.lower():
+        return url  # as given: rebuilding would change sqlite:/// into sqlite:/
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    if "password" in parts.query.lower():
+        query = [
+            (k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="*"))
+    return urlunsplit(parts)
 
 
 class MigratableStore(Store, Protocol):
@@ -48,7 +55,7 @@ def kind_of(url: str) -> str:
         return "sqlite"
     if scheme in ("postgresql", "postgres"):
         return "postgresql"
-    msg = f"unsupported store {url!r}: use memory:, sqlite:///PATH or postgresql://..."
+    msg = f"unsupported store {display_url(url)!r}: use memory:, sqlite:///PATH or postgresql://..."
     raise StoreURLError(msg)
 
 
