@@ -97,9 +97,17 @@ def noop_app() -> ASGIApp:
     return route
 
 
-def platform_app() -> ASGIApp:
+class _StoreWithoutLastUse(MemoryStore):
+    """The memory store, recording no token's last use: the baseline that shows what recording it costs."""
+
+    async def touch_token(self, token_id: str, now: int, stale_before: int) -> None:
+        return None
+
+
+def platform_app(*, record_last_use: bool = True) -> ASGIApp:
     settings = Settings.from_env()
-    platform = Platform.build(MemoryStore(), b"bench-pepper-of-thirty-two-bytes", policy=settings.mint_policy)
+    store = MemoryStore() if record_last_use else _StoreWithoutLastUse()
+    platform = Platform.build(store, b"bench-pepper-of-thirty-two-bytes", policy=settings.mint_policy)
     layout = Layout(
         vault_size=int(os.environ.get("BENCH_VAULT_SIZE", "1000")),
         items=int(os.environ.get("BENCH_ITEMS", "100000")),

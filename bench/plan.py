@@ -28,7 +28,12 @@ BEFORE_TOKEN_LIFECYCLE = "c2d7c9e"  # noqa: S105 # a commit, not a secret
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
-BENCH_APPS = {"raw": "bench.apps:raw_app", "noop": "bench.apps:noop_app()", "zkplatform": "bench.apps:platform_app()"}
+BENCH_APPS = {
+    "raw": "bench.apps:raw_app",
+    "noop": "bench.apps:noop_app()",
+    "zkplatform": "bench.apps:platform_app()",
+    "zkplatform-no-last-use": "bench.apps:platform_app(record_last_use=False)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +127,21 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         _zk(f"auth-{store}{suffix}", store, _loads("delete json"), rounds=AUTH_ROUNDS, code=code)
         for store in ("memory", "sqlite")
         for suffix, code in (("", ""), ("-before", BEFORE_TOKEN_LIFECYCLE))
+    ),
+    # The same code with and without recording tokens' last use: what that write costs alone,
+    # which the comparison with an older commit cannot tell apart from everything else since.
+    "last-use": (
+        _zk("last-use-on", "memory", _loads("delete json"), rounds=AUTH_ROUNDS),
+        Setup(
+            "last-use-off",
+            "hypercorn",
+            "zkplatform-no-last-use",
+            "memory",
+            1,
+            THOUSAND,
+            _loads("delete json"),
+            AUTH_ROUNDS,
+        ),
     ),
 }
 

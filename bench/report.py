@@ -233,6 +233,21 @@ class _Report:
         )
         self.section("Authentication: recording the last use keeps it a read", note, table)
 
+    def last_use(self) -> None:
+        table = _Table("~store", "last use not recorded", "recorded", "recorded / not")
+        off, on = self.rps("last-use-off", "delete", "json"), self.rps("last-use-on", "delete", "json")
+        table.row("memory", _n(off), _n(on), _x(_ratio(on, off)))
+        self.judge_ratio(
+            "DeleteItem recording last use within 3% of not recording it (memory)", _ratio(on, off), TARGET_AUTH
+        )
+        note = (
+            "DeleteItem json, one worker, the same code served twice side by side: as it is, and with a store"
+            f" whose touch_token does nothing (bench/apps.py); {AUTH_ROUNDS} rounds, each figure the median round."
+            " This isolates the last-use write, which the comparison with an older commit above mixes with"
+            " every other change since (the access line, metrics, request ids)."
+        )
+        self.section("Authentication: the last-use write alone", note, table)
+
     def servers(self) -> None:
         table = _Table("~call", "hypercorn", "uvicorn", "uvicorn / hypercorn")
         for codec in ("json", "proto"):
@@ -301,7 +316,7 @@ def render(inputs: Inputs) -> str:
     report.out.append(header)
     for section in (
         report.every_run, report.overhead, report.stores, report.workers,
-        report.store_size, report.items, report.listing, report.authentication, report.servers,
+        report.store_size, report.items, report.listing, report.authentication, report.last_use, report.servers,
         report.half_peak, report.memory, report.importing,
     ):  # fmt: skip
         section()
