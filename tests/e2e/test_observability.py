@@ -34,7 +34,10 @@ def calls(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], code: st
 
 
 def access_lines(server: Server) -> list[dict[str, object]]:
-    lines = [json.loads(line) for line in server.log().splitlines() if line.strip()]
+    """The access lines written so far; a line still being written (no newline yet) waits for the next read."""
+    written = server.log()
+    complete = written[: written.rfind("\n") + 1]
+    lines = [json.loads(line) for line in complete.splitlines() if line.strip()]
     return [line for line in lines if line["logger"] == "zkplatform.access"]
 
 
