@@ -22,11 +22,11 @@ from connectrpc.request import RequestContext
 
 from bench.seed import NOW, Layout, bench_item, seed
 from zkplatform.app import create_app
+from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.config import Settings
 from zkplatform.domain.models import Tombstone
 from zkplatform.messages.convert import delete_response, timestamp
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.edge import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2

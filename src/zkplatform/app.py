@@ -15,13 +15,14 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
 from zkplatform import devmode
+from zkplatform.asgi import ASGIApp
 from zkplatform.config import Settings
 from zkplatform.observability.calls import Observer
 from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.edge import ASGIApp, Edge
+from zkplatform.rpc.edge import Edge
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin

@@ -17,18 +17,15 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from collections.abc import Awaitable, Callable, Collection
 from contextvars import ContextVar
 from typing import Any, Final
 
 from connectrpc.code import Code
 
+from zkplatform.asgi import Message, Receive, Scope, Send
 from zkplatform.observability.metrics import Metrics
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("zkplatform.access")

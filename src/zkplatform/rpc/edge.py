@@ -28,10 +28,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qsl
 
 from connectrpc.code import Code
@@ -39,6 +38,7 @@ from connectrpc.errors import ConnectError
 from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 
+from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.domain import tokens
 from zkplatform.domain.errors import FieldViolation, InvalidArgument
 from zkplatform.observability.calls import Observer, note_code
@@ -48,11 +48,6 @@ from zkplatform.rpc.internals import ConnectWireError, GRPCServerProtocol, negot
 from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.streams import OpenStreams
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 RevokeLeaked = Callable[[Sequence[str]], Awaitable[None]]
 
 _DISCARD_LIMIT = 1024 * 1024  # bytes of a refused body read and dropped, at most

@@ -18,8 +18,8 @@ from connectrpc_grpcreflect import (
 from google.protobuf.descriptor import FileDescriptor
 from protobuf import DescFile
 
+from zkplatform.asgi import ASGIApp
 from zkplatform.rpc.descriptors import load
-from zkplatform.rpc.edge import ASGIApp
 
 
 def reflection_routes(files: Iterable[FileDescriptor]) -> dict[str, ASGIApp]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from connectrpc.code import Code
@@ -22,14 +22,9 @@ from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
 from connectrpc.request import Headers
 
+from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.calls import note_code
 from zkplatform.rpc.internals import ConnectWireError, negotiate_server_protocol
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _END_TIMEOUT_S = 2.0
 SHUTTING_DOWN = "the server is shutting down; call again (another server will answer)"
