@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from zkplatform.domain.audit import Actor
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
 from zkplatform.repository import Store
 
 TENANT = "bench"
+OPERATOR = Actor.operator(0)  # the author of the seeded data, for the audit trail
 OWNER = "owner"
 TOKEN_TTL_SECONDS = 6 * 3600
 BATCH = 50_000  # items per add_items call: one transaction each
@@ -78,16 +80,18 @@ def bench_item(number: int, vaults: int) -> Item:
 
 
 async def seed(store: Store, issuer: TokenIssuer, layout: Layout) -> Tokens:
-    await store.add_tenant(Tenant(TENANT))
+    await store.add_tenant(Tenant(TENANT), OPERATOR)
     owner = Principal(OWNER, TENANT, Role.OWNER, Role.OWNER.default_scopes)
-    await store.add_principal(owner)
+    await store.add_principal(owner, OPERATOR)
     minters = [Principal(f"m-{n}", TENANT, Role.ADMIN, Role.ADMIN.default_scopes) for n in range(layout.minters)]
     for principal in minters:
-        await store.add_principal(principal)
+        await store.add_principal(principal, OPERATOR)
     for vault in range(layout.vaults):
-        await store.add_vault(Vault(f"v-{vault}", TENANT, frozenset({OWNER})))
+        await store.add_vault(Vault(f"v-{vault}", TENANT, frozenset({OWNER})), OPERATOR)
     for start in range(0, layout.items, BATCH):
-        await store.add_items([bench_item(n, layout.vaults) for n in range(start, min(start + BATCH, layout.items))])
+        await store.add_items(
+            [bench_item(n, layout.vaults) for n in range(start, min(start + BATCH, layout.items))], OPERATOR
+        )
     delete = (await issuer.issue(owner, TOKEN_TTL_SECONDS)).secret
     mint = [(await issuer.issue(principal, TOKEN_TTL_SECONDS)).secret for principal in minters]
     return Tokens(delete, mint)

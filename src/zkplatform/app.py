@@ -17,7 +17,8 @@ from google.protobuf.descriptor import FileDescriptor
 from zkplatform import devmode
 from zkplatform.asgi import ASGIApp
 from zkplatform.config import Settings
-from zkplatform.observability.calls import Observer
+from zkplatform.domain.audit import Actor
+from zkplatform.observability.calls import Observer, request_id
 from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
@@ -84,7 +85,7 @@ def create_app(
         edge.mount(unary, streams, get_allowed=readable)
         edge.mount(health_unary, protocol_header_required=False)
         edge.observe_with(Observer(telemetry.metrics, {*unary, *streams, *health_unary}, streams))
-        edge.revoke_leaked_with(platform.authenticator.revoke_leaked)
+        edge.revoke_leaked_with(lambda leaked: platform.authenticator.revoke_leaked(leaked, request_id()))
 
     if platform is not None:
         mount(platform)
@@ -196,7 +197,7 @@ async def purge_tombstones_periodically(platform: Platform, settings: Settings) 
     while True:
         cutoff = platform.clock() - settings.tombstone_retention_days * 86_400
         try:
-            purged = await platform.store.purge_tombstones(cutoff)
+            purged = await platform.store.purge_tombstones(cutoff, Actor.service(platform.clock()))
         except Exception:
             log.exception("tombstone purge failed; retrying at the next interval")
         else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
@@ -69,19 +70,20 @@ def _demo_item(tenant_id: str, vault_id: str, number: int, members: list[str], n
 async def seed(store: Store, issuer: TokenIssuer, clock: Clock) -> list[DevTenant]:
     """Create the development data set and a token per principal."""
     now = clock()
+    operator = Actor.operator(now)  # the development data set is the operator's doing
     result = []
     for tenant_id, principals, vaults in _DATA:
         tenant = DevTenant(tenant_id)
-        await store.add_tenant(Tenant(tenant_id))
+        await store.add_tenant(Tenant(tenant_id), operator)
         for principal_id, role in principals:
             principal = Principal(principal_id, tenant_id, role, role.default_scopes)
-            await store.add_principal(principal)
+            await store.add_principal(principal, operator)
             issued = await issuer.issue(principal, DEV_TOKEN_TTL_SECONDS)
             tenant.principals.append({"principalId": principal_id, "role": role.value, "token": issued.secret})
         for vault_id, members in vaults:
-            await store.add_vault(Vault(vault_id, tenant_id, frozenset(members)))
+            await store.add_vault(Vault(vault_id, tenant_id, frozenset(members)), operator)
             items = [_demo_item(tenant_id, vault_id, n, members, now) for n in range(1, ITEMS_PER_VAULT + 1)]
-            await store.add_items(items)
+            await store.add_items(items, operator)
             listed = [{"itemId": item.item_id, "version": item.version} for item in items]
             tenant.vaults.append({"vaultId": vault_id, "members": members, "items": listed})
         result.append(tenant)

@@ -1,5 +1,11 @@
 """The ports: what the domain needs from storage.
 
+Every method that changes state takes the `Actor` of the change and appends the
+change's audit events (domain/audit.py) in the same transaction: a change whose
+events cannot be written is not made. Recording a token's last use, counting
+mint attempts and remembering DPoP proofs are bookkeeping, not changes: they
+are not audited.
+
 Each method is one atomic step of the store, so that a SQL store can implement
 it as one transaction and stay correct across processes and hosts. In
 particular the delete is a single compare-and-set on (item, version) that also
@@ -12,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from zkplatform.domain.audit import Action, Actor, AuditRecord, Head
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -87,11 +94,11 @@ UpdateOutcome = ItemChange | Conflict | Missing
 class DirectoryRepository(Protocol):
     """Tenants, principals and vaults."""
 
-    async def add_tenant(self, tenant: Tenant) -> None: ...
+    async def add_tenant(self, tenant: Tenant, actor: Actor) -> None: ...
 
-    async def add_principal(self, principal: Principal) -> None: ...
+    async def add_principal(self, principal: Principal, actor: Actor) -> None: ...
 
-    async def add_vault(self, vault: Vault) -> None: ...
+    async def add_vault(self, vault: Vault, actor: Actor) -> None: ...
 
     async def get_principal(self, principal_id: str) -> Principal | None: ...
 
@@ -109,17 +116,17 @@ class DirectoryRepository(Protocol):
         """The tenant's vaults with their members, by id."""
         ...
 
-    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         """Make the principal a member of the vault; False when it already is.
         UnknownReference when there is no such vault, or no such principal in its tenant."""
         ...
 
-    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def remove_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         """The principal is no longer a member: refused on the vault from its next call.
         False when it was not one; UnknownReference when there is no such vault."""
         ...
 
-    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+    async def set_principal_disabled(self, principal_id: str, actor: Actor, *, disabled: bool) -> list[str] | None:
         """Disable (or enable) the principal. Disabling also revokes every token of it,
         in the same transaction, and answers their ids (enabling revives none: an empty
         list); from then on, add_token and add_minted_token refuse it with
@@ -128,7 +135,7 @@ class DirectoryRepository(Protocol):
 
 
 class ItemRepository(Protocol):
-    async def add_items(self, items: Iterable[Item]) -> None:
+    async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
         """Store new items in one transaction, all or none; each takes its
         vault's next sequence number, in the order given.
 
@@ -146,13 +153,13 @@ class ItemRepository(Protocol):
         was purged. Not authorised here: the caller checks the vault."""
         ...
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
         """Atomically: if the item is live at base_version, make it a tombstone
-        at `now` with the vault's next sequence number. A tombstone answers as
+        at `actor.at` with the vault's next sequence number. A tombstone answers as
         it was first deleted, whatever base_version says."""
         ...
 
-    async def create_item(self, item: Item) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
         """Atomically: store the new item with the vault's next sequence number,
         unless the vault holds an item of that id (a tombstone included): then
         change nothing and answer that item. Concurrent creates of one id store
@@ -161,10 +168,10 @@ class ItemRepository(Protocol):
         ...
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
     ) -> UpdateOutcome:
         """Atomically: if the item is live at base_version, replace its content,
-        one version later, at `now`, with the vault's next sequence number. A
+        one version later, at `actor.at`, with the vault's next sequence number. A
         compare-and-set: of concurrent updates at one base_version exactly one
         applies, and the others answer Conflict with the item as it then is."""
         ...
@@ -183,7 +190,7 @@ class ItemRepository(Protocol):
         not have. Every change takes the next one, so it counts the changes."""
         ...
 
-    async def purge_tombstones(self, deleted_before: int) -> int:
+    async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         """Forget tombstones deleted before that time (they answer NOT_FOUND
         from then on); the number purged. In the same transaction, each vault's
         purge horizon rises to the highest sequence purged from it (never falls):
@@ -217,15 +224,15 @@ class ChangeFeed(Protocol):
 
 
 class TokenRepository(Protocol):
-    async def add_token(self, token: TokenRecord) -> None:
+    async def add_token(self, token: TokenRecord, actor: Actor) -> None:
         """Add a token; UnknownReference without its principal, PrincipalDisabled
         when the principal is disabled."""
         ...
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
         """Atomically add a minted token unless its principal already has `cap`
-        live minted tokens; then add nothing and return when the first of those
-        expires. ParentRevoked when its parent is revoked, PrincipalDisabled when
+        live minted tokens at `actor.at`; then add nothing and return when the first
+        of those expires. ParentRevoked when its parent is revoked, PrincipalDisabled when
         its principal is disabled: checked in the same transaction, so that a
         revocation or a disable that commits first is never outlived by a child."""
         ...
@@ -241,19 +248,13 @@ class TokenRepository(Protocol):
         lookup: every call authenticates, so this is the hottest read there is."""
         ...
 
-    async def revoke_token(self, secret_hash: bytes) -> bool:
-        """Revoke the token with that HMAC and its whole tree (see revoke_token_tree);
-        False when there is none."""
-        ...
-
-    async def revoke_token_id(self, token_id: str) -> bool:
-        """Revoke the token with that public id and its whole tree; False when there is none."""
-        ...
-
-    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+    async def revoke_token_tree(
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+    ) -> list[str] | None:
         """Revoke the token and every token minted from it, transitively, in one
         transaction; the ids revoked by this call, sorted (already revoked ones are
-        not repeated). None when there is no such token."""
+        not repeated). Each revoked token's event is `action`, with the token and
+        the tree's root as its target. None when there is no such token."""
         ...
 
     async def list_tokens(
@@ -291,7 +292,23 @@ class LimitsRepository(Protocol):
         ...
 
 
-class Store(DirectoryRepository, ItemRepository, TokenRepository, LimitsRepository, Protocol):
+class AuditRepository(Protocol):
+    """The audit trail as stored, to export and verify it."""
+
+    async def audit_tenants(self) -> list[str]:
+        """Every tenant with an event or a chain head, sorted."""
+        ...
+
+    async def audit_head(self, tenant_id: str) -> Head | None:
+        """Where the store last wrote the tenant's chain; None before its first event."""
+        ...
+
+    async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
+        """At most `limit` of the tenant's events with a sequence above `after`, ascending."""
+        ...
+
+
+class Store(DirectoryRepository, ItemRepository, TokenRepository, LimitsRepository, AuditRepository, Protocol):
     """Everything a store adapter provides."""
 
     def change_feed(self) -> ChangeFeed:

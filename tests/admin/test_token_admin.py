@@ -9,6 +9,7 @@ import pytest
 
 from tests.admin.conftest import admin, error_line, issue
 from tests.world import PEPPER
+from zkplatform.domain.audit import Actor, ActorKind
 from zkplatform.domain.models import Scope
 from zkplatform.store import open_store
 from zkplatform.wiring import Platform
@@ -23,9 +24,8 @@ async def mint_child(url: str, parent_id: str) -> str:
         parent = await store.get_token(parent_id)
         assert principal is not None
         assert parent is not None
-        issued = await platform.issuer.mint(
-            principal, {Scope.VAULT_ITEMS_READ}, parent.expires_at, "", 50, parent_id=parent_id
-        )
+        by = Actor(ActorKind.PRINCIPAL, parent.issued_at, principal.principal_id, parent_id)
+        issued = await platform.issuer.mint(principal, {Scope.VAULT_ITEMS_READ}, parent.expires_at, "", 50, by=by)
         return issued.record.token_id
     finally:
         await store.close()

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import NOW, content, new
 from tests.store.stores import closing
 from zkplatform.domain.models import ChangePage, Principal, Role, Tenant, Vault
@@ -17,11 +18,11 @@ WAKE_TIMEOUT = 10.0  # seconds; a wake-up comes within a poll interval, this onl
 
 @pytest.fixture
 async def seeded(store: MigratableStore) -> MigratableStore:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await store.add_vault(Vault("v2", "t1", frozenset({"p1"})))
-    await store.add_items([new("i1", now=NOW - 100), new("i2", now=NOW - 100), new("i3", now=NOW - 100)])
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+    await store.add_vault(Vault("v2", "t1", frozenset({"p1"})), OPERATOR)
+    await store.add_items([new("i1", now=NOW - 100), new("i2", now=NOW - 100), new("i3", now=NOW - 100)], OPERATOR)
     return store
 
 
@@ -30,9 +31,9 @@ def shape(page: ChangePage) -> list[tuple[str, int, bool]]:
 
 
 async def test_changes_come_in_sequence_each_item_once_at_its_latest_change(seeded: MigratableStore) -> None:
-    await seeded.update_item("v1", "i1", 1, content("b"), NOW)  # 4
-    await seeded.delete_item("v1", "i2", 1, NOW)  # 5
-    await seeded.update_item("v1", "i1", 2, content("c"), NOW)  # 6
+    await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))  # 4
+    await seeded.delete_item("v1", "i2", 1, at(NOW))  # 5
+    await seeded.update_item("v1", "i1", 2, content("c"), at(NOW))  # 6
 
     page = await seeded.list_changes("v1", 0, 10)
 
@@ -42,7 +43,7 @@ async def test_changes_come_in_sequence_each_item_once_at_its_latest_change(seed
 
 
 async def test_a_page_starts_after_the_cursor_and_stops_at_the_limit(seeded: MigratableStore) -> None:
-    await seeded.create_item(new("i4"))  # 4
+    await seeded.create_item(new("i4"), OPERATOR)  # 4
 
     assert shape(await seeded.list_changes("v1", 1, 2)) == [("i2", 2, False), ("i3", 3, False)]
     assert shape(await seeded.list_changes("v1", 3, 2)) == [("i4", 4, False)]
@@ -51,7 +52,7 @@ async def test_a_page_starts_after_the_cursor_and_stops_at_the_limit(seeded: Mig
 
 
 async def test_changes_of_one_vault_only(seeded: MigratableStore) -> None:
-    await seeded.create_item(new("o1", vault_id="v2"))
+    await seeded.create_item(new("o1", vault_id="v2"), OPERATOR)
 
     assert shape(await seeded.list_changes("v2", 0, 10)) == [("o1", 1, False)]
     assert [c.item.item_id for c in (await seeded.list_changes("v1", 0, 10)).changes] == ["i1", "i2", "i3"]
@@ -64,13 +65,13 @@ async def test_a_vault_the_store_does_not_have_has_no_changes(seeded: Migratable
 async def test_a_purge_raises_the_horizon_of_each_vault_to_the_highest_sequence_it_purged(
     seeded: MigratableStore,
 ) -> None:
-    await seeded.delete_item("v1", "i1", 1, NOW - 50)  # 4
-    await seeded.delete_item("v1", "i2", 1, NOW - 50)  # 5
-    await seeded.delete_item("v1", "i3", 1, NOW + 50)  # 6: too recent to purge
-    await seeded.create_item(new("o1", vault_id="v2"))
-    await seeded.delete_item("v2", "o1", 1, NOW - 50)  # v2: 2
+    await seeded.delete_item("v1", "i1", 1, at(NOW - 50))  # 4
+    await seeded.delete_item("v1", "i2", 1, at(NOW - 50))  # 5
+    await seeded.delete_item("v1", "i3", 1, at(NOW + 50))  # 6: too recent to purge
+    await seeded.create_item(new("o1", vault_id="v2"), OPERATOR)
+    await seeded.delete_item("v2", "o1", 1, at(NOW - 50))  # v2: 2
 
-    assert await seeded.purge_tombstones(NOW) == 3
+    assert await seeded.purge_tombstones(NOW, OPERATOR) == 3
 
     v1 = await seeded.list_changes("v1", 0, 10)
     assert (shape(v1), v1.sequence, v1.purge_horizon) == ([("i3", 6, True)], 6, 5)
@@ -78,20 +79,20 @@ async def test_a_purge_raises_the_horizon_of_each_vault_to_the_highest_sequence_
 
 
 async def test_the_horizon_never_falls(seeded: MigratableStore) -> None:
-    await seeded.delete_item("v1", "i3", 1, NOW - 50)  # 4
-    await seeded.purge_tombstones(NOW)
-    await seeded.delete_item("v1", "i1", 1, NOW - 50)  # 5
-    await seeded.create_item(new("i3", now=NOW - 50))  # 6: the id is free again
-    await seeded.delete_item("v1", "i3", 1, NOW - 50)  # 7
-    await seeded.purge_tombstones(NOW)
+    await seeded.delete_item("v1", "i3", 1, at(NOW - 50))  # 4
+    await seeded.purge_tombstones(NOW, OPERATOR)
+    await seeded.delete_item("v1", "i1", 1, at(NOW - 50))  # 5
+    await seeded.create_item(new("i3", now=NOW - 50), OPERATOR)  # 6: the id is free again
+    await seeded.delete_item("v1", "i3", 1, at(NOW - 50))  # 7
+    await seeded.purge_tombstones(NOW, OPERATOR)
     assert (await seeded.list_changes("v1", 0, 10)).purge_horizon == 7
 
-    assert await seeded.purge_tombstones(NOW) == 0
+    assert await seeded.purge_tombstones(NOW, OPERATOR) == 0
     assert (await seeded.list_changes("v1", 0, 10)).purge_horizon == 7
 
 
 async def test_a_purge_of_nothing_leaves_the_horizon(seeded: MigratableStore) -> None:
-    assert await seeded.purge_tombstones(NOW) == 0
+    assert await seeded.purge_tombstones(NOW, OPERATOR) == 0
     assert (await seeded.list_changes("v1", 0, 10)).purge_horizon == 0
 
 
@@ -99,9 +100,9 @@ async def test_a_change_wakes_the_watches_of_its_vault(seeded: MigratableStore) 
     feed = seeded.change_feed()
     watching = feed.subscribe("v1")
     try:
-        await seeded.update_item("v1", "i1", 1, content("b"), NOW)
+        await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
-        await seeded.delete_item("v1", "i1", 2, NOW)
+        await seeded.delete_item("v1", "i1", 2, at(NOW))
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
     finally:
         watching.close()
@@ -122,7 +123,7 @@ async def test_a_change_made_through_another_store_wakes_the_watches(
         # the poller has read the sequences it compares with).
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
         async with closing(open_store(url)) as other:
-            await other.create_item(new("far"))
+            await other.create_item(new("far"), OPERATOR)
             await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
         assert shape(await seeded.list_changes("v1", 3, 10)) == [("far", 4, False)]
     finally:

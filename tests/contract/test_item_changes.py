@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from zkplatform.domain.models import (
     EncryptedPayload,
     Item,
@@ -40,12 +41,12 @@ def new(item_id: str, vault_id: str = "v1", tenant_id: str = "t1", tag: str = "a
 
 @pytest.fixture
 async def seeded(store: MigratableStore) -> MigratableStore:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_tenant(Tenant("t2"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await store.add_vault(Vault("v2", "t1", frozenset()))
-    await store.add_items([new("i1", now=NOW - 100), new("i2", now=NOW - 100)])
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_tenant(Tenant("t2"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+    await store.add_vault(Vault("v2", "t1", frozenset()), OPERATOR)
+    await store.add_items([new("i1", now=NOW - 100), new("i2", now=NOW - 100)], OPERATOR)
     return store
 
 
@@ -53,21 +54,23 @@ async def seeded(store: MigratableStore) -> MigratableStore:
 
 
 async def test_create_stores_the_item_with_the_next_sequence(seeded: MigratableStore) -> None:
-    outcome = await seeded.create_item(new("n1"))
+    outcome = await seeded.create_item(new("n1"), OPERATOR)
 
     assert outcome == Created(ItemChange(new("n1"), 3))
     assert await seeded.get_item("v1", "n1") == new("n1")
     assert await seeded.vault_sequence("v1") == 3
-    assert await seeded.create_item(new("n1", vault_id="v2")) == Created(ItemChange(new("n1", vault_id="v2"), 1))
+    assert await seeded.create_item(new("n1", vault_id="v2"), OPERATOR) == Created(
+        ItemChange(new("n1", vault_id="v2"), 1)
+    )
 
 
 async def test_create_of_a_taken_id_changes_nothing_and_answers_the_item(seeded: MigratableStore) -> None:
-    await seeded.create_item(new("n1"))
-    await seeded.delete_item("v1", "i2", 1, NOW)
+    await seeded.create_item(new("n1"), OPERATOR)
+    await seeded.delete_item("v1", "i2", 1, at(NOW))
 
-    assert await seeded.create_item(new("n1", tag="b", now=NOW + 5)) == Existing(ItemChange(new("n1"), 3))
+    assert await seeded.create_item(new("n1", tag="b", now=NOW + 5), OPERATOR) == Existing(ItemChange(new("n1"), 3))
     tombstone = new("i2", now=NOW - 100).tombstone(NOW)
-    assert await seeded.create_item(new("i2")) == Existing(ItemChange(tombstone, 4))
+    assert await seeded.create_item(new("i2"), OPERATOR) == Existing(ItemChange(tombstone, 4))
     assert await seeded.get_item("v1", "n1") == new("n1")
     assert await seeded.vault_sequence("v1") == 4
 
@@ -75,20 +78,20 @@ async def test_create_of_a_taken_id_changes_nothing_and_answers_the_item(seeded:
 async def test_create_needs_the_vault_in_the_items_tenant(seeded: MigratableStore) -> None:
     for item in (new("n1", vault_id="v9"), new("n1", tenant_id="t2")):
         with pytest.raises(UnknownReference, match="no vault"):
-            await seeded.create_item(item)
+            await seeded.create_item(item, OPERATOR)
     assert await seeded.get_item("v1", "n1") is None
     assert await seeded.vault_sequence("v1") == 2
 
 
 async def test_a_purged_tombstones_id_may_be_created_again(seeded: MigratableStore) -> None:
-    await seeded.delete_item("v1", "i1", 1, NOW - 50)
-    await seeded.purge_tombstones(NOW)
+    await seeded.delete_item("v1", "i1", 1, at(NOW - 50))
+    await seeded.purge_tombstones(NOW, OPERATOR)
 
-    assert await seeded.create_item(new("i1", tag="b")) == Created(ItemChange(new("i1", tag="b"), 4))
+    assert await seeded.create_item(new("i1", tag="b"), OPERATOR) == Created(ItemChange(new("i1", tag="b"), 4))
 
 
 async def test_concurrent_creates_of_one_id_store_one(seeded: MigratableStore) -> None:
-    outcomes = await asyncio.gather(*(seeded.create_item(new("n1", tag=str(n))) for n in range(20)))
+    outcomes = await asyncio.gather(*(seeded.create_item(new("n1", tag=str(n)), OPERATOR) for n in range(20)))
 
     created = [o for o in outcomes if isinstance(o, Created)]
     assert len(created) == 1
@@ -100,7 +103,7 @@ async def test_concurrent_creates_of_one_id_store_one(seeded: MigratableStore) -
 
 
 async def test_concurrent_creates_of_many_ids_take_one_number_each(seeded: MigratableStore) -> None:
-    outcomes = await asyncio.gather(*(seeded.create_item(new(f"n{n}")) for n in range(20)))
+    outcomes = await asyncio.gather(*(seeded.create_item(new(f"n{n}"), OPERATOR) for n in range(20)))
 
     assert all(isinstance(o, Created) for o in outcomes)
     assert sorted(o.change.sequence for o in outcomes if isinstance(o, Created)) == list(range(3, 23))
@@ -111,36 +114,36 @@ async def test_concurrent_creates_of_many_ids_take_one_number_each(seeded: Migra
 
 
 async def test_update_replaces_the_content_one_version_later(seeded: MigratableStore) -> None:
-    outcome = await seeded.update_item("v1", "i1", 1, content("b"), NOW)
+    outcome = await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
 
     expected = replace(new("i1", tag="b"), version=2)
     assert outcome == ItemChange(expected, 3)
     assert await seeded.get_item("v1", "i1") == expected
     assert await seeded.vault_sequence("v1") == 3
-    assert await seeded.update_item("v1", "i1", 2, content("c"), NOW + 1) == ItemChange(
+    assert await seeded.update_item("v1", "i1", 2, content("c"), at(NOW + 1)) == ItemChange(
         replace(new("i1", tag="c", now=NOW + 1), version=3), 4
     )
 
 
 async def test_update_that_does_not_apply_answers_the_item_as_it_is(seeded: MigratableStore) -> None:
-    changed = await seeded.update_item("v1", "i1", 1, content("b"), NOW)
-    deleted = await seeded.delete_item("v1", "i2", 1, NOW)
+    changed = await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
+    deleted = await seeded.delete_item("v1", "i2", 1, at(NOW))
     assert isinstance(changed, ItemChange)
     assert isinstance(deleted, ItemChange)
 
-    assert await seeded.update_item("v1", "i1", 1, content("c"), NOW + 1) == Conflict(changed)
-    assert await seeded.update_item("v1", "i1", 5, content("c"), NOW + 1) == Conflict(changed)
-    assert await seeded.update_item("v1", "i2", 1, content("c"), NOW + 1) == Conflict(deleted)
-    assert await seeded.update_item("v1", "i2", 2, content("c"), NOW + 1) == Conflict(deleted)
-    assert await seeded.update_item("v1", "nope", 1, content("c"), NOW + 1) == Missing()
-    assert await seeded.update_item("v2", "i1", 1, content("c"), NOW + 1) == Missing()
+    assert await seeded.update_item("v1", "i1", 1, content("c"), at(NOW + 1)) == Conflict(changed)
+    assert await seeded.update_item("v1", "i1", 5, content("c"), at(NOW + 1)) == Conflict(changed)
+    assert await seeded.update_item("v1", "i2", 1, content("c"), at(NOW + 1)) == Conflict(deleted)
+    assert await seeded.update_item("v1", "i2", 2, content("c"), at(NOW + 1)) == Conflict(deleted)
+    assert await seeded.update_item("v1", "nope", 1, content("c"), at(NOW + 1)) == Missing()
+    assert await seeded.update_item("v2", "i1", 1, content("c"), at(NOW + 1)) == Missing()
     assert await seeded.vault_sequence("v1") == 4
     assert await seeded.vault_sequence("v2") == 0
 
 
 async def test_concurrent_updates_at_one_version_make_one_change(seeded: MigratableStore) -> None:
     outcomes = await asyncio.gather(
-        *(seeded.update_item("v1", "i1", 1, content(str(n)), NOW) for n in range(20)),
+        *(seeded.update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(20)),
     )
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
@@ -155,8 +158,8 @@ async def test_concurrent_updates_at_one_version_make_one_change(seeded: Migrata
 
 async def test_concurrent_updates_and_deletes_of_one_version(seeded: MigratableStore) -> None:
     outcomes = await asyncio.gather(
-        *(seeded.update_item("v1", "i1", 1, content(str(n)), NOW) for n in range(10)),
-        *(seeded.delete_item("v1", "i1", 1, NOW) for _ in range(10)),
+        *(seeded.update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(10)),
+        *(seeded.delete_item("v1", "i1", 1, at(NOW)) for _ in range(10)),
     )
 
     changed = {o for o in outcomes if isinstance(o, ItemChange) and o.sequence == 3}
@@ -168,7 +171,7 @@ async def test_concurrent_updates_and_deletes_of_one_version(seeded: MigratableS
 
 
 async def test_list_pages_by_item_id(seeded: MigratableStore) -> None:
-    await seeded.add_items([new(f"k{n:02}") for n in range(10)])
+    await seeded.add_items([new(f"k{n:02}") for n in range(10)], OPERATOR)
     stored = {i.item_id: i for i in [*(new(f"k{n:02}") for n in range(10)), new("i1", now=NOW - 100)]}
 
     first = await seeded.list_items("v1", "", 4, show_deleted=False)
@@ -182,9 +185,9 @@ async def test_list_pages_by_item_id(seeded: MigratableStore) -> None:
 
 
 async def test_list_shows_tombstones_only_when_asked(seeded: MigratableStore) -> None:
-    await seeded.add_items([new("a"), new("b"), new("c"), new("d")])
+    await seeded.add_items([new("a"), new("b"), new("c"), new("d")], OPERATOR)
     for item_id in ("a", "b", "d", "i1"):
-        await seeded.delete_item("v1", item_id, 1, NOW)
+        await seeded.delete_item("v1", item_id, 1, at(NOW))
 
     live = await seeded.list_items("v1", "", 10, show_deleted=False)
     assert [i.item_id for i in live.items] == ["c", "i2"]
@@ -207,8 +210,8 @@ async def test_list_shows_tombstones_only_when_asked(seeded: MigratableStore) ->
 async def test_list_of_an_empty_or_unknown_vault(seeded: MigratableStore) -> None:
     assert await seeded.list_items("v2", "", 10, show_deleted=True) == ItemPage((), 0)
     assert await seeded.list_items("nowhere", "", 10, show_deleted=True) == ItemPage((), 0)
-    await seeded.create_item(new("x", vault_id="v2"))
-    await seeded.delete_item("v2", "x", 1, NOW)
+    await seeded.create_item(new("x", vault_id="v2"), OPERATOR)
+    await seeded.delete_item("v2", "x", 1, at(NOW))
     assert await seeded.list_items("v2", "", 10, show_deleted=False) == ItemPage((), 2)
 
 
@@ -216,11 +219,11 @@ async def test_list_reads_the_sequence_in_the_items_snapshot(seeded: MigratableS
     """Whatever commits while pages are read, each page's sequence is the one its items are at:
     the sequence counts the changes, so a page that shows n updates of `hot` says 2 + n + its
     creations."""
-    await seeded.create_item(new("hot"))  # sequence 3
+    await seeded.create_item(new("hot"), OPERATOR)  # sequence 3
 
     async def updates() -> None:
         for version in range(1, 41):
-            await seeded.update_item("v1", "hot", version, content(str(version)), NOW)
+            await seeded.update_item("v1", "hot", version, content(str(version)), at(NOW))
 
     async def pages() -> list[ItemPage]:
         return [await seeded.list_items("v1", "", 10, show_deleted=False) for _ in range(40)]

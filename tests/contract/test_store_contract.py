@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from zkplatform.domain.models import (
     EncryptedPayload,
     Item,
@@ -60,14 +61,14 @@ def token(token_id: str, principal_id: str = "p1", *, minted: bool = True, expir
 
 @pytest.fixture
 async def seeded(store: MigratableStore) -> MigratableStore:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_tenant(Tenant("t2"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_principal(Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ})))
-    await store.add_principal(Principal("q1", "t2", Role.SERVICE, frozenset()))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1", "p2"})))
-    await store.add_vault(Vault("v2", "t1", frozenset()))
-    await store.add_items([item("i1"), item("i2"), item("i3")])
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_tenant(Tenant("t2"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_principal(Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ})), OPERATOR)
+    await store.add_principal(Principal("q1", "t2", Role.SERVICE, frozenset()), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1", "p2"})), OPERATOR)
+    await store.add_vault(Vault("v2", "t1", frozenset()), OPERATOR)
+    await store.add_items([item("i1"), item("i2"), item("i3")], OPERATOR)
     return store
 
 
@@ -84,20 +85,20 @@ async def test_directory_round_trips(seeded: MigratableStore) -> None:
 
 async def test_duplicates_are_refused(seeded: MigratableStore) -> None:
     with pytest.raises(AlreadyExists):
-        await seeded.add_tenant(Tenant("t1"))
+        await seeded.add_tenant(Tenant("t1"), OPERATOR)
     with pytest.raises(AlreadyExists):
-        await seeded.add_principal(Principal("p1", "t1", Role.OWNER, frozenset()))
+        await seeded.add_principal(Principal("p1", "t1", Role.OWNER, frozenset()), OPERATOR)
     with pytest.raises(AlreadyExists):
-        await seeded.add_vault(Vault("v1", "t1", frozenset()))
+        await seeded.add_vault(Vault("v1", "t1", frozenset()), OPERATOR)
 
 
 async def test_references_must_exist_within_the_tenant(seeded: MigratableStore) -> None:
     with pytest.raises(UnknownReference):
-        await seeded.add_principal(Principal("p9", "t9", Role.OWNER, frozenset()))
+        await seeded.add_principal(Principal("p9", "t9", Role.OWNER, frozenset()), OPERATOR)
     with pytest.raises(UnknownReference):
-        await seeded.add_vault(Vault("v9", "t9", frozenset()))
+        await seeded.add_vault(Vault("v9", "t9", frozenset()), OPERATOR)
     with pytest.raises(UnknownReference):
-        await seeded.add_vault(Vault("v9", "t1", frozenset({"q1"})))  # q1 is in t2
+        await seeded.add_vault(Vault("v9", "t1", frozenset({"q1"})), OPERATOR)  # q1 is in t2
     assert await seeded.get_vault("v9") is None
 
 
@@ -112,7 +113,7 @@ async def test_items_round_trip_and_take_sequence_numbers(seeded: MigratableStor
 
 
 async def test_reads_answer_the_last_committed_state(seeded: MigratableStore) -> None:
-    tombstone = await seeded.delete_item("v1", "i1", 1, NOW)
+    tombstone = await seeded.delete_item("v1", "i1", 1, at(NOW))
     assert isinstance(tombstone, Tombstone)
 
     assert await seeded.get_item("v1", "i1") == tombstone.item  # a tombstone is read like an item
@@ -123,7 +124,7 @@ async def test_reads_answer_the_last_committed_state(seeded: MigratableStore) ->
     assert await seeded.vault_sequence("v2") == 0  # before any change
     assert await seeded.vault_sequence("nowhere") == 0
 
-    assert await seeded.purge_tombstones(NOW + 1) == 1
+    assert await seeded.purge_tombstones(NOW + 1, OPERATOR) == 1
     assert await seeded.get_item("v1", "i1") is None
     assert await seeded.vault_sequence("v1") == 4  # a purge is not a change
 
@@ -136,7 +137,7 @@ async def test_add_items_is_all_or_none(seeded: MigratableStore) -> None:
         ([item("n1"), item("n2", tenant_id="t2")], UnknownReference, "in tenant t2"),
     ):
         with pytest.raises(error, match=names):
-            await seeded.add_items(batch)
+            await seeded.add_items(batch, OPERATOR)
         assert await seeded.get_item("v1", "n1") is None
         assert await seeded.vault_sequence("v1") == 3
 
@@ -150,7 +151,7 @@ def generated(count: int, then: Item | None = None) -> Iterator[Item]:
 
 
 async def test_add_items_consumes_a_generator_once(seeded: MigratableStore) -> None:
-    await seeded.add_items(generated(LATE))
+    await seeded.add_items(generated(LATE), OPERATOR)
 
     assert await seeded.vault_sequence("v1") == 3 + (LATE + 1) // 2
     assert await seeded.vault_sequence("v2") == LATE // 2
@@ -159,7 +160,7 @@ async def test_add_items_consumes_a_generator_once(seeded: MigratableStore) -> N
         f"g{LATE - 1}", vault_id=f"v{1 + (LATE - 1) % 2}"
     )
     # Each vault's items took its next numbers in the order given: the last one, the vault's latest.
-    outcome = await seeded.delete_item("v2", "g1", 1, NOW)
+    outcome = await seeded.delete_item("v2", "g1", 1, at(NOW))
     assert isinstance(outcome, Tombstone)
     assert outcome.sequence == LATE // 2 + 1
 
@@ -186,7 +187,7 @@ async def test_a_failure_in_a_late_chunk_stores_nothing(
     seeded: MigratableStore, last: Item, error: type[Exception], names: str
 ) -> None:
     with pytest.raises(error, match=names):
-        await seeded.add_items(generated(LATE, then=last))
+        await seeded.add_items(generated(LATE, then=last), OPERATOR)
 
     assert await seeded.get_item("v1", "g0") is None
     assert await seeded.get_item("v2", "g1") is None
@@ -196,26 +197,26 @@ async def test_a_failure_in_a_late_chunk_stores_nothing(
 
 async def test_a_failing_source_of_items_stores_nothing(seeded: MigratableStore) -> None:
     with pytest.raises(_BrokenImport):
-        await seeded.add_items(broken_import(LATE))
+        await seeded.add_items(broken_import(LATE), OPERATOR)
 
     assert await seeded.get_item("v1", "g0") is None
     assert await seeded.vault_sequence("v1") == 3
     assert await seeded.vault_sequence("v2") == 0
-    await seeded.add_items(generated(2))  # and the store goes on
+    await seeded.add_items(generated(2), OPERATOR)  # and the store goes on
     assert await seeded.vault_sequence("v1") == 4
 
 
 async def test_add_items_names_the_first_item_that_cannot_be_added(seeded: MigratableStore) -> None:
     with pytest.raises(UnknownReference, match="no vault v9"):
-        await seeded.add_items([item("n1"), item("n2", vault_id="v9"), item("i1")])
+        await seeded.add_items([item("n1"), item("n2", vault_id="v9"), item("i1")], OPERATOR)
     with pytest.raises(AlreadyExists, match="item i1 in vault v1"):
-        await seeded.add_items([item("n1"), item("i1"), item("n2", vault_id="v9")])
+        await seeded.add_items([item("n1"), item("i1"), item("n2", vault_id="v9")], OPERATOR)
     assert await seeded.get_item("v1", "n1") is None
     assert await seeded.vault_sequence("v1") == 3
 
 
 async def test_delete_makes_a_tombstone_with_the_next_sequence(seeded: MigratableStore) -> None:
-    outcome = await seeded.delete_item("v1", "i2", 1, NOW)
+    outcome = await seeded.delete_item("v1", "i2", 1, at(NOW))
 
     expected = replace(
         item("i2"), version=2, title_hash="", updated_at=NOW, payload=None, wrapped_keys=(), deleted=True
@@ -226,23 +227,23 @@ async def test_delete_makes_a_tombstone_with_the_next_sequence(seeded: Migratabl
 
 
 async def test_delete_of_a_tombstone_answers_the_first_delete(seeded: MigratableStore) -> None:
-    first = await seeded.delete_item("v1", "i1", 1, NOW)
+    first = await seeded.delete_item("v1", "i1", 1, at(NOW))
 
-    assert await seeded.delete_item("v1", "i1", 1, NOW + 50) == first
-    assert await seeded.delete_item("v1", "i1", 7, NOW + 60) == first
+    assert await seeded.delete_item("v1", "i1", 1, at(NOW + 50)) == first
+    assert await seeded.delete_item("v1", "i1", 7, at(NOW + 60)) == first
     assert await seeded.vault_sequence("v1") == 4
 
 
 async def test_stale_and_missing(seeded: MigratableStore) -> None:
-    assert await seeded.delete_item("v1", "i1", 2, NOW) == Stale(1)
-    assert await seeded.delete_item("v1", "nope", 1, NOW) == Missing()
-    assert await seeded.delete_item("v2", "i1", 1, NOW) == Missing()
+    assert await seeded.delete_item("v1", "i1", 2, at(NOW)) == Stale(1)
+    assert await seeded.delete_item("v1", "nope", 1, at(NOW)) == Missing()
+    assert await seeded.delete_item("v2", "i1", 1, at(NOW)) == Missing()
     assert await seeded.vault_sequence("v1") == 3
     assert await seeded.get_item("v1", "i1") == item("i1")
 
 
 async def test_concurrent_deletes_make_one_change(seeded: MigratableStore) -> None:
-    outcomes = await asyncio.gather(*(seeded.delete_item("v1", "i3", 1, NOW) for _ in range(50)))
+    outcomes = await asyncio.gather(*(seeded.delete_item("v1", "i3", 1, at(NOW)) for _ in range(50)))
 
     assert len(set(outcomes)) == 1
     assert isinstance(outcomes[0], Tombstone)
@@ -253,13 +254,13 @@ async def test_concurrent_deletes_make_one_change(seeded: MigratableStore) -> No
 async def test_concurrent_use_cases_fail_alone(seeded: MigratableStore) -> None:
     """A failing use case among concurrent ones changes nothing, and the others all stand
     (the SQLite store commits concurrent writes together, each in its own savepoint)."""
-    await seeded.add_items([item(f"c{n}") for n in range(20)])
+    await seeded.add_items([item(f"c{n}") for n in range(20)], OPERATOR)
     before = await seeded.vault_sequence("v1")
 
     outcomes = await asyncio.gather(
-        *(seeded.delete_item("v1", f"c{n}", 1, NOW) for n in range(10)),
-        seeded.add_items([item("fresh"), item("i1")]),  # i1 exists: all or none
-        *(seeded.delete_item("v1", f"c{n}", 1, NOW) for n in range(10, 20)),
+        *(seeded.delete_item("v1", f"c{n}", 1, at(NOW)) for n in range(10)),
+        seeded.add_items([item("fresh"), item("i1")], OPERATOR),  # i1 exists: all or none
+        *(seeded.delete_item("v1", f"c{n}", 1, at(NOW)) for n in range(10, 20)),
         return_exceptions=True,
     )
 
@@ -272,16 +273,16 @@ async def test_concurrent_use_cases_fail_alone(seeded: MigratableStore) -> None:
 
 
 async def test_purge_forgets_old_tombstones_only(seeded: MigratableStore) -> None:
-    await seeded.delete_item("v1", "i1", 1, NOW - 1000)
-    await seeded.delete_item("v1", "i2", 1, NOW)
+    await seeded.delete_item("v1", "i1", 1, at(NOW - 1000))
+    await seeded.delete_item("v1", "i2", 1, at(NOW))
 
-    assert await seeded.purge_tombstones(NOW - 500) == 1
+    assert await seeded.purge_tombstones(NOW - 500, OPERATOR) == 1
 
     assert await seeded.get_item("v1", "i1") is None
-    assert await seeded.delete_item("v1", "i1", 2, NOW) == Missing()
+    assert await seeded.delete_item("v1", "i1", 2, at(NOW)) == Missing()
     assert (await seeded.get_item("v1", "i2")) is not None
     assert await seeded.get_item("v1", "i3") == item("i3")
-    assert await seeded.purge_tombstones(NOW - 500) == 0
+    assert await seeded.purge_tombstones(NOW - 500, OPERATOR) == 0
 
 
 # tokens
@@ -289,46 +290,41 @@ async def test_purge_forgets_old_tombstones_only(seeded: MigratableStore) -> Non
 
 async def test_tokens_round_trip_and_revoke(seeded: MigratableStore) -> None:
     record = replace(token("tok_a"), pop_key_id="k" * 43)
-    await seeded.add_token(record)
+    await seeded.add_token(record, OPERATOR)
 
     assert await seeded.find_token(record.secret_hash) == record
     assert await seeded.find_token(b"x" * 32) is None
     assert await seeded.find_token_with_principal(record.secret_hash) == (record, await seeded.get_principal("p1"))
     assert await seeded.find_token_with_principal(b"x" * 32) is None
-    assert await seeded.revoke_token(record.secret_hash)
+    assert await seeded.revoke_token_tree("tok_a", OPERATOR) == ["tok_a"]
     assert await seeded.find_token(record.secret_hash) == replace(record, revoked=True)
-    assert not await seeded.revoke_token(b"x" * 32)
-    await seeded.add_token(token("tok_b"))
-    assert await seeded.revoke_token_id("tok_b")
-    assert not await seeded.revoke_token_id("tok_nope")
-    found = await seeded.find_token(token("tok_b").secret_hash)
-    assert found is not None
-    assert found.revoked
+    assert await seeded.revoke_token_tree("tok_a", OPERATOR) == []  # already revoked
+    assert await seeded.revoke_token_tree("tok_nope", OPERATOR) is None
 
 
 async def test_token_for_an_unknown_principal_is_refused(seeded: MigratableStore) -> None:
     with pytest.raises(UnknownReference):
-        await seeded.add_token(token("tok_x", principal_id="nobody"))
-    await seeded.add_token(token("tok_y"))
+        await seeded.add_token(token("tok_x", principal_id="nobody"), OPERATOR)
+    await seeded.add_token(token("tok_y"), OPERATOR)
     with pytest.raises(AlreadyExists):
-        await seeded.add_token(token("tok_y"))
+        await seeded.add_token(token("tok_y"), OPERATOR)
 
 
 async def test_minted_token_cap_counts_live_minted_tokens_only(seeded: MigratableStore) -> None:
-    await seeded.add_token(token("tok_op", minted=False))
-    await seeded.add_token(token("tok_old", expires_at=NOW - 1))
-    await seeded.add_token(token("tok_rev"))
-    await seeded.revoke_token_id("tok_rev")
-    assert await seeded.add_minted_token(token("tok_1", expires_at=NOW + 100), 2, NOW) is None
-    assert await seeded.add_minted_token(token("tok_2", expires_at=NOW + 300), 2, NOW) is None
+    await seeded.add_token(token("tok_op", minted=False), OPERATOR)
+    await seeded.add_token(token("tok_old", expires_at=NOW - 1), OPERATOR)
+    await seeded.add_token(token("tok_rev"), OPERATOR)
+    await seeded.revoke_token_tree("tok_rev", OPERATOR)
+    assert await seeded.add_minted_token(token("tok_1", expires_at=NOW + 100), 2, at(NOW)) is None
+    assert await seeded.add_minted_token(token("tok_2", expires_at=NOW + 300), 2, at(NOW)) is None
 
-    assert await seeded.add_minted_token(token("tok_3"), 2, NOW) == NOW + 100
+    assert await seeded.add_minted_token(token("tok_3"), 2, at(NOW)) == NOW + 100
     assert await seeded.find_token(token("tok_3").secret_hash) is None
-    assert await seeded.add_minted_token(token("tok_3"), 2, NOW + 100) is None
+    assert await seeded.add_minted_token(token("tok_3"), 2, at(NOW + 100)) is None
 
 
 async def test_concurrent_mints_never_exceed_the_cap(seeded: MigratableStore) -> None:
-    results = await asyncio.gather(*(seeded.add_minted_token(token(f"tok_{n}"), 5, NOW) for n in range(20)))
+    results = await asyncio.gather(*(seeded.add_minted_token(token(f"tok_{n}"), 5, at(NOW)) for n in range(20)))
 
     assert sum(result is None for result in results) == 5
 

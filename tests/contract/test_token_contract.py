@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from tests.contract.test_store_contract import NOW, token
 from zkplatform.domain.models import Principal, Role, Scope, Tenant, TokenRecord, Vault
 from zkplatform.repository import ParentRevoked, PrincipalDisabled, UnknownReference
@@ -20,21 +21,21 @@ def child(token_id: str, parent: str, principal_id: str = "p1", *, issued_at: in
 
 @pytest.fixture
 async def seeded(store: MigratableStore) -> MigratableStore:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_tenant(Tenant("t2"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_principal(Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ})))
-    await store.add_principal(Principal("q1", "t2", Role.SERVICE, frozenset()))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_tenant(Tenant("t2"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_principal(Principal("p2", "t1", Role.MEMBER, frozenset({Scope.VAULT_ITEMS_READ})), OPERATOR)
+    await store.add_principal(Principal("q1", "t2", Role.SERVICE, frozenset()), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
     return store
 
 
 async def tree(store: MigratableStore) -> None:
     """root -> a -> a1 -> a11, root -> b; and an unrelated token of the same principal."""
-    await store.add_token(token("tok_root", minted=False))
+    await store.add_token(token("tok_root", minted=False), OPERATOR)
     for token_id, parent in (("tok_a", "tok_root"), ("tok_b", "tok_root"), ("tok_a1", "tok_a"), ("tok_a11", "tok_a1")):
-        assert await store.add_minted_token(child(token_id, parent), 50, NOW) is None
-    await store.add_token(token("tok_other", minted=False))
+        assert await store.add_minted_token(child(token_id, parent), 50, at(NOW)) is None
+    await store.add_token(token("tok_other", minted=False), OPERATOR)
 
 
 async def revoked(store: MigratableStore, *token_ids: str) -> list[bool]:
@@ -45,23 +46,19 @@ async def revoked(store: MigratableStore, *token_ids: str) -> list[bool]:
 async def test_revoking_a_token_revokes_its_whole_subtree_and_nothing_else(seeded: MigratableStore) -> None:
     await tree(seeded)
 
-    assert await seeded.revoke_token_tree("tok_a") == ["tok_a", "tok_a1", "tok_a11"]
+    assert await seeded.revoke_token_tree("tok_a", OPERATOR) == ["tok_a", "tok_a1", "tok_a11"]
 
     assert await revoked(seeded, "tok_a", "tok_a1", "tok_a11") == [True, True, True]
     assert await revoked(seeded, "tok_root", "tok_b", "tok_other") == [False, False, False]
-    assert await seeded.revoke_token_tree("tok_a") == []  # already revoked: nothing new
-    assert await seeded.revoke_token_tree("tok_root") == ["tok_b", "tok_root"]
-    assert await seeded.revoke_token_tree("tok_nope") is None
+    assert await seeded.revoke_token_tree("tok_a", OPERATOR) == []  # already revoked: nothing new
+    assert await seeded.revoke_token_tree("tok_root", OPERATOR) == ["tok_b", "tok_root"]
+    assert await seeded.revoke_token_tree("tok_nope", OPERATOR) is None
 
 
-@pytest.mark.parametrize("how", ["by id", "by hash"])
-async def test_the_older_revocations_cascade_too(seeded: MigratableStore, how: str) -> None:
+async def test_a_revocation_cascades_down_the_tree_only(seeded: MigratableStore) -> None:
     await tree(seeded)
 
-    if how == "by id":
-        assert await seeded.revoke_token_id("tok_root")
-    else:
-        assert await seeded.revoke_token(token("tok_root").secret_hash)
+    assert await seeded.revoke_token_tree("tok_root", OPERATOR)
 
     assert await revoked(seeded, "tok_root", "tok_a", "tok_b", "tok_a1", "tok_a11") == [True] * 5
     assert await revoked(seeded, "tok_other") == [False]
@@ -80,23 +77,23 @@ async def test_a_token_remembers_its_parent(seeded: MigratableStore) -> None:
 
 async def test_no_child_is_minted_from_a_revoked_parent(seeded: MigratableStore) -> None:
     await tree(seeded)
-    await seeded.revoke_token_tree("tok_a")
+    await seeded.revoke_token_tree("tok_a", OPERATOR)
 
     with pytest.raises(ParentRevoked):
-        await seeded.add_minted_token(child("tok_late", "tok_a1"), 50, NOW)
+        await seeded.add_minted_token(child("tok_late", "tok_a1"), 50, at(NOW))
 
     assert await seeded.get_token("tok_late") is None
 
 
 async def test_concurrent_mints_and_a_revocation_leave_no_live_child(seeded: MigratableStore) -> None:
-    await seeded.add_token(token("tok_root", minted=False))
+    await seeded.add_token(token("tok_root", minted=False), OPERATOR)
 
     async def mint(n: int) -> None:
         with contextlib.suppress(ParentRevoked):
-            await seeded.add_minted_token(child(f"tok_c{n}", "tok_root"), 50, NOW)
+            await seeded.add_minted_token(child(f"tok_c{n}", "tok_root"), 50, at(NOW))
 
     await asyncio.gather(
-        *(mint(n) for n in range(10)), seeded.revoke_token_tree("tok_root"), *(mint(n) for n in range(10, 20))
+        *(mint(n) for n in range(10)), seeded.revoke_token_tree("tok_root", OPERATOR), *(mint(n) for n in range(10, 20))
     )
 
     children = [await seeded.get_token(f"tok_c{n}") for n in range(20)]
@@ -105,9 +102,9 @@ async def test_concurrent_mints_and_a_revocation_leave_no_live_child(seeded: Mig
 
 async def test_disabling_a_principal_revokes_its_tokens_and_refuses_new_ones(seeded: MigratableStore) -> None:
     await tree(seeded)
-    await seeded.add_token(token("tok_p2", "p2", minted=False))
+    await seeded.add_token(token("tok_p2", "p2", minted=False), OPERATOR)
 
-    assert await seeded.set_principal_disabled("p1", disabled=True) == sorted(
+    assert await seeded.set_principal_disabled("p1", OPERATOR, disabled=True) == sorted(
         ["tok_root", "tok_a", "tok_b", "tok_a1", "tok_a11", "tok_other"]
     )
 
@@ -116,23 +113,23 @@ async def test_disabling_a_principal_revokes_its_tokens_and_refuses_new_ones(see
     assert disabled is not None
     assert disabled.disabled
     with pytest.raises(PrincipalDisabled):
-        await seeded.add_token(token("tok_new", minted=False))
+        await seeded.add_token(token("tok_new", minted=False), OPERATOR)
     with pytest.raises(PrincipalDisabled):
-        await seeded.add_minted_token(token("tok_new"), 50, NOW)
-    assert await seeded.set_principal_disabled("p1", disabled=True) == []
+        await seeded.add_minted_token(token("tok_new"), 50, at(NOW))
+    assert await seeded.set_principal_disabled("p1", OPERATOR, disabled=True) == []
 
-    assert await seeded.set_principal_disabled("p1", disabled=False) == []
-    await seeded.add_token(token("tok_new", minted=False))
+    assert await seeded.set_principal_disabled("p1", OPERATOR, disabled=False) == []
+    await seeded.add_token(token("tok_new", minted=False), OPERATOR)
     assert await revoked(seeded, "tok_root", "tok_new") == [True, False]  # enabling revives nothing
-    assert await seeded.set_principal_disabled("nobody", disabled=True) is None
+    assert await seeded.set_principal_disabled("nobody", OPERATOR, disabled=True) is None
 
 
 async def test_tokens_are_listed_newest_first_in_keyset_pages(seeded: MigratableStore) -> None:
     for n in range(5):
-        await seeded.add_token(replace(token(f"tok_{n}"), issued_at=NOW + n // 2))  # ties broken by id
-    await seeded.add_token(replace(token("tok_p2", "p2"), issued_at=NOW + 9))
-    await seeded.add_principal(Principal("q2", "t2", Role.OWNER, frozenset()))
-    await seeded.add_token(replace(token("tok_t2", "q2"), tenant_id="t2", issued_at=NOW + 9))
+        await seeded.add_token(replace(token(f"tok_{n}"), issued_at=NOW + n // 2), OPERATOR)  # ties broken by id
+    await seeded.add_token(replace(token("tok_p2", "p2"), issued_at=NOW + 9), OPERATOR)
+    await seeded.add_principal(Principal("q2", "t2", Role.OWNER, frozenset()), OPERATOR)
+    await seeded.add_token(replace(token("tok_t2", "q2"), tenant_id="t2", issued_at=NOW + 9), OPERATOR)
 
     def ids(found: list[tuple[TokenRecord, Principal]]) -> list[str]:
         return [record.token_id for record, _ in found]
@@ -147,10 +144,10 @@ async def test_tokens_are_listed_newest_first_in_keyset_pages(seeded: Migratable
 
 
 async def test_only_live_tokens_are_listed_unless_asked(seeded: MigratableStore) -> None:
-    await seeded.add_token(token("tok_live"))
-    await seeded.add_token(token("tok_expired", expires_at=NOW))
-    await seeded.add_token(token("tok_revoked"))
-    await seeded.revoke_token_tree("tok_revoked")
+    await seeded.add_token(token("tok_live"), OPERATOR)
+    await seeded.add_token(token("tok_expired", expires_at=NOW), OPERATOR)
+    await seeded.add_token(token("tok_revoked"), OPERATOR)
+    await seeded.revoke_token_tree("tok_revoked", OPERATOR)
 
     live = await seeded.list_tokens("t1", "p1", live_at=NOW, after=None, limit=10)
     every = await seeded.list_tokens("t1", "p1", live_at=None, after=None, limit=10)
@@ -173,7 +170,7 @@ async def last_use(store: MigratableStore, token_id: str, expected: int | None) 
 
 
 async def test_last_use_is_written_only_when_the_stored_one_is_stale(seeded: MigratableStore) -> None:
-    await seeded.add_token(token("tok_a"))
+    await seeded.add_token(token("tok_a"), OPERATOR)
     assert (await seeded.get_token("tok_a")) == token("tok_a")  # never used: None
 
     await seeded.touch_token("tok_a", NOW, NOW - 59)
@@ -185,7 +182,7 @@ async def test_last_use_is_written_only_when_the_stored_one_is_stale(seeded: Mig
 
 
 async def test_directory_listings(seeded: MigratableStore) -> None:
-    await seeded.add_vault(Vault("v0", "t1", frozenset({"p1", "p2"})))
+    await seeded.add_vault(Vault("v0", "t1", frozenset({"p1", "p2"})), OPERATOR)
 
     assert await seeded.list_tenants() == [Tenant("t1"), Tenant("t2")]
     assert [p.principal_id for p in await seeded.list_principals("t1")] == ["p1", "p2"]
@@ -198,17 +195,17 @@ async def test_directory_listings(seeded: MigratableStore) -> None:
 
 
 async def test_vault_members_are_added_and_removed(seeded: MigratableStore) -> None:
-    assert await seeded.add_vault_member("v1", "p2")
-    assert not await seeded.add_vault_member("v1", "p2")
+    assert await seeded.add_vault_member("v1", "p2", OPERATOR)
+    assert not await seeded.add_vault_member("v1", "p2", OPERATOR)
     assert await seeded.get_vault("v1") == Vault("v1", "t1", frozenset({"p1", "p2"}))
 
-    assert await seeded.remove_vault_member("v1", "p1")
-    assert not await seeded.remove_vault_member("v1", "p1")
+    assert await seeded.remove_vault_member("v1", "p1", OPERATOR)
+    assert not await seeded.remove_vault_member("v1", "p1", OPERATOR)
     assert await seeded.get_vault("v1") == Vault("v1", "t1", frozenset({"p2"}))
 
     with pytest.raises(UnknownReference, match="no principal q1 in tenant t1"):
-        await seeded.add_vault_member("v1", "q1")  # another tenant's principal
+        await seeded.add_vault_member("v1", "q1", OPERATOR)  # another tenant's principal
     with pytest.raises(UnknownReference, match="no vault v9"):
-        await seeded.add_vault_member("v9", "p1")
+        await seeded.add_vault_member("v9", "p1", OPERATOR)
     with pytest.raises(UnknownReference, match="no vault v9"):
-        await seeded.remove_vault_member("v9", "p1")
+        await seeded.remove_vault_member("v9", "p1", OPERATOR)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
+from tests.actors import OPERATOR
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
 from tests.contract.test_store_contract import item
 from tests.e2e.server import Server, run_serve, serving
@@ -179,7 +180,7 @@ def test_answered_deletes_survive_kill_9(tmp_path: Path, store_url: str) -> None
 async def _add_items(url: str, vault_id: str, numbers: range) -> None:
     store = await open_store(url)
     try:
-        await store.add_items([item(f"item-{n}", vault_id=vault_id, tenant_id="acme") for n in numbers])
+        await store.add_items([item(f"item-{n}", vault_id=vault_id, tenant_id="acme") for n in numbers], OPERATOR)
     finally:
         await store.close()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.actors import OPERATOR
 from tests.connect import JSON, PROTO, VAULT_DELETE, Codec, error_of, headers
 from tests.contract.test_store_contract import item
 from tests.e2e.server import Server, serving
@@ -186,7 +187,9 @@ async def _deadline_vault(url: str) -> None:
     """A vault for the deadline test, added through the store as an operator would."""
     store = await open_store(url)
     try:
-        await store.add_vault(Vault("deadline", "acme", frozenset({"alice"})))
-        await store.add_items([item(item_id, vault_id="deadline", tenant_id="acme") for item_id in DEADLINE_ITEMS])
+        await store.add_vault(Vault("deadline", "acme", frozenset({"alice"})), OPERATOR)
+        await store.add_items(
+            [item(item_id, vault_id="deadline", tenant_id="acme") for item_id in DEADLINE_ITEMS], OPERATOR
+        )
     finally:
         await store.close()

@@ -17,6 +17,7 @@ import grpc
 import httpx
 import pytest
 
+from tests.actors import OPERATOR
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, headers
 from tests.contract.test_store_contract import item
 from tests.e2e.server import Server, serving
@@ -53,7 +54,7 @@ def _prepare(url: str) -> World:
         store = await open_store(url)
         try:
             load = [item(f"load-{n}", "acme-private", "acme") for n in range(CLIENTS * ITEMS_PER_CLIENT)]
-            await store.add_items(load)
+            await store.add_items(load, OPERATOR)
         finally:
             await store.close()
         return world

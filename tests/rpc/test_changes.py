@@ -16,6 +16,7 @@ import httpx
 import pytest
 from google.protobuf import json_format
 
+from tests.actors import OPERATOR
 from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import create_app
@@ -125,7 +126,7 @@ async def test_a_cursor_below_the_purge_horizon_is_expired_with_the_lowest_accep
     deleted = vault_pb2.DeleteItemRequest(vault_id=VAULT, item_id="item-3", base_version=1)
     await client.post(f"{SERVICE}/DeleteItem", content=JSON.encode(deleted), headers=headers(JSON, bob))
     clock.advance(10)
-    await world.platform.store.purge_tombstones(clock.now)
+    await world.platform.store.purge_tombstones(clock.now, OPERATOR)
 
     expired = await list_changes(client, JSON, bob, since_sequence=SEEDED)
     accepted = await list_changes(client, JSON, bob, since_sequence=SEEDED + 1)
@@ -233,7 +234,7 @@ async def test_a_watch_sends_the_backlog_then_heartbeats_until_its_token_is_revo
     watching = asyncio.ensure_future(watch(client, codec, bob, since=4))
     # The in-process transport hands the whole stream over at its end: end it by revoking.
     await until(lambda: world.platform.sync.slots.total == 1)
-    await world.platform.store.revoke_token_id(caller.token.token_id)
+    await world.platform.store.revoke_token_tree(caller.token.token_id, OPERATOR)
     response = await asyncio.wait_for(watching, STEP)
 
     assert response.status_code == 200

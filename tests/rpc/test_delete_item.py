@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.actors import OPERATOR
 from tests.connect import JSON, VAULT_DELETE, Codec, detail, error_of, headers
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain import tokens
@@ -169,8 +170,9 @@ async def test_expired_token_is_unauthenticated(client: httpx.AsyncClient, world
 
 
 async def test_revoked_token_is_unauthenticated(client: httpx.AsyncClient, world: World) -> None:
-    hasher = tokens.TokenHasher(PEPPER)
-    assert await world.platform.store.revoke_token(hasher(world.token("alice")))
+    found = await world.platform.store.find_token(tokens.TokenHasher(PEPPER)(world.token("alice")))
+    assert found is not None
+    assert await world.platform.store.revoke_token_tree(found.token_id, OPERATOR)
 
     response = await call(client, JSON, delete("acme-private", "item-1", 1), world.token("alice"))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 
+from tests.actors import OPERATOR
 from tests.contract.test_store_contract import item
 from tests.store.stores import closing
 from zkplatform.domain.models import Item, Principal, Role, Tenant, Vault
@@ -17,9 +18,9 @@ from zkplatform.store.sqlite import SQLiteStore
 
 
 async def seed(store: MigratableStore) -> None:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
 
 
 def watched(count: int, look: Callable[[int], None]) -> Iterator[Item]:
@@ -43,7 +44,7 @@ async def test_sqlite_writes_each_chunk_before_reading_the_next(tmp_path: Path) 
                 assert conn is not None
                 written[made] = conn.execute("SELECT count(*) FROM items").fetchone()[0]
 
-        await store.add_items(watched(3 * ADD_ITEMS_CHUNK, look))
+        await store.add_items(watched(3 * ADD_ITEMS_CHUNK, look), OPERATOR)
 
         assert written == {0: 0, ADD_ITEMS_CHUNK: ADD_ITEMS_CHUNK, 2 * ADD_ITEMS_CHUNK: 2 * ADD_ITEMS_CHUNK}
         assert await store.vault_sequence("v1") == 3 * ADD_ITEMS_CHUNK
@@ -68,7 +69,7 @@ async def test_postgresql_writes_the_first_chunk_before_reading_the_next(migrate
             if made in (0, ADD_ITEMS_CHUNK):
                 locked[made] = vault_is_locked(migrated_url)
 
-        await store.add_items(watched(ADD_ITEMS_CHUNK + 1, look))
+        await store.add_items(watched(ADD_ITEMS_CHUNK + 1, look), OPERATOR)
 
         assert locked == {0: False, ADD_ITEMS_CHUNK: True}
         assert await store.vault_sequence("v1") == ADD_ITEMS_CHUNK + 1

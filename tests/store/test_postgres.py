@@ -10,6 +10,7 @@ from typing import TypeVar
 import psycopg
 import pytest
 
+from tests.actors import OPERATOR, at
 from tests.contract.test_store_contract import item
 from tests.store.stores import closing
 from zkplatform.domain.models import (
@@ -47,10 +48,10 @@ def a_token(number: int) -> TokenRecord:
 
 async def seed(store: PostgresStore, *item_ids: str) -> None:
     """Tenant t1, its owner p1, vault v1 of p1 holding the items."""
-    await store.add_tenant(Tenant("t1"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await store.add_items([item(i) for i in item_ids])
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+    await store.add_items([item(i) for i in item_ids], OPERATOR)
 
 
 async def from_both(stores: Stores, count: int, call: Callable[[PostgresStore, int], Awaitable[T]]) -> list[T]:
@@ -119,7 +120,7 @@ async def test_concurrent_deletes_of_one_item_make_one_tombstone(stores: Stores)
     await seed(stores[0], "i1", "i2")
     before = await stores[1].vault_sequence("v1")
 
-    outcomes = await from_both(stores, 50, lambda store, n: store.delete_item("v1", "i1", 1, NOW + n))
+    outcomes = await from_both(stores, 50, lambda store, n: store.delete_item("v1", "i1", 1, at(NOW + n)))
 
     first = outcomes[0]
     assert isinstance(first, Tombstone)
@@ -134,7 +135,7 @@ async def test_a_stale_delete_racing_the_right_one_changes_nothing(stores: Store
     await seed(stores[0], "i1")
     before = await stores[0].vault_sequence("v1")
 
-    outcomes = await from_both(stores, 40, lambda store, n: store.delete_item("v1", "i1", 1 + n % 4 // 2, NOW))
+    outcomes = await from_both(stores, 40, lambda store, n: store.delete_item("v1", "i1", 1 + n % 4 // 2, at(NOW)))
 
     tombstones = {o for o in outcomes if isinstance(o, Tombstone)}
     assert len(tombstones) == 1
@@ -147,8 +148,10 @@ async def test_concurrent_changes_to_one_vault_take_distinct_sequence_numbers(st
     await seed(stores[0], *item_ids)
     before = await stores[0].vault_sequence("v1")
 
-    outcomes = await from_both(stores, 20, lambda store, n: store.delete_item("v1", item_ids[n], 1, NOW))
-    added = await from_both(stores, 10, lambda store, n: store.add_items([item(f"new{n}a"), item(f"new{n}b")]))
+    outcomes = await from_both(stores, 20, lambda store, n: store.delete_item("v1", item_ids[n], 1, at(NOW)))
+    added = await from_both(
+        stores, 10, lambda store, n: store.add_items([item(f"new{n}a"), item(f"new{n}b")], OPERATOR)
+    )
 
     sequences = sorted(o.sequence for o in outcomes if isinstance(o, Tombstone))
     assert sequences == list(range(before + 1, before + 21))
@@ -159,7 +162,7 @@ async def test_concurrent_changes_to_one_vault_take_distinct_sequence_numbers(st
 async def test_concurrent_mints_never_exceed_the_cap(stores: Stores) -> None:
     await seed(stores[0])
 
-    answers = await from_both(stores, 20, lambda store, n: store.add_minted_token(a_token(n), 5, NOW))
+    answers = await from_both(stores, 20, lambda store, n: store.add_minted_token(a_token(n), 5, at(NOW)))
 
     admitted = [n for n, answer in enumerate(answers) if answer is None]
     assert len(admitted) == 5

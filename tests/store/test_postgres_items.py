@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import content, new
 from tests.store.stores import closing
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
@@ -18,10 +19,10 @@ Stores = tuple[PostgresStore, PostgresStore]
 
 
 async def seed(store: PostgresStore) -> None:
-    await store.add_tenant(Tenant("t1"))
-    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-    await store.add_items([new("i1"), new("i2")])
+    await store.add_tenant(Tenant("t1"), OPERATOR)
+    await store.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+    await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+    await store.add_items([new("i1"), new("i2")], OPERATOR)
 
 
 async def from_both(stores: Stores, count: int, call: Callable[[PostgresStore, int], Awaitable[T]]) -> list[T]:
@@ -32,7 +33,7 @@ async def from_both(stores: Stores, count: int, call: Callable[[PostgresStore, i
 async def test_concurrent_updates_at_one_version_make_one_change(stores: Stores) -> None:
     await seed(stores[0])
 
-    outcomes = await from_both(stores, 40, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), NOW))
+    outcomes = await from_both(stores, 40, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), at(NOW)))
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
     assert len(changes) == 1
@@ -51,7 +52,7 @@ async def test_a_chain_of_racing_updates_takes_one_number_per_version(stores: St
     async def update_until_applied(store: PostgresStore, n: int) -> ItemChange:
         base = 1
         for _ in range(100):
-            match await store.update_item("v1", "i1", base, content(str(n)), NOW):
+            match await store.update_item("v1", "i1", base, content(str(n)), at(NOW)):
                 case ItemChange() as change:
                     return change
                 case Conflict(current):
@@ -67,7 +68,7 @@ async def test_a_chain_of_racing_updates_takes_one_number_per_version(stores: St
 async def test_concurrent_creates_of_one_id_store_one(stores: Stores) -> None:
     await seed(stores[0])
 
-    outcomes = await from_both(stores, 40, lambda store, n: store.create_item(new("n1", tag=str(n))))
+    outcomes = await from_both(stores, 40, lambda store, n: store.create_item(new("n1", tag=str(n)), OPERATOR))
 
     created = [o for o in outcomes if isinstance(o, Created)]
     assert len(created) == 1
@@ -81,9 +82,9 @@ async def test_concurrent_creates_updates_and_deletes_take_distinct_numbers(stor
     await seed(stores[0])
 
     created, updated, deleted = await asyncio.gather(
-        from_both(stores, 10, lambda store, n: store.create_item(new(f"n{n}"))),
-        from_both(stores, 10, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), NOW)),
-        from_both(stores, 10, lambda store, _: store.delete_item("v1", "i2", 1, NOW)),
+        from_both(stores, 10, lambda store, n: store.create_item(new(f"n{n}"), OPERATOR)),
+        from_both(stores, 10, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), at(NOW))),
+        from_both(stores, 10, lambda store, _: store.delete_item("v1", "i2", 1, at(NOW))),
     )
 
     sequences = [o.change.sequence for o in created if isinstance(o, Created)]
@@ -99,9 +100,9 @@ async def test_an_update_and_a_create_in_one_vault_do_not_deadlock(stores: Store
     await seed(stores[0])
     async with closing(PostgresStore.open(migrated_url)) as third:
         outcomes = await asyncio.gather(
-            *(stores[0].update_item("v1", "i1", v, content(str(v)), NOW) for v in range(1, 11)),
-            *(stores[1].create_item(new(f"c{n}")) for n in range(10)),
-            *(third.update_item("v1", "i2", v, content(str(v)), NOW) for v in range(1, 11)),
+            *(stores[0].update_item("v1", "i1", v, content(str(v)), at(NOW)) for v in range(1, 11)),
+            *(stores[1].create_item(new(f"c{n}"), OPERATOR) for n in range(10)),
+            *(third.update_item("v1", "i2", v, content(str(v)), at(NOW)) for v in range(1, 11)),
         )
     assert await stores[0].vault_sequence("v1") == 2 + len(
         {o for o in outcomes if isinstance(o, (ItemChange, Created))}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Tombstone, Vault
 from zkplatform.store.sqlite import SQLiteStore
@@ -27,10 +28,10 @@ def _item(number: int) -> Item:
 async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
     async with closing(SQLiteStore.open(tmp_path / "store.db", check_schema=False)) as opened:
         await opened.migrate()
-        await opened.add_tenant(Tenant("t1"))
-        await opened.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-        await opened.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-        await opened.add_items([_item(n) for n in range(101)])
+        await opened.add_tenant(Tenant("t1"), OPERATOR)
+        await opened.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+        await opened.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+        await opened.add_items([_item(n) for n in range(101)], OPERATOR)
         yield opened
 
 
@@ -60,9 +61,9 @@ async def test_writes_arriving_during_a_commit_share_the_next_one(store: SQLiteS
     statements = _trace(store, began)
     with contextlib.closing(sqlite3.connect(tmp_path / "store.db", isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")
-        first = asyncio.ensure_future(store.delete_item("v1", "i0", 1, NOW))
+        first = asyncio.ensure_future(store.delete_item("v1", "i0", 1, at(NOW)))
         await asyncio.to_thread(began.wait)  # the writer is in the first transaction, waiting for the lock
-        waiting = [asyncio.ensure_future(store.delete_item("v1", f"i{n}", 1, NOW)) for n in range(1, 101)]
+        waiting = [asyncio.ensure_future(store.delete_item("v1", f"i{n}", 1, at(NOW))) for n in range(1, 101)]
         # Callbacks run in the order they were scheduled: the lock goes once all 100 have asked.
         asyncio.get_running_loop().call_soon(other.execute, "COMMIT")
         outcomes = await asyncio.gather(first, *waiting)
@@ -74,14 +75,14 @@ async def test_writes_arriving_during_a_commit_share_the_next_one(store: SQLiteS
 
 
 async def test_a_cancelled_caller_leaves_its_change_whole(store: SQLiteStore) -> None:
-    first = asyncio.ensure_future(store.delete_item("v1", "i1", 1, NOW))
-    cancelled = asyncio.ensure_future(store.delete_item("v1", "i2", 1, NOW))
+    first = asyncio.ensure_future(store.delete_item("v1", "i1", 1, at(NOW)))
+    cancelled = asyncio.ensure_future(store.delete_item("v1", "i2", 1, at(NOW)))
     await asyncio.sleep(0)
     cancelled.cancel()
     await first
 
     # The delete of i2 ran or not, but whole: never a live item with a new sequence, nor a half tombstone.
-    outcome = await store.delete_item("v1", "i2", 1, NOW)
+    outcome = await store.delete_item("v1", "i2", 1, at(NOW))
     assert isinstance(outcome, Tombstone)
     assert outcome.item.version == 2
     assert outcome.item.payload is None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import content, new
 from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
@@ -27,17 +28,17 @@ async def stores(tmp_path: Path) -> AsyncIterator[Stores]:
     async with contextlib.AsyncExitStack() as stack:
         first = await stack.enter_async_context(closing(SQLiteStore.open(path, check_schema=False)))
         await first.migrate()
-        await first.add_tenant(Tenant("t1"))
-        await first.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes))
-        await first.add_vault(Vault("v1", "t1", frozenset({"p1"})))
-        await first.add_items([new("i1"), new("i2")])
+        await first.add_tenant(Tenant("t1"), OPERATOR)
+        await first.add_principal(Principal("p1", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
+        await first.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
+        await first.add_items([new("i1"), new("i2")], OPERATOR)
         second = await stack.enter_async_context(closing(SQLiteStore.open(path)))
         yield first, second
 
 
 async def test_updates_at_one_version_from_two_stores_make_one_change(stores: Stores) -> None:
     outcomes = await asyncio.gather(
-        *(stores[n % 2].update_item("v1", "i1", 1, content(str(n)), NOW) for n in range(40))
+        *(stores[n % 2].update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(40))
     )
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
@@ -49,7 +50,7 @@ async def test_updates_at_one_version_from_two_stores_make_one_change(stores: St
 
 
 async def test_creates_of_one_id_from_two_stores_store_one(stores: Stores) -> None:
-    outcomes = await asyncio.gather(*(stores[n % 2].create_item(new("n1", tag=str(n))) for n in range(40)))
+    outcomes = await asyncio.gather(*(stores[n % 2].create_item(new("n1", tag=str(n)), OPERATOR) for n in range(40)))
 
     created = [o for o in outcomes if isinstance(o, Created)]
     assert len(created) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.actors import OPERATOR
 from tests.world import FakeClock
 from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
@@ -15,8 +16,8 @@ NO_PROOF = ProofRequest(proof=None, htm="POST", htu="http://testserver/")
 
 
 async def test_issues_a_root_token_for_a_principal(platform: Platform, clock: FakeClock) -> None:
-    await platform.store.add_tenant(Tenant("t1"))
-    await platform.store.add_principal(Principal("root", "t1", Role.OWNER, Role.OWNER.default_scopes))
+    await platform.store.add_tenant(Tenant("t1"), OPERATOR)
+    await platform.store.add_principal(Principal("root", "t1", Role.OWNER, Role.OWNER.default_scopes), OPERATOR)
 
     issued = await platform.issuer.issue_for("root", 3600)
     caller = await platform.authenticator.authenticate(Presented(issued.secret, dpop_scheme=False), NO_PROOF)
@@ -28,8 +29,10 @@ async def test_issues_a_root_token_for_a_principal(platform: Platform, clock: Fa
 
 
 async def test_a_service_holds_only_what_was_granted(platform: Platform) -> None:
-    await platform.store.add_tenant(Tenant("t1"))
-    await platform.store.add_principal(Principal("ci", "t1", Role.SERVICE, frozenset({Scope.VAULT_ITEMS_READ})))
+    await platform.store.add_tenant(Tenant("t1"), OPERATOR)
+    await platform.store.add_principal(
+        Principal("ci", "t1", Role.SERVICE, frozenset({Scope.VAULT_ITEMS_READ})), OPERATOR
+    )
 
     issued = await platform.issuer.issue_for("ci", 600)
 

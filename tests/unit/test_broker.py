@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import pytest
 from joserfc import jwk
 
+from tests.actors import OPERATOR
 from tests.proofs import build_proof
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.domain import tokens
@@ -343,7 +344,7 @@ async def test_the_number_of_live_minted_tokens_is_capped(clock: FakeClock) -> N
     await mint(broker, alice, request())
     with pytest.raises(LimitReached):
         await mint(broker, alice, request())
-    assert await platform.store.revoke_token(second.record.secret_hash)  # so does a revoked one
+    assert await platform.store.revoke_token_tree(second.record.token_id, OPERATOR)  # so does a revoked one
     await mint(broker, alice, request())
 
     assert capped.value.retry_after_seconds == 120

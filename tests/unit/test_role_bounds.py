@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.actors import OPERATOR
 from zkplatform.domain.errors import DomainError, NotFound, ScopesNotHeld
 from zkplatform.domain.issuing import ScopesNotGranted
 from zkplatform.domain.models import ALL_SCOPES, MEMBER_SCOPES, Principal, Role, Scope, ScopesBeyondRole, Tenant
@@ -48,8 +49,8 @@ def test_a_service_holds_only_what_the_operator_grants() -> None:
 
 
 async def test_issue_for_names_the_principal_and_what_it_may_hold(platform: Platform) -> None:
-    await platform.store.add_tenant(Tenant("t1"))
-    await platform.store.add_principal(Principal.new("ci", "t1", Role.SERVICE, [READ]))
+    await platform.store.add_tenant(Tenant("t1"), OPERATOR)
+    await platform.store.add_principal(Principal.new("ci", "t1", Role.SERVICE, [READ]), OPERATOR)
 
     with pytest.raises(ScopesNotGranted) as refused:
         await platform.issuer.issue_for("ci", 600, [MINT, READ])
@@ -60,8 +61,8 @@ async def test_issue_for_names_the_principal_and_what_it_may_hold(platform: Plat
 
 
 async def test_issue_for_gives_the_principals_role_with_the_token(platform: Platform) -> None:
-    await platform.store.add_tenant(Tenant("t1"))
-    await platform.store.add_principal(Principal.new("bob", "t1", Role.MEMBER))
+    await platform.store.add_tenant(Tenant("t1"), OPERATOR)
+    await platform.store.add_principal(Principal.new("bob", "t1", Role.MEMBER), OPERATOR)
 
     issued = await platform.issuer.issue_for("bob", 600)
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
+from tests.actors import OPERATOR
 from tests.unit.test_vault_items import VAULT, caller, content
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain.auth import Caller
@@ -89,7 +90,7 @@ async def test_a_cursor_below_the_purge_horizon_has_expired(world: World, clock:
     await world.platform.vault.delete_item(bob, VAULT, "item-3", 1)  # 7
     await world.platform.vault.update_item(bob, VAULT, "item-4", 1, content("b"))  # 8
     clock.advance(10)
-    await world.platform.store.purge_tombstones(clock.now)
+    await world.platform.store.purge_tombstones(clock.now, OPERATOR)
 
     with pytest.raises(CursorExpired) as expired:
         await world.platform.sync.list_changes(bob, VAULT, 6, 0)
@@ -176,7 +177,7 @@ async def quick(clock: FakeClock) -> World:
 
 async def test_a_revoked_token_ends_the_watch_unauthenticated(quick: World) -> None:
     bob = await caller(quick, "bob")
-    error = await ended_by(quick, bob, quick.platform.store.revoke_token_id(bob.token.token_id))
+    error = await ended_by(quick, bob, quick.platform.store.revoke_token_tree(bob.token.token_id, OPERATOR))
     assert isinstance(error, Unauthenticated)
     assert str(error) == "token revoked"
 
@@ -194,13 +195,13 @@ async def test_an_expired_token_ends_the_watch_unauthenticated(quick: World, clo
 
 async def test_a_removed_member_ends_the_watch_permission_denied(quick: World) -> None:
     bob = await caller(quick, "bob")
-    error = await ended_by(quick, bob, quick.platform.store.remove_vault_member(VAULT, "bob"))
+    error = await ended_by(quick, bob, quick.platform.store.remove_vault_member(VAULT, "bob", OPERATOR))
     assert isinstance(error, PermissionDenied)
 
 
 async def test_a_disabled_principal_ends_the_watch_unauthenticated(quick: World) -> None:
     bob = await caller(quick, "bob")
-    error = await ended_by(quick, bob, quick.platform.store.set_principal_disabled("bob", disabled=True))
+    error = await ended_by(quick, bob, quick.platform.store.set_principal_disabled("bob", OPERATOR, disabled=True))
     assert isinstance(error, Unauthenticated)
 
 

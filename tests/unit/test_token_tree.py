@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.actors import OPERATOR
 from tests.world import FakeClock, World
 from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
@@ -23,7 +24,7 @@ async def mint_from(platform: Platform, secret: str) -> str:
         caller.token.expires_at,
         "",
         50,
-        parent_id=caller.token.token_id,
+        by=caller.actor(platform.clock()),
     )
     return issued.secret
 
@@ -50,16 +51,21 @@ async def test_a_token_leaked_in_a_url_takes_its_tree_with_it(platform: Platform
 async def test_a_mint_from_a_parent_revoked_meanwhile_is_unauthenticated(platform: Platform, world: World) -> None:
     alice = world.token("alice")
     caller = await platform.authenticator.authenticate(Presented(alice, dpop_scheme=False), PROOF)
-    await platform.store.revoke_token_tree(caller.token.token_id)  # after authentication, before the mint
+    await platform.store.revoke_token_tree(caller.token.token_id, OPERATOR)  # after authentication, before the mint
 
     with pytest.raises(Unauthenticated, match="token revoked"):
         await platform.issuer.mint(
-            caller.principal, {Scope.VAULT_ITEMS_READ}, caller.token.expires_at, "", 50, parent_id=caller.token.token_id
+            caller.principal,
+            {Scope.VAULT_ITEMS_READ},
+            caller.token.expires_at,
+            "",
+            50,
+            by=caller.actor(platform.clock()),
         )
 
 
 async def test_a_disabled_principal_is_issued_nothing(platform: Platform, world: World) -> None:
-    await platform.store.set_principal_disabled("bob", disabled=True)
+    await platform.store.set_principal_disabled("bob", OPERATOR, disabled=True)
 
     assert await refused(platform, world.token("bob"))
     with pytest.raises(PrincipalIsDisabled, match="principal bob is disabled"):

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import pytest
 
+from tests.actors import OPERATOR
 from tests.world import FakeClock, World
 from zkplatform.domain.auth import Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
@@ -122,7 +123,7 @@ async def test_the_id_of_a_purged_tombstone_may_be_created_again(world: World, c
     bob = await caller(world, "bob")
     await world.platform.vault.delete_item(bob, VAULT, "item-1", 1)
     clock.advance(10)
-    await world.platform.store.purge_tombstones(clock.now)
+    await world.platform.store.purge_tombstones(clock.now, OPERATOR)
 
     change = await world.platform.vault.create_item(bob, VAULT, "item-1", content())
 

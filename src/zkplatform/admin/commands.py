@@ -18,6 +18,7 @@ from zkplatform.admin import listing
 from zkplatform.admin.importer import Spool, check_file, storing
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain import tokens
+from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import system_clock
 from zkplatform.domain.models import Principal, Role, Tenant, TokenRecord, Vault
 from zkplatform.messages.convert import token_to_proto
@@ -46,20 +47,20 @@ async def migrate(args: argparse.Namespace, store: MigratableStore) -> str:  # o
 
 
 async def add_tenant(args: argparse.Namespace, store: MigratableStore) -> str:
-    await store.add_tenant(Tenant(args.tenant_id))
+    await store.add_tenant(Tenant(args.tenant_id), _operator())
     return f"tenant {args.tenant_id} added"
 
 
 async def add_principal(args: argparse.Namespace, store: MigratableStore) -> str:
     principal = Principal.new(args.principal_id, args.tenant, Role(args.role), args.scopes)
-    await store.add_principal(principal)
+    await store.add_principal(principal, _operator())
     role, scopes = principal.role, principal.allowed_scopes
     return f"principal {args.principal_id} added to tenant {args.tenant} as {role} with {_listed(scopes)}"
 
 
 async def add_vault(args: argparse.Namespace, store: MigratableStore) -> str:
     members = frozenset(args.members)
-    await store.add_vault(Vault(args.vault_id, args.tenant, members))
+    await store.add_vault(Vault(args.vault_id, args.tenant, members), _operator())
     return f"vault {args.vault_id} added to tenant {args.tenant} with {len(members)} member(s)"
 
 
@@ -71,7 +72,7 @@ async def import_items(args: argparse.Namespace, store: MigratableStore) -> str:
         # the whole file checked, before anything is stored.
         await asyncio.to_thread(check_file, args.file, spool.add)
         # Pass 2: one add_items, one transaction, all or nothing, fed as the store takes them.
-        await store.add_items(storing(spool))
+        await store.add_items(storing(spool), _operator())
         return f"imported {spool.count} item(s)"
 
 
@@ -104,7 +105,7 @@ async def issue_token(args: argparse.Namespace, store: MigratableStore) -> str:
 
 async def revoke_token(args: argparse.Namespace, store: MigratableStore) -> str:
     token_id = _token_id(args.token_id)
-    revoked = await store.revoke_token_tree(token_id)
+    revoked = await store.revoke_token_tree(token_id, _operator())
     if revoked is None:
         msg = f"no token {token_id}"
         raise Refused(msg)
@@ -135,20 +136,20 @@ async def list_vaults(args: argparse.Namespace, store: MigratableStore) -> str:
 
 
 async def add_vault_member(args: argparse.Namespace, store: MigratableStore) -> str:
-    if await store.add_vault_member(args.vault_id, args.principal_id):
+    if await store.add_vault_member(args.vault_id, args.principal_id, _operator()):
         return f"{args.principal_id} is now a member of vault {args.vault_id}"
     return f"{args.principal_id} was already a member of vault {args.vault_id}; nothing was changed"
 
 
 async def remove_vault_member(args: argparse.Namespace, store: MigratableStore) -> str:
     # Membership is read on every call, so the principal's next call on the vault is refused.
-    if await store.remove_vault_member(args.vault_id, args.principal_id):
+    if await store.remove_vault_member(args.vault_id, args.principal_id, _operator()):
         return f"{args.principal_id} is no longer a member of vault {args.vault_id}"
     return f"{args.principal_id} was not a member of vault {args.vault_id}; nothing was changed"
 
 
 async def disable_principal(args: argparse.Namespace, store: MigratableStore) -> str:
-    revoked = await store.set_principal_disabled(args.principal_id, disabled=True)
+    revoked = await store.set_principal_disabled(args.principal_id, _operator(), disabled=True)
     if revoked is None:
         msg = f"no principal {args.principal_id}"
         raise Refused(msg)
@@ -158,7 +159,7 @@ async def disable_principal(args: argparse.Namespace, store: MigratableStore) ->
 
 
 async def enable_principal(args: argparse.Namespace, store: MigratableStore) -> str:
-    if await store.set_principal_disabled(args.principal_id, disabled=False) is None:
+    if await store.set_principal_disabled(args.principal_id, _operator(), disabled=False) is None:
         msg = f"no principal {args.principal_id}"
         raise Refused(msg)
     return f"principal {args.principal_id} enabled; its revoked tokens stay revoked (issue a new one)"
@@ -225,8 +226,13 @@ async def purge_tombstones(args: argparse.Namespace, store: MigratableStore) -> 
     if days > MAX_RETENTION_DAYS:
         msg = f"ZKPLATFORM_TOMBSTONE_RETENTION_DAYS must be at most {MAX_RETENTION_DAYS}, not {days}"
         raise ConfigError(msg)
-    purged = await store.purge_tombstones(system_clock() - days * SECONDS_PER_DAY)
+    purged = await store.purge_tombstones(system_clock() - days * SECONDS_PER_DAY, _operator())
     return f"purged {purged} tombstone(s) deleted more than {days} day(s) ago"
+
+
+def _operator() -> Actor:
+    """The author of a change made by an operator command, for the audit trail."""
+    return Actor.operator(system_clock())
 
 
 def _listed(scopes: frozenset[str]) -> str:

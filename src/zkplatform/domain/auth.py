@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zkplatform.domain import tokens
+from zkplatform.domain.audit import Action, Actor, ActorKind
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import PermissionDenied, Unauthenticated
@@ -40,6 +41,11 @@ class Caller:
     token: TokenRecord
     principal: Principal
     secret: str  # the presented token itself, kept only for the DPoP `ath` check; never log it
+    request_id: str = ""
+
+    def actor(self, at: int) -> Actor:
+        """The caller as the author of a change made at `at`, for the audit trail."""
+        return Actor(ActorKind.PRINCIPAL, at, self.principal.principal_id, self.token.token_id, self.request_id)
 
     @property
     def tenant_id(self) -> str:
@@ -80,19 +86,22 @@ class Authenticator:
         self._hash = hasher
         self._clock = clock
 
-    async def revoke_leaked(self, leaked: Iterable[str]) -> None:
+    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "") -> None:
         """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked."""
         for token in leaked:
             if (record := await self._tokens.find_token(self._hash(token))) and not record.revoked:
                 # With its whole tree: whoever holds the leaked token could have minted from it.
-                revoked = await self._tokens.revoke_token_tree(record.token_id) or []
+                actor = Actor.service(self._clock(), request_id)
+                revoked = (
+                    await self._tokens.revoke_token_tree(record.token_id, actor, Action.TOKEN_REVOKED_IN_URL) or []
+                )
                 log.warning(
                     "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
                     record.token_id,
                     max(len(revoked) - 1, 0),
                 )
 
-    async def authenticate(self, presented: Presented, proof: ProofRequest) -> Caller:
+    async def authenticate(self, presented: Presented, proof: ProofRequest, request_id: str = "") -> Caller:
         """The caller, if the token is live and, when it is key-bound, presented
         with the DPoP scheme and a valid proof of that key."""
         secret = presented.token
@@ -121,7 +130,7 @@ class Authenticator:
         if principal.disabled:  # its tokens were revoked with it; this holds even for one that slipped by
             raise _refused("principal disabled", record)
         await self._note_use(record, now)
-        return Caller(token=record, principal=principal, secret=secret)
+        return Caller(token=record, principal=principal, secret=secret, request_id=request_id)
 
     async def _note_use(self, record: TokenRecord, now: int) -> None:
         """Record the token's last use, when the recorded one is a minute old: a write at most once

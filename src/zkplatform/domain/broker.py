@@ -100,7 +100,7 @@ class BrokerUseCases:
             expires_at,
             pop_key_id,
             self._policy.active_minted_cap,
-            parent_id=caller.token.token_id,
+            by=caller.actor(now),
         )
 
     async def _binding(self, caller: Caller, request: MintRequest) -> str:

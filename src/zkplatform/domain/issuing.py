@@ -8,9 +8,10 @@ through the API uses it once its own checks have passed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zkplatform.domain import tokens
+from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import LimitReached, NotFound, PrincipalIsDisabled, ScopesNotHeld, Unauthenticated
 from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
@@ -56,7 +57,7 @@ class TokenIssuer:
         against the principal's cap of minted tokens."""
         record, secret = self._new(principal, scopes, self._clock() + ttl_seconds, pop_key_id="", minted=False)
         try:
-            await self._tokens.add_token(record)
+            await self._tokens.add_token(record, Actor.operator(record.issued_at))
         except PrincipalDisabled:
             raise PrincipalIsDisabled(principal.principal_id) from None
         return IssuedToken(secret, record, principal.role)
@@ -82,14 +83,17 @@ class TokenIssuer:
         pop_key_id: str,
         cap: int,
         *,
-        parent_id: str,
+        by: Actor,
     ) -> IssuedToken:
         """A token minted through the API from the token `parent_id`, unless the principal has
-        `cap` live minted tokens. Refused when the parent was revoked, or the principal disabled,
+        `cap` live minted tokens; `by` is the call that mints it, whose token is the
+        new token's parent. Refused when the parent was revoked, or the principal disabled,
         in the meantime: the store checks both in the transaction that adds the token."""
-        record, secret = self._new(principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True, parent=parent_id)
+        record, secret = self._new(
+            principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True, parent=by.token_id
+        )
         try:
-            first_expiry = await self._tokens.add_minted_token(record, cap, record.issued_at)
+            first_expiry = await self._tokens.add_minted_token(record, cap, replace(by, at=record.issued_at))
         except ParentRevoked:
             raise Unauthenticated("token revoked") from None
         except PrincipalDisabled:

@@ -72,7 +72,7 @@ class TokenManagement:
         target = await self._tokens.get_token(token_id)
         if target is None or target.tenant_id != caller.tenant_id or not await self._may_revoke(caller, target):
             raise NotFound(f"no token {token_id}")
-        return await self._tokens.revoke_token_tree(token_id) or []
+        return await self._tokens.revoke_token_tree(token_id, caller.actor(self._clock())) or []
 
     async def _may_revoke(self, caller: Caller, target: TokenRecord) -> bool:
         """Its own tree, always (a logout needs no scope); with broker.tokens.manage, any token

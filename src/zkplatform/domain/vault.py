@@ -51,7 +51,7 @@ class VaultUseCases:
         """Delete a live item at base_version, or return the tombstone of an earlier delete."""
         caller.require_scope(Scope.VAULT_ITEMS_DELETE)
         caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.delete_item(vault_id, item_id, base_version, self._clock()):
+        match await self._items.delete_item(vault_id, item_id, base_version, caller.actor(self._clock())):
             case Tombstone() as tombstone:
                 return tombstone
             case Stale(current_version):
@@ -63,7 +63,10 @@ class VaultUseCases:
         """Create the item at version 1, or answer its creation again when this is a repeat of it."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         vault = caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.create_item(content.new_item(item_id, vault.tenant_id, vault_id, self._clock())):
+        now = self._clock()
+        match await self._items.create_item(
+            content.new_item(item_id, vault.tenant_id, vault_id, now), caller.actor(now)
+        ):
             case Created(change):
                 return change
             case Existing(change):
@@ -79,7 +82,7 @@ class VaultUseCases:
         change again when this is a repeat of it."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.update_item(vault_id, item_id, base_version, content, self._clock()):
+        match await self._items.update_item(vault_id, item_id, base_version, content, caller.actor(self._clock())):
             case Missing():
                 raise _not_found(vault_id, item_id)
             case Conflict(current):

@@ -91,6 +91,12 @@ _ids = itertools.count()
 current_call: ContextVar[Call | None] = ContextVar("current_call", default=None)
 
 
+def request_id() -> str:
+    """The id of the request being served ("" outside one, or when calls are not observed)."""
+    call = current_call.get()
+    return "" if call is None else call.request_id
+
+
 def note_code(code: Code) -> None:
     """The call being served ends with `code` (the edge refused it, or ended its stream)."""
     if (call := current_call.get()) is not None:

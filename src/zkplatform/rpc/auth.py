@@ -17,6 +17,7 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
+from zkplatform.observability.calls import request_id
 from zkplatform.rpc.edge import request_facts
 from zkplatform.rpc.metadata import StartCheck
 
@@ -52,7 +53,7 @@ class Authenticate(StartCheck):
             raise Unauthenticated("DPoP proof: more than one DPoP header")
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=request_facts.get().url)
         _proof.set(proof)
-        _caller.set(await self._authenticator.authenticate(presented, proof))
+        _caller.set(await self._authenticator.authenticate(presented, proof, request_id()))
 
 
 def presented_token(authorizations: Sequence[str]) -> Presented:

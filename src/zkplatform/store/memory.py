@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from zkplatform.domain import audit
+from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -66,6 +68,8 @@ class MemoryStore:
         self._mint_attempts: dict[str, deque[int]] = {}
         self._proofs: dict[tuple[str, str], int] = {}
         self._proofs_by_expiry: list[tuple[int, str, str]] = []
+        self._audit: dict[str, list[AuditRecord]] = {}
+        self._heads: dict[str, Head] = {}
 
     async def close(self) -> None:
         return None
@@ -81,15 +85,17 @@ class MemoryStore:
 
     # directory
 
-    async def add_tenant(self, tenant: Tenant) -> None:
+    async def add_tenant(self, tenant: Tenant, actor: Actor) -> None:
         _insert(self._tenants, tenant.tenant_id, tenant, "tenant")
+        self._record([actor.event(tenant.tenant_id, Action.TENANT_ADDED, tenant=tenant.tenant_id)])
 
-    async def add_principal(self, principal: Principal) -> None:
+    async def add_principal(self, principal: Principal, actor: Actor) -> None:
         if principal.tenant_id not in self._tenants:
             raise UnknownReference(f"no tenant {principal.tenant_id}")
         _insert(self._principals, principal.principal_id, principal, "principal")
+        self._record([actor.event(principal.tenant_id, Action.PRINCIPAL_ADDED, principal=principal.principal_id)])
 
-    async def add_vault(self, vault: Vault) -> None:
+    async def add_vault(self, vault: Vault, actor: Actor) -> None:
         if vault.tenant_id not in self._tenants:
             raise UnknownReference(f"no tenant {vault.tenant_id}")
         for member in sorted(vault.members):
@@ -98,6 +104,7 @@ class MemoryStore:
                 raise UnknownReference(f"no principal {member} in tenant {vault.tenant_id}")
         _insert(self._vaults, vault.vault_id, vault, "vault")
         self._sequences[vault.vault_id] = 0
+        self._record([actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         return self._principals.get(principal_id)
@@ -114,7 +121,7 @@ class MemoryStore:
     async def list_vaults(self, tenant_id: str) -> list[Vault]:
         return sorted((v for v in self._vaults.values() if v.tenant_id == tenant_id), key=lambda v: v.vault_id)
 
-    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         vault = self._vaults.get(vault_id)
         if vault is None:
             raise UnknownReference(f"no vault {vault_id}")
@@ -124,31 +131,37 @@ class MemoryStore:
         if principal_id in vault.members:
             return False
         self._vaults[vault_id] = replace(vault, members=vault.members | {principal_id})
+        self._record([actor.event(vault.tenant_id, Action.VAULT_MEMBER_ADDED, vault=vault_id, principal=principal_id)])
         return True
 
-    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def remove_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         vault = self._vaults.get(vault_id)
         if vault is None:
             raise UnknownReference(f"no vault {vault_id}")
         if principal_id not in vault.members:
             return False
         self._vaults[vault_id] = replace(vault, members=vault.members - {principal_id})
+        self._record(
+            [actor.event(vault.tenant_id, Action.VAULT_MEMBER_REMOVED, vault=vault_id, principal=principal_id)]
+        )
         return True
 
-    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+    async def set_principal_disabled(self, principal_id: str, actor: Actor, *, disabled: bool) -> list[str] | None:
         principal = self._principals.get(principal_id)
         if principal is None:
             return None
         self._principals[principal_id] = replace(principal, disabled=disabled)
-        if not disabled:
-            return []
-        return self._revoke(
-            [t.token_id for t in self._tokens.values() if t.principal_id == principal_id and not t.revoked]
-        )
+        revoked = []
+        if disabled:
+            revoked = self._revoke(
+                [t.token_id for t in self._tokens.values() if t.principal_id == principal_id and not t.revoked]
+            )
+        self._record(audit.disable_events(actor, principal.tenant_id, principal_id, revoked, disabled=disabled))
+        return revoked
 
     # items
 
-    async def add_items(self, items: Iterable[Item]) -> None:
+    async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
         items = list(items)  # consumed once; the memory store keeps them all anyway
         seen: set[tuple[str, str]] = set()
         for item in items:  # check everything first: all or none
@@ -161,23 +174,25 @@ class MemoryStore:
             seen.add(key)
         for item in items:
             self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))
+        self._record(audit.item_event(actor, Action.ITEM_CREATED, item) for item in items)
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
         stored = self._items.get((vault_id, item_id))
         return None if stored is None else stored.item
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
         stored = self._items.get((vault_id, item_id))
         if stored is None:
             return Missing()
         if not stored.item.deleted:
             if stored.item.version != base_version:
                 return Stale(stored.item.version)
-            stored.item = stored.item.tombstone(now)
+            stored.item = stored.item.tombstone(actor.at)
             stored.sequence = self._next_sequence(vault_id)
+            self._record([audit.item_event(actor, Action.ITEM_DELETED, stored.item)])
         return ItemChange(stored.item, stored.sequence)
 
-    async def create_item(self, item: Item) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
         vault = self._vaults.get(item.vault_id)
         if vault is None or vault.tenant_id != item.tenant_id:
             raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
@@ -185,18 +200,20 @@ class MemoryStore:
         if (stored := self._items.get(key)) is not None:
             return Existing(ItemChange(stored.item, stored.sequence))
         stored = self._items[key] = _Stored(item, self._next_sequence(item.vault_id))
+        self._record([audit.item_event(actor, Action.ITEM_CREATED, item)])
         return Created(ItemChange(stored.item, stored.sequence))
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
     ) -> UpdateOutcome:
         stored = self._items.get((vault_id, item_id))
         if stored is None:
             return Missing()
         if stored.item.deleted or stored.item.version != base_version:
             return Conflict(ItemChange(stored.item, stored.sequence))
-        stored.item = stored.item.with_content(content, now)
+        stored.item = stored.item.with_content(content, actor.at)
         stored.sequence = self._next_sequence(vault_id)
+        self._record([audit.item_event(actor, Action.ITEM_UPDATED, stored.item)])
         return ItemChange(stored.item, stored.sequence)
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
@@ -215,12 +232,15 @@ class MemoryStore:
     async def vault_sequence(self, vault_id: str) -> int:
         return self._sequences.get(vault_id, 0)
 
-    async def purge_tombstones(self, deleted_before: int) -> int:
+    async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         purged = [k for k, s in self._items.items() if s.item.deleted and s.item.updated_at < deleted_before]
+        events = []
         for key in purged:
             vault_id = key[0]
-            sequence = self._items.pop(key).sequence
-            self._purge_horizons[vault_id] = max(self._purge_horizons.get(vault_id, 0), sequence)
+            stored = self._items.pop(key)
+            self._purge_horizons[vault_id] = max(self._purge_horizons.get(vault_id, 0), stored.sequence)
+            events.append(audit.item_event(actor, Action.ITEM_PURGED, stored.item))
+        self._record(events)
         return len(purged)
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
@@ -244,7 +264,11 @@ class MemoryStore:
 
     # tokens
 
-    async def add_token(self, token: TokenRecord) -> None:
+    async def add_token(self, token: TokenRecord, actor: Actor) -> None:
+        self._add_token(token)
+        self._record([actor.event(token.tenant_id, Action.TOKEN_ISSUED, token=token.token_id)])
+
+    def _add_token(self, token: TokenRecord) -> None:
         principal = self._principals.get(token.principal_id)
         if principal is None:
             raise UnknownReference(f"no principal {token.principal_id}")
@@ -257,7 +281,7 @@ class MemoryStore:
         if token.parent_token_id:
             self._children.setdefault(token.parent_token_id, []).append(token.token_id)
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
         # Only this principal's minted tokens are looked at, and the dead ones are dropped
         # from that list on the way (expiry and revocation are final), so a mint costs
         # O(its principal's live tokens), not O(every token).
@@ -265,11 +289,12 @@ class MemoryStore:
         if parent is not None and parent.revoked:
             raise ParentRevoked(f"token {parent.token_id} was revoked")
         minted = self._minted.setdefault(token.principal_id, [])
-        minted[:] = [h for h in minted if self._tokens[h].is_live(now)]
+        minted[:] = [h for h in minted if self._tokens[h].is_live(actor.at)]
         if len(minted) >= cap:
             return min(self._tokens[h].expires_at for h in minted)
-        await self.add_token(token)
+        self._add_token(token)
         minted.append(token.secret_hash)
+        self._record([actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
         return None
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
@@ -283,21 +308,19 @@ class MemoryStore:
         secret_hash = self._token_ids.get(token_id)
         return None if secret_hash is None else self._tokens[secret_hash]
 
-    async def revoke_token(self, secret_hash: bytes) -> bool:
-        token = self._tokens.get(secret_hash)
-        return token is not None and await self.revoke_token_tree(token.token_id) is not None
-
-    async def revoke_token_id(self, token_id: str) -> bool:
-        return await self.revoke_token_tree(token_id) is not None
-
-    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+    async def revoke_token_tree(
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+    ) -> list[str] | None:
         if token_id not in self._token_ids:
             return None
         tree, walked = [token_id], 0
         while walked < len(tree):  # breadth first, without recursion: a tree may be deep
             tree.extend(self._children.get(tree[walked], ()))
             walked += 1
-        return self._revoke(tree)
+        revoked = self._revoke(tree)
+        tenant_id = self._tokens[self._token_ids[token_id]].tenant_id
+        self._record(audit.revoke_events(actor, action, tenant_id, token_id, revoked))
+        return revoked
 
     def _revoke(self, token_ids: Iterable[str]) -> list[str]:
         revoked = []
@@ -336,6 +359,25 @@ class MemoryStore:
         token = self._tokens[secret_hash]
         if token.last_used_at is None or token.last_used_at < stale_before:
             self._tokens[secret_hash] = replace(token, last_used_at=now)
+
+    # audit trail
+
+    def _record(self, events: Iterable[Event]) -> None:
+        for tenant_id, appended in audit.by_tenant(events):
+            records = list(audit.appended(self._heads.get(tenant_id), tenant_id, appended))
+            self._audit.setdefault(tenant_id, []).extend(records)
+            last = records[-1]
+            self._heads[tenant_id] = Head(tenant_id, last.sequence, last.hash)
+
+    async def audit_tenants(self) -> list[str]:
+        return sorted(self._heads.keys() | self._audit.keys())
+
+    async def audit_head(self, tenant_id: str) -> Head | None:
+        return self._heads.get(tenant_id)
+
+    async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
+        records = self._audit.get(tenant_id, [])
+        return records[after : after + limit]  # sequence n is at index n - 1
 
     # limits
 

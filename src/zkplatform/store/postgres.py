@@ -24,6 +24,8 @@ import psycopg
 from psycopg import AsyncConnection, errors, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from zkplatform.domain import audit
+from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -180,10 +182,14 @@ class PostgresStore:
 
     # directory
 
-    async def add_tenant(self, tenant: Tenant) -> None:
-        await self._tx(lambda c: _insert(c, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
+    async def add_tenant(self, tenant: Tenant, actor: Actor) -> None:
+        async def add(conn: Conn) -> None:
+            await _insert(conn, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
+            await _record(conn, [actor.event(tenant.tenant_id, Action.TENANT_ADDED, tenant=tenant.tenant_id)])
 
-    async def add_principal(self, principal: Principal) -> None:
+        await self._tx(add)
+
+    async def add_principal(self, principal: Principal, actor: Actor) -> None:
         async def add(conn: Conn) -> None:
             await _require(
                 conn,
@@ -202,10 +208,12 @@ class PostgresStore:
                 ),
                 f"principal {principal.principal_id}",
             )
+            event = actor.event(principal.tenant_id, Action.PRINCIPAL_ADDED, principal=principal.principal_id)
+            await _record(conn, [event])
 
         await self._tx(add)
 
-    async def add_vault(self, vault: Vault) -> None:
+    async def add_vault(self, vault: Vault, actor: Actor) -> None:
         async def add(conn: Conn) -> None:
             await _require(conn, SQL.tenant_exists, (vault.tenant_id,), f"no tenant {vault.tenant_id}")
             for member in sorted(vault.members):
@@ -223,6 +231,7 @@ class PostgresStore:
             )
             async with conn.cursor() as cursor:
                 await cursor.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
+            await _record(conn, [actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
 
         await self._tx(add)
 
@@ -256,42 +265,54 @@ class PostgresStore:
         )
         return [Vault(vault_id, tenant_id, frozenset(members)) for vault_id, members in found]
 
-    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         async def add(conn: Conn) -> bool:
             tenant_id = await _vault_tenant(conn, vault_id)
             missing = f"no principal {principal_id} in tenant {tenant_id}"
             await _require(conn, SQL.principal_in_tenant, (principal_id, tenant_id), missing)
             inserted = await conn.execute(SQL.add_vault_member + " ON CONFLICT DO NOTHING", (vault_id, principal_id))
-            return inserted.rowcount > 0
+            if inserted.rowcount == 0:
+                return False
+            event = actor.event(tenant_id, Action.VAULT_MEMBER_ADDED, vault=vault_id, principal=principal_id)
+            await _record(conn, [event])
+            return True
 
         return await self._tx(add)
 
-    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def remove_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         async def remove(conn: Conn) -> bool:
-            await _vault_tenant(conn, vault_id)
-            return (await conn.execute(SQL.remove_vault_member, (vault_id, principal_id))).rowcount > 0
+            tenant_id = await _vault_tenant(conn, vault_id)
+            if (await conn.execute(SQL.remove_vault_member, (vault_id, principal_id))).rowcount == 0:
+                return False
+            event = actor.event(tenant_id, Action.VAULT_MEMBER_REMOVED, vault=vault_id, principal=principal_id)
+            await _record(conn, [event])
+            return True
 
         return await self._tx(remove)
 
-    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+    async def set_principal_disabled(self, principal_id: str, actor: Actor, *, disabled: bool) -> list[str] | None:
         async def update(conn: Conn) -> list[str] | None:
             # The UPDATE locks the principal's row: a mint or an issue for it waits, then sees the flag.
             if (await conn.execute(SQL.set_principal_disabled, (disabled, principal_id))).rowcount == 0:
                 return None
-            if not disabled:
-                return []
-            cursor = await conn.execute(SQL.revoke_principal_tokens, (principal_id,))
-            return sorted(row[0] for row in await cursor.fetchall())
+            revoked = []
+            if disabled:
+                cursor = await conn.execute(SQL.revoke_principal_tokens, (principal_id,))
+                revoked = sorted(row[0] for row in await cursor.fetchall())
+            (tenant_id,) = await _fetchone(conn, SQL.principal_tenant, (principal_id,)) or ("",)
+            await _record(conn, audit.disable_events(actor, tenant_id, principal_id, revoked, disabled=disabled))
+            return revoked
 
         return await self._tx(update)
 
     # items
 
-    async def add_items(self, items: Iterable[Item]) -> None:
+    async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
         async def add(conn: Conn) -> None:
             known: set[tuple[str, str]] = set()  # (vault, tenant) pairs checked: one query per vault, not per item
             for chunk in rows.chunks(items):
                 await _add_chunk(conn, chunk, known)
+                await _record(conn, [audit.item_event(actor, Action.ITEM_CREATED, item) for item in chunk])
 
         await self._tx(add)
 
@@ -299,25 +320,36 @@ class PostgresStore:
         row = await self._one(SQL.get_item, (vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
-        # The compare-and-set runs in the database (migration 0002), one statement in its own
-        # transaction: one round trip instead of five.
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
+        # The compare-and-set and its audit event run in the database (migration 0005), one
+        # statement in its own transaction: one round trip instead of seven. The function
+        # appends the event to the chain of the vault's tenant.
+        event = actor.event("", Action.ITEM_DELETED, vault=vault_id, item=item_id).canonical()
         row = await self._one(
-            f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s)", (vault_id, item_id, base_version, now)
+            f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s, %s)",
+            (vault_id, item_id, base_version, actor.at, event),
         )
         if row is None:
             return Missing()
         item, sequence = rows.item_from_row(row)
         return ItemChange(item, sequence) if item.deleted else Stale(item.version)
 
-    async def create_item(self, item: Item) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
         # The insert that takes the sequence number in one statement, in its own transaction:
         # a duplicate id fails the statement, which rolls back the number it took. Concurrent
         # creates in one vault queue on the vault's row; of one id, the first commits and the
         # others then fail on the primary key.
         for _ in range(_ATTEMPTS):
             try:
-                row = await self._one(_CREATE_ITEM, (item.vault_id, item.tenant_id, *rows.item_params(item, 0)[:-1]))
+                row = await self._one(
+                    _CREATE_ITEM,
+                    (
+                        item.vault_id,
+                        item.tenant_id,
+                        *rows.item_params(item, 0)[:-1],
+                        audit.item_event(actor, Action.ITEM_CREATED, item).canonical(),
+                    ),
+                )
             except errors.UniqueViolation:
                 existing = await self._one(SQL.get_item, (item.vault_id, item.item_id))
                 if existing is not None:
@@ -329,15 +361,16 @@ class PostgresStore:
         raise _contended(item.vault_id, item.item_id)
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
     ) -> UpdateOutcome:
+        event = actor.event("", Action.ITEM_UPDATED, vault=vault_id, item=item_id).canonical()  # the vault's tenant's
         for _ in range(_ATTEMPTS):
             row = await self._one(
                 _UPDATE_ITEM,
-                (vault_id, item_id, base_version, *_content_params(content), now, vault_id, item_id),
+                (vault_id, item_id, base_version, *_content_params(content), actor.at, vault_id, item_id, event),
             )
             if row is not None:
-                return ItemChange(*rows.item_from_row(row))
+                return ItemChange(*rows.item_from_row(row[:-1]))
             # Not applied: the item as committed now says why. Versions only grow, so it is at
             # base_version again only if it was purged and created anew in between: then retry.
             current = await self._one(SQL.get_item, (vault_id, item_id))
@@ -363,10 +396,14 @@ class PostgresStore:
         row = await self._one(SQL.vault_sequence, (vault_id,))
         return 0 if row is None else int(row[0])
 
-    async def purge_tombstones(self, deleted_before: int) -> int:
-        # One statement: the rows purged and the horizons they raise commit together.
-        row = await self._one(_PURGE, (deleted_before,))
-        return 0 if row is None else int(row[0])
+    async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
+        async def purge(conn: Conn) -> int:
+            # One statement for the rows purged and the horizons they raise; then their events.
+            purged = await (await conn.execute(_PURGE, (deleted_before,))).fetchall()
+            await _record(conn, [actor.event(t, Action.ITEM_PURGED, vault=v, item=i) for t, v, i in purged])
+            return len(purged)
+
+        return await self._tx(purge)
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
         # One statement, so one snapshot: the vault's state is the one its changes are at.
@@ -380,10 +417,14 @@ class PostgresStore:
 
     # tokens
 
-    async def add_token(self, token: TokenRecord) -> None:
-        await self._tx(lambda c: _add_token(c, token))
+    async def add_token(self, token: TokenRecord, actor: Actor) -> None:
+        async def add(conn: Conn) -> None:
+            await _add_token(conn, token)
+            await _record(conn, [actor.event(token.tenant_id, Action.TOKEN_ISSUED, token=token.token_id)])
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        await self._tx(add)
+
+    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
         async def add(conn: Conn) -> int | None:
             # The principal's row lock orders this after any revocation of its tokens or its
             # disabling (they take the same lock), and the statements below, each with a fresh
@@ -396,11 +437,12 @@ class PostgresStore:
                 conn,
                 "SELECT count(*), min(expires_at) FROM tokens"
                 " WHERE principal_id = %s AND minted AND NOT revoked AND expires_at > %s",
-                (token.principal_id, now),
+                (token.principal_id, actor.at),
             ) or (0, None)
             if count >= cap:
                 return int(first_expiry)
             await _add_token(conn, token)
+            await _record(conn, [actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
             return None
 
         return await self._tx(add)
@@ -417,16 +459,11 @@ class PostgresStore:
         row = await self._one(SQL.get_token, (token_id,))
         return None if row is None else rows.token_from_row(row)
 
-    async def revoke_token(self, secret_hash: bytes) -> bool:
-        row = await self._one("SELECT token_id FROM tokens WHERE secret_hash = %s", (secret_hash,))
-        return row is not None and await self.revoke_token_tree(row[0]) is not None
-
-    async def revoke_token_id(self, token_id: str) -> bool:
-        return await self.revoke_token_tree(token_id) is not None
-
-    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
+    async def revoke_token_tree(
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+    ) -> list[str] | None:
         async def revoke(conn: Conn) -> list[str] | None:
-            row = await _fetchone(conn, SQL.token_principal, (token_id,))
+            row = await _fetchone(conn, "SELECT principal_id, tenant_id FROM tokens WHERE token_id = %s", (token_id,))
             if row is None:
                 return None
             # A tree belongs to one principal (a token mints only for its own). With the
@@ -434,7 +471,9 @@ class PostgresStore:
             # the walk below, a statement with a fresh snapshot, sees every child there is.
             await _lock_principal(conn, row[0])
             cursor = await conn.execute(SQL.revoke_tree, (token_id,))
-            return sorted(r[0] for r in await cursor.fetchall())
+            revoked = sorted(r[0] for r in await cursor.fetchall())
+            await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
+            return revoked
 
         return await self._tx(revoke)
 
@@ -461,6 +500,20 @@ class PostgresStore:
                 await conn.execute(SQL.touch_token, (now, token_id, stale_before))
 
         self._background.start(touch())
+
+    # audit trail
+
+    async def audit_tenants(self) -> list[str]:
+        return [row[0] for row in await self._all(SQL.audit_tenants)]
+
+    async def audit_head(self, tenant_id: str) -> Head | None:
+        row = await self._one(SQL.audit_head, (tenant_id,))
+        return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))
+
+    async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
+        return [
+            rows.audit_record_from_row(row) for row in await self._all(SQL.audit_records, (tenant_id, after, limit))
+        ]
 
     async def _all(self, query: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         async with self._pool.connection() as conn:
@@ -497,10 +550,11 @@ _ITEM_INSERT_COLUMNS = rows.ITEM_COLUMNS.removesuffix(", sequence")
 # (vault, tenant, the item's columns but its sequence) -> the sequence taken; no row when the
 # vault is not in that tenant. The vault's row is locked first, then the item inserted.
 _CREATE_ITEM = (
-    "WITH taken AS (" + SQL.take_tenant_sequence + ")"
-    f" INSERT INTO items ({_ITEM_INSERT_COLUMNS}, sequence)"
+    "WITH taken AS (" + SQL.take_tenant_sequence + "),"
+    f" added AS (INSERT INTO items ({_ITEM_INSERT_COLUMNS}, sequence)"
     f" SELECT {', '.join(['%s'] * len(_ITEM_INSERT_COLUMNS.split(', ')))}, taken.sequence FROM taken"
-    " RETURNING sequence"
+    " RETURNING sequence, tenant_id)"
+    " SELECT sequence, zk_audit_append(tenant_id, %s) FROM added"  # the event, only for an item added
 )
 # The compare-and-set of an update, in one statement: (vault, item, base_version, kind, title
 # hash, payload, keys, now, vault, item) -> the item changed; no row when it did not apply.
@@ -512,10 +566,12 @@ _UPDATE_ITEM = (
     "WITH target AS (SELECT vault_id FROM items"
     " WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted FOR UPDATE),"
     " taken AS (UPDATE vaults SET sequence = vaults.sequence + 1 FROM target"
-    " WHERE vaults.vault_id = target.vault_id RETURNING vaults.sequence)"
-    " UPDATE items SET kind = %s, title_hash = %s, payload = %s, wrapped_keys = %s, version = version + 1,"
-    " updated_at = %s, sequence = taken.sequence FROM taken WHERE items.vault_id = %s AND items.item_id = %s"
-    " RETURNING " + ", ".join(f"items.{c}" for c in rows.ITEM_COLUMNS.split(", "))
+    " WHERE vaults.vault_id = target.vault_id RETURNING vaults.sequence),"
+    " changed AS (UPDATE items SET kind = %s, title_hash = %s, payload = %s, wrapped_keys = %s,"
+    " version = version + 1, updated_at = %s, sequence = taken.sequence FROM taken"
+    " WHERE items.vault_id = %s AND items.item_id = %s"
+    " RETURNING " + ", ".join(f"items.{c}" for c in rows.ITEM_COLUMNS.split(", ")) + ")"
+    " SELECT changed.*, zk_audit_append(changed.tenant_id, %s) FROM changed"  # the event, only for a change made
 )
 
 
@@ -538,11 +594,12 @@ _LIST_CHANGES = (
     " WHERE v.vault_id = %s ORDER BY c.sequence"
 )
 _PURGE = (
-    "WITH purged AS (DELETE FROM items WHERE deleted AND updated_at < %s RETURNING vault_id, sequence),"
-    " horizons AS (SELECT vault_id, max(sequence) AS horizon, count(*) AS purged FROM purged GROUP BY vault_id),"
+    "WITH purged AS (DELETE FROM items WHERE deleted AND updated_at < %s"
+    " RETURNING tenant_id, vault_id, item_id, sequence),"
+    " horizons AS (SELECT vault_id, max(sequence) AS horizon FROM purged GROUP BY vault_id),"
     " raised AS (UPDATE vaults SET purge_horizon = greatest(vaults.purge_horizon, h.horizon)"
     " FROM horizons h WHERE vaults.vault_id = h.vault_id)"
-    " SELECT coalesce(sum(purged), 0) FROM horizons"
+    " SELECT tenant_id, vault_id, item_id FROM purged ORDER BY tenant_id, vault_id, sequence"
 )
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 
@@ -592,6 +649,15 @@ def _reason(error: psycopg.Error, url: str) -> str:
     for form in {password, unquote(password or "")} - {None, ""}:
         text = text.replace(str(form), "***")
     return text
+
+
+async def _record(conn: Conn, events: Iterable[Event]) -> None:
+    """Append the events to their tenants' chains in the use case's transaction, which locks
+    each chain's head until it commits (zk_audit_append, migration 0005)."""
+    params = [(tenant_id, event.canonical()) for tenant_id, events_of in audit.by_tenant(events) for event in events_of]
+    if params:
+        async with conn.cursor() as cursor:
+            await cursor.executemany("SELECT zk_audit_append(%s, %s)", params)
 
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:

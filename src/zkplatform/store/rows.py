@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 from typing import Any
 
+from zkplatform.domain.audit import AuditRecord
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, Vault, WrappedKey
 
 ITEM_COLUMNS = (
@@ -225,3 +226,11 @@ def vaults(tenant_id: str, vault_ids: Sequence[str], members: Iterable[tuple[str
 def principal_from_row(row: tuple[Any, ...] | Any) -> Principal:
     principal_id, tenant_id, role, allowed, disabled = row
     return Principal(principal_id, tenant_id, Role(role), scopes_from_text(allowed), disabled=bool(disabled))
+
+
+def audit_record_params(record: AuditRecord) -> tuple[Any, ...]:
+    return (record.tenant_id, record.sequence, record.event, record.hash)
+
+
+def audit_record_from_row(row: tuple[Any, ...] | Any) -> AuditRecord:
+    return AuditRecord(row[0], int(row[1]), bytes(row[2]), bytes(row[3]))

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from zkplatform.domain import audit
+from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -136,10 +138,14 @@ class SQLiteStore:
 
     # directory
 
-    async def add_tenant(self, tenant: Tenant) -> None:
-        await self._write(lambda c: _insert(c, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}"))
+    async def add_tenant(self, tenant: Tenant, actor: Actor) -> None:
+        def add(conn: sqlite3.Connection) -> None:
+            _insert(conn, SQL.add_tenant, (tenant.tenant_id,), f"tenant {tenant.tenant_id}")
+            _record(conn, [actor.event(tenant.tenant_id, Action.TENANT_ADDED, tenant=tenant.tenant_id)])
 
-    async def add_principal(self, principal: Principal) -> None:
+        await self._write(add)
+
+    async def add_principal(self, principal: Principal, actor: Actor) -> None:
         def add(conn: sqlite3.Connection) -> None:
             _require(
                 conn,
@@ -158,10 +164,11 @@ class SQLiteStore:
                 ),
                 f"principal {principal.principal_id}",
             )
+            _record(conn, [actor.event(principal.tenant_id, Action.PRINCIPAL_ADDED, principal=principal.principal_id)])
 
         await self._write(add)
 
-    async def add_vault(self, vault: Vault) -> None:
+    async def add_vault(self, vault: Vault, actor: Actor) -> None:
         def add(conn: sqlite3.Connection) -> None:
             _require(conn, SQL.tenant_exists, (vault.tenant_id,), f"no tenant {vault.tenant_id}")
             for member in sorted(vault.members):
@@ -178,6 +185,7 @@ class SQLiteStore:
                 f"vault {vault.vault_id}",
             )
             conn.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
+            _record(conn, [actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
 
         await self._write(add)
 
@@ -220,7 +228,7 @@ class SQLiteStore:
 
         return await self._read(listed)
 
-    async def add_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         def add(conn: sqlite3.Connection) -> bool:
             tenant_id = _vault_tenant(conn, vault_id)
             missing = f"no principal {principal_id} in tenant {tenant_id}"
@@ -228,34 +236,43 @@ class SQLiteStore:
             if conn.execute(SQL.is_vault_member, (vault_id, principal_id)).fetchone():
                 return False
             conn.execute(SQL.add_vault_member, (vault_id, principal_id))
+            _record(conn, [actor.event(tenant_id, Action.VAULT_MEMBER_ADDED, vault=vault_id, principal=principal_id)])
             return True
 
         return await self._write(add)
 
-    async def remove_vault_member(self, vault_id: str, principal_id: str) -> bool:
+    async def remove_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         def remove(conn: sqlite3.Connection) -> bool:
-            _vault_tenant(conn, vault_id)
-            return conn.execute(SQL.remove_vault_member, (vault_id, principal_id)).rowcount > 0
+            tenant_id = _vault_tenant(conn, vault_id)
+            if conn.execute(SQL.remove_vault_member, (vault_id, principal_id)).rowcount == 0:
+                return False
+            event = actor.event(tenant_id, Action.VAULT_MEMBER_REMOVED, vault=vault_id, principal=principal_id)
+            _record(conn, [event])
+            return True
 
         return await self._write(remove)
 
-    async def set_principal_disabled(self, principal_id: str, *, disabled: bool) -> list[str] | None:
+    async def set_principal_disabled(self, principal_id: str, actor: Actor, *, disabled: bool) -> list[str] | None:
         def update(conn: sqlite3.Connection) -> list[str] | None:
             if conn.execute(SQL.set_principal_disabled, (disabled, principal_id)).rowcount == 0:
                 return None
-            if not disabled:
-                return []
-            return sorted(row[0] for row in conn.execute(SQL.revoke_principal_tokens, (principal_id,)).fetchall())
+            revoked = []
+            if disabled:
+                revoked = sorted(row[0] for row in conn.execute(SQL.revoke_principal_tokens, (principal_id,)))
+            (tenant_id,) = conn.execute(SQL.principal_tenant, (principal_id,)).fetchone()
+            _record(conn, audit.disable_events(actor, tenant_id, principal_id, revoked, disabled=disabled))
+            return revoked
 
         return await self._write(update)
 
     # items
 
-    async def add_items(self, items: Iterable[Item]) -> None:
+    async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
         def add(conn: sqlite3.Connection) -> None:
             known: set[tuple[str, str]] = set()  # (vault, tenant) pairs checked: one query per vault, not per item
             for chunk in rows.chunks(items):
                 _add_chunk(conn, chunk, known)
+                _record(conn, (audit.item_event(actor, Action.ITEM_CREATED, item) for item in chunk))
 
         await self._write(add)
 
@@ -263,14 +280,14 @@ class SQLiteStore:
         row = await self._read(lambda c: _item_row(c, vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, now: int) -> DeleteOutcome:
+    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
         def delete(conn: sqlite3.Connection) -> DeleteOutcome:
             # The compare-and-set: only a live item at base_version changes.
             changed = conn.execute(
                 "UPDATE items SET deleted = 1, version = version + 1, updated_at = ?, title_hash = '',"
                 " payload = NULL, wrapped_keys = '[]'"
                 " WHERE vault_id = ? AND item_id = ? AND version = ? AND deleted = 0",
-                (now, vault_id, item_id, base_version),
+                (actor.at, vault_id, item_id, base_version),
             ).rowcount
             if changed:
                 conn.execute(
@@ -281,6 +298,8 @@ class SQLiteStore:
             if row is None:
                 return Missing()
             item, sequence = rows.item_from_row(row)
+            if changed:
+                _record(conn, [audit.item_event(actor, Action.ITEM_DELETED, item)])
             return ItemChange(item, sequence) if item.deleted else Stale(item.version)
 
         outcome = await self._write(delete)
@@ -288,7 +307,7 @@ class SQLiteStore:
             self._changed(vault_id, outcome.sequence)
         return outcome
 
-    async def create_item(self, item: Item) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
         def create(conn: sqlite3.Connection) -> CreateOutcome:
             # Read, then write: the transaction holds the file's write lock from BEGIN IMMEDIATE
             # on, so nothing can add the item in between, in this process or another.
@@ -298,6 +317,7 @@ class SQLiteStore:
             if taken is None:
                 raise UnknownReference(rows.unknown_vault(item))
             conn.execute(SQL.add_item, rows.item_params(item, taken[0]))
+            _record(conn, [audit.item_event(actor, Action.ITEM_CREATED, item)])
             return Created(ItemChange(item, int(taken[0])))
 
         outcome = await self._write(create)
@@ -306,7 +326,7 @@ class SQLiteStore:
         return outcome
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, now: int
+        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
     ) -> UpdateOutcome:
         def update(conn: sqlite3.Connection) -> UpdateOutcome:
             # The compare-and-set: only a live item at base_version changes, and only then does
@@ -315,11 +335,13 @@ class SQLiteStore:
                 "UPDATE items SET kind = ?, title_hash = ?, payload = ?, wrapped_keys = ?, version = version + 1,"
                 " updated_at = ?, sequence = (SELECT sequence + 1 FROM vaults WHERE vault_id = items.vault_id)"
                 f" WHERE vault_id = ? AND item_id = ? AND version = ? AND deleted = 0 RETURNING {rows.ITEM_COLUMNS}",
-                (*_content_params(content), now, vault_id, item_id, base_version),
+                (*_content_params(content), actor.at, vault_id, item_id, base_version),
             ).fetchone()
             if row is not None:
                 _next_sequence(conn, vault_id)
-                return ItemChange(*rows.item_from_row(row))
+                change = ItemChange(*rows.item_from_row(row))
+                _record(conn, [audit.item_event(actor, Action.ITEM_UPDATED, change.item)])
+                return change
             if (row := _item_row(conn, vault_id, item_id)) is None:
                 return Missing()
             return Conflict(ItemChange(*rows.item_from_row(row)))
@@ -349,14 +371,17 @@ class SQLiteStore:
         row = await self._read(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
         return 0 if row is None else int(row[0])
 
-    async def purge_tombstones(self, deleted_before: int) -> int:
+    async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         def purge(conn: sqlite3.Connection) -> int:
             purged = conn.execute(
-                "DELETE FROM items WHERE deleted = 1 AND updated_at < ? RETURNING vault_id, sequence", (deleted_before,)
+                "DELETE FROM items WHERE deleted = 1 AND updated_at < ?"
+                " RETURNING vault_id, sequence, tenant_id, item_id",
+                (deleted_before,),
             ).fetchall()
             horizons: dict[str, int] = {}
-            for vault_id, sequence in purged:
+            for vault_id, sequence, _, _ in purged:
                 horizons[vault_id] = max(horizons.get(vault_id, 0), int(sequence))
+            _record(conn, (actor.event(t, Action.ITEM_PURGED, vault=v, item=i) for v, _, t, i in purged))
             for vault_id, horizon in horizons.items():
                 conn.execute(SQL.raise_purge_horizon, (horizon, vault_id, horizon))
             return len(purged)
@@ -378,10 +403,14 @@ class SQLiteStore:
 
     # tokens
 
-    async def add_token(self, token: TokenRecord) -> None:
-        await self._write(lambda c: _add_token(c, token))
+    async def add_token(self, token: TokenRecord, actor: Actor) -> None:
+        def add(conn: sqlite3.Connection) -> None:
+            _add_token(conn, token)
+            _record(conn, [actor.event(token.tenant_id, Action.TOKEN_ISSUED, token=token.token_id)])
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, now: int) -> int | None:
+        await self._write(add)
+
+    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
         def add(conn: sqlite3.Connection) -> int | None:
             # In the writer's transaction: a revocation committed before this is seen here.
             parent = conn.execute(SQL.parent_revoked, (token.parent_token_id,)).fetchone()
@@ -390,11 +419,12 @@ class SQLiteStore:
             count, first_expiry = conn.execute(
                 "SELECT count(*), min(expires_at) FROM tokens"
                 " WHERE principal_id = ? AND minted = 1 AND revoked = 0 AND expires_at > ?",
-                (token.principal_id, now),
+                (token.principal_id, actor.at),
             ).fetchone()
             if count >= cap:
                 return int(first_expiry)
             _add_token(conn, token)
+            _record(conn, [actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
             return None
 
         return await self._write(add)
@@ -411,18 +441,18 @@ class SQLiteStore:
         row = await self._read(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
         return None if row is None else rows.token_from_row(row)
 
-    async def revoke_token(self, secret_hash: bytes) -> bool:
-        def revoke(conn: sqlite3.Connection) -> bool:
-            row = conn.execute("SELECT token_id FROM tokens WHERE secret_hash = ?", (secret_hash,)).fetchone()
-            return row is not None and _revoke_tree(conn, row[0]) is not None
+    async def revoke_token_tree(
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+    ) -> list[str] | None:
+        def revoke(conn: sqlite3.Connection) -> list[str] | None:
+            found = conn.execute(SQL.token_tenant, (token_id,)).fetchone()
+            if found is None:
+                return None
+            revoked = sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)))
+            _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
+            return revoked
 
         return await self._write(revoke)
-
-    async def revoke_token_id(self, token_id: str) -> bool:
-        return await self.revoke_token_tree(token_id) is not None
-
-    async def revoke_token_tree(self, token_id: str) -> list[str] | None:
-        return await self._write(lambda c: _revoke_tree(c, token_id))
 
     async def list_tokens(
         self,
@@ -445,6 +475,18 @@ class SQLiteStore:
         # at once (its answer never waits for this fsync), and the write joins whatever
         # transaction the writer commits next.
         self._background.start(self._write(lambda c: c.execute(SQL.touch_token, (now, token_id, stale_before))))
+
+    # audit trail
+
+    async def audit_tenants(self) -> list[str]:
+        return [row[0] for row in await self._read(lambda c: c.execute(SQL.audit_tenants).fetchall())]
+
+    async def audit_head(self, tenant_id: str) -> Head | None:
+        return _head(await self._read(lambda c: c.execute(SQL.audit_head, (tenant_id,)).fetchone()), tenant_id)
+
+    async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
+        found = await self._read(lambda c: c.execute(SQL.audit_records, (tenant_id, after, limit)).fetchall())
+        return [rows.audit_record_from_row(row) for row in found]
 
     # limits
 
@@ -598,10 +640,19 @@ def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
     )
 
 
-def _revoke_tree(conn: sqlite3.Connection, token_id: str) -> list[str] | None:
-    if conn.execute(SQL.token_principal, (token_id,)).fetchone() is None:
-        return None
-    return sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)).fetchall())
+def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:
+    """Append the events to their tenants' chains, in the use case's transaction (the writer
+    holds the file's write lock, so no other process appends in between)."""
+    for tenant_id, appended in audit.by_tenant(events):
+        head = _head(conn.execute(SQL.audit_head, (tenant_id,)).fetchone(), tenant_id)
+        records = list(audit.appended(head, tenant_id, appended))
+        conn.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
+        last = records[-1]
+        conn.execute(SQL.set_audit_head, (tenant_id, last.sequence, last.hash))
+
+
+def _head(row: tuple[object, ...] | None, tenant_id: str) -> Head | None:
+    return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))  # type: ignore[call-overload]
 
 
 def _vault_tenant(conn: sqlite3.Connection, vault_id: str) -> str:

@@ -46,6 +46,7 @@ class Statements:
         " WHERE v.tenant_id = ?"
     )
     principal_disabled: str = "SELECT disabled FROM principals WHERE principal_id = ?"
+    principal_tenant: str = "SELECT tenant_id FROM principals WHERE principal_id = ?"
     set_principal_disabled: str = "UPDATE principals SET disabled = ? WHERE principal_id = ?"
 
     add_item: str = f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES {_values(len(rows.ITEM_COLUMNS.split(', ')))}"
@@ -84,7 +85,7 @@ class Statements:
     find_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?"
     find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("?")
     get_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE token_id = ?"
-    token_principal: str = "SELECT principal_id FROM tokens WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
+    token_tenant: str = "SELECT tenant_id FROM tokens WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
     parent_revoked: str = "SELECT revoked FROM tokens WHERE token_id = ?"
     # A token and everything minted from it, transitively: (token id) -> the ids revoked now.
     revoke_tree: str = (
@@ -108,6 +109,18 @@ class Statements:
     mint_attempts: str = "SELECT at FROM mint_attempts WHERE principal_id = ? ORDER BY at"
     forget_lapsed_proofs: str = "DELETE FROM dpop_proofs WHERE expires_at < ?"
     remember_proof: str = "INSERT INTO dpop_proofs VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+
+    audit_tenants: str = "SELECT tenant_id FROM audit_heads UNION SELECT tenant_id FROM audit_events ORDER BY 1"
+    audit_head: str = "SELECT sequence, hash FROM audit_heads WHERE tenant_id = ?"
+    audit_records: str = (
+        "SELECT tenant_id, sequence, event, hash FROM audit_events"
+        " WHERE tenant_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+    )
+    add_audit_record: str = "INSERT INTO audit_events (tenant_id, sequence, event, hash) VALUES (?, ?, ?, ?)"
+    set_audit_head: str = (
+        "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, ?, ?)"
+        " ON CONFLICT (tenant_id) DO UPDATE SET sequence = excluded.sequence, hash = excluded.hash"
+    )
 
 
 def token_listing(*, one_principal: bool, live_only: bool, after: bool) -> str:
