@@ -25,6 +25,8 @@ AUTH_ROUNDS = 5  # this code against the code before it: a ratio judged at 0.97,
 # The code before the token lifecycle (last use written at most once a minute): served beside
 # the working tree's to show that authentication stays a read.
 BEFORE_TOKEN_LIFECYCLE = "c2d7c9e"  # noqa: S105 # a commit, not a secret
+# The code before the audit trail: served beside the working tree's to show what auditing costs.
+BEFORE_AUDIT = "8890b82"
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
@@ -127,6 +129,12 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         _zk(f"auth-{store}{suffix}", store, _loads("delete json"), rounds=AUTH_ROUNDS, code=code)
         for store in ("memory", "sqlite")
         for suffix, code in (("", ""), ("-before", BEFORE_TOKEN_LIFECYCLE))
+    ),
+    # DeleteItem with its audit event against the code before the audit trail, side by side.
+    "audit": tuple(
+        _zk(f"audit-{store}{suffix}", store, _loads("delete json"), rounds=AUTH_ROUNDS, code=code)
+        for store in ("sqlite", "postgresql")
+        for suffix, code in (("", ""), ("-before", BEFORE_AUDIT))
     ),
     # The same code with and without recording tokens' last use: what that write costs alone,
     # which the comparison with an older commit cannot tell apart from everything else since.
