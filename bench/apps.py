@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from connectrpc.compat import google_protobuf_binary_codec
+from connectrpc.interceptor import Interceptor
 from connectrpc.request import RequestContext
+from prometheus_client import REGISTRY
 
 from bench.seed import NOW, Layout, bench_item, seed
 from zkplatform.app import create_app
@@ -26,6 +28,8 @@ from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.config import Settings
 from zkplatform.domain.models import Tombstone
 from zkplatform.messages.convert import delete_response, timestamp
+from zkplatform.observability.metrics import Metrics
+from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
@@ -104,7 +108,17 @@ class _StoreWithoutLastUse(MemoryStore):
         return None
 
 
-def platform_app(*, record_last_use: bool = True) -> ASGIApp:
+class _Uninstrumented(Telemetry):
+    """No metrics, no tracing, and not even their interceptor: the baseline that shows
+    what the instrumentation costs when it is off."""
+
+    def interceptors(self) -> list[Interceptor]:
+        return []
+
+
+def platform_app(*, record_last_use: bool = True, metrics: bool = False, instrumented: bool = True) -> ASGIApp:
+    """The app as `serve` builds it (metrics off, tracing off: no OTEL_* here), or with
+    metrics recorded (not served: a scrape is not a call's cost), or uninstrumented."""
     settings = Settings.from_env()
     store = MemoryStore() if record_last_use else _StoreWithoutLastUse()
     platform = Platform.build(store, b"bench-pepper-of-thirty-two-bytes", policy=settings.mint_policy)
@@ -117,4 +131,5 @@ def platform_app(*, record_last_use: bool = True) -> ASGIApp:
     with ThreadPoolExecutor(max_workers=1) as thread:
         tokens = thread.submit(asyncio.run, seed(platform.store, platform.issuer, layout)).result()
     tokens.write(Path(os.environ["BENCH_TOKEN_FILE"]))
-    return create_app(settings, platform=platform)
+    telemetry = Telemetry(Metrics(REGISTRY)) if metrics else Telemetry() if instrumented else _Uninstrumented()
+    return create_app(settings, platform=platform, telemetry=telemetry)

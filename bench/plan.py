@@ -35,6 +35,8 @@ BENCH_APPS = {
     "noop": "bench.apps:noop_app()",
     "zkplatform": "bench.apps:platform_app()",
     "zkplatform-no-last-use": "bench.apps:platform_app(record_last_use=False)",
+    "zkplatform-metrics": "bench.apps:platform_app(metrics=True)",
+    "zkplatform-uninstrumented": "bench.apps:platform_app(instrumented=False)",
 }
 
 
@@ -135,6 +137,16 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         _zk(f"audit-{store}{suffix}", store, _loads("delete json"), rounds=AUTH_ROUNDS, code=code)
         for store in ("sqlite", "postgresql")
         for suffix, code in (("", ""), ("-before", BEFORE_AUDIT))
+    ),
+    # What observing calls costs: the app as served (metrics and tracing off), with metrics
+    # recorded, and with no instrumentation at all; the same code, side by side.
+    "observability": tuple(
+        Setup(key, "hypercorn", app, "memory", 1, THOUSAND, _loads("delete json", "delete proto"), AUTH_ROUNDS)
+        for key, app in (
+            ("obs-off", "zkplatform"),
+            ("obs-metrics", "zkplatform-metrics"),
+            ("obs-none", "zkplatform-uninstrumented"),
+        )
     ),
     # The same code with and without recording tokens' last use: what that write costs alone,
     # which the comparison with an older commit cannot tell apart from everything else since.

@@ -21,6 +21,8 @@ TARGET_WRITES = 0.85  # CreateItem and UpdateItem against DeleteItem, on one sto
 TARGET_LAST_PAGE = 0.9  # the last page of a 1,000,000-item vault against its first
 TARGET_AUTH = 0.97  # DeleteItem with last use recorded against the code before it
 TARGET_AUDIT = 0.9  # DeleteItem with its audit event against the code before the audit trail
+TARGET_METRICS = 0.95  # DeleteItem with metrics recorded against metrics off
+TARGET_TRACING_OFF = 0.99  # DeleteItem as served (tracing off) against no instrumentation at all
 
 _STORES = (("memory", "memory"), ("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
 
@@ -253,6 +255,25 @@ class _Report:
         )
         self.section("Audit: DeleteItem with its event in the same transaction", note, table)
 
+    def observability(self) -> None:
+        table = _Table("~codec", "no instrumentation", "off (as served)", "metrics on", "off / none", "on / off")
+        for codec in ("json", "proto"):
+            none, off, on = (self.rps(f"obs-{key}", "delete", codec) for key in ("none", "off", "metrics"))
+            table.row(codec, _n(none), _n(off), _n(on), _x(_ratio(off, none)), _x(_ratio(on, off)))
+            self.judge_ratio(f"DeleteItem with metrics within 5% of without ({codec})", _ratio(on, off), TARGET_METRICS)
+            self.judge_ratio(
+                f"DeleteItem with tracing off within 1% of no instrumentation ({codec})",
+                _ratio(off, none),
+                TARGET_TRACING_OFF,
+            )
+        note = (
+            "DeleteItem, one worker, memory store, the same code served three ways side by side: as `serve`"
+            " runs it without --metrics-bind or OTEL_* (metrics and tracing off), with every metric recorded,"
+            " and with no metrics, tracing or call-record interceptor at all (bench/apps.py);"
+            f" {AUTH_ROUNDS} rounds, each figure the median round. The access line is written in all three."
+        )
+        self.section("Observability: metrics on, and tracing off", note, table)
+
     def last_use(self) -> None:
         table = _Table("~store", "last use not recorded", "recorded", "recorded / not")
         off, on = self.rps("last-use-off", "delete", "json"), self.rps("last-use-on", "delete", "json")
@@ -336,7 +357,8 @@ def render(inputs: Inputs) -> str:
     report.out.append(header)
     for section in (
         report.every_run, report.overhead, report.stores, report.workers,
-        report.store_size, report.items, report.listing, report.authentication, report.audit, report.last_use,
+        report.store_size, report.items, report.listing, report.authentication, report.audit, report.observability,
+        report.last_use,
         report.servers, report.half_peak, report.memory, report.importing,
     ):  # fmt: skip
         section()
