@@ -3,6 +3,7 @@
 --   wrk ... -s bench/calls.lua -- create TOKEN_FILE json PACE_MS THREADS CONNECTIONS RUN VAULTS
 --   wrk ... -s bench/calls.lua -- get TOKEN_FILE json PACE_MS THREADS CONNECTIONS ITEMS VAULTS
 --   wrk ... -s bench/calls.lua -- list-first|list-last TOKEN_FILE json PACE_MS THREADS CONNECTIONS VAULT PAGE_TOKEN_FILE
+--   wrk ... -s bench/calls.lua -- changes-first|changes-last TOKEN_FILE json PACE_MS THREADS CONNECTIONS VAULT SINCE
 --   wrk ... -s bench/calls.lua -- mint TOKENS_FILE json|proto PACE_MS THREADS CONNECTIONS
 -- delete: DeleteItem of a fresh item per call: item n is b-n in vault v-(n % VAULTS)
 --   (bench/seed.py); thread t deletes FIRST_ITEM + t * ITEMS_PER_THREAD onwards.
@@ -13,6 +14,7 @@
 -- get: GetItem of seeded items in turn (thread t from item t * 7919), deleted or not.
 -- list-first|list-last: ListItems of a 100-item page of VAULT, from the page token on the
 --   file's first line (none: the first page).
+-- changes-first|changes-last: ListChanges of a 100-change page of VAULT after the cursor SINCE.
 -- mint: MintUserApiToken, each call with the next token of the file (one principal's per line).
 -- PACE_MS > 0: each connection waits that long before each call, the connections staggered
 --   evenly over the first PACE_MS (as wrk2 -R does), so calls arrive at a steady rate rather
@@ -56,6 +58,8 @@ function init(args)
   elseif rpc == "list-first" or rpc == "list-last" then
     local page_token = lines(args[8])[1] or ""
     list_body = '{"vaultId":"' .. args[7] .. '","pageSize":100,"pageToken":"' .. page_token .. '"}'
+  elseif rpc == "changes-first" or rpc == "changes-last" then
+    list_body = '{"vaultId":"' .. args[7] .. '","sinceSequence":"' .. args[8] .. '","pageSize":100}'
   else
     index = tid
   end
@@ -124,6 +128,7 @@ end
 
 local paths = {
   create = "CreateItem", update = "UpdateItem", get = "GetItem", ["list-first"] = "ListItems", ["list-last"] = "ListItems",
+  ["changes-first"] = "ListChanges", ["changes-last"] = "ListChanges",
 }
 
 function request()

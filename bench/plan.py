@@ -21,6 +21,7 @@ THOUSAND, MILLION = 1_000, 1_000_000
 OVERHEAD_ROUNDS = 3  # the overhead target is the closest call: more rounds
 ROUNDS = 2
 ITEM_ROUNDS = 3  # create and update against delete on one server: a ratio judged at 0.85
+SYNC_ROUNDS = 3  # ListChanges at the start of a vault against its end: a ratio judged at 0.9
 AUTH_ROUNDS = 5  # this code against the code before it: a ratio judged at 0.97, the closest of all
 # The code before the token lifecycle (last use written at most once a minute): served beside
 # the working tree's to show that authentication stays a read.
@@ -102,6 +103,7 @@ _HALF = ("delete json", "delete proto")
 
 ITEM_CALLS = ("delete json", "create json", "update json", "get json")
 LIST_CALLS = ("list-first json", "list-last json")
+CHANGES_CALLS = ("changes-first json", "changes-last json")
 
 
 def _zk(  # noqa: PLR0913 # one keyword per dimension the plan varies
@@ -125,6 +127,13 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         _zk(f"list-{store}-{size}", store, _loads(*LIST_CALLS), vault_size=items)
         for store in ("sqlite", "postgresql")
         for size, items in (("1k", THOUSAND), ("1m", MILLION))
+    ),
+    # A 100-change page of ListChanges: from the start of a vault of 1,000,000 changes (since 0)
+    # against its end (its sequence less 100), on each durable store. The watches' figures
+    # (bench/watching.py) run after the loads, alone on the machine, with this group.
+    "sync": tuple(
+        _zk(f"changes-{store}", store, _loads(*CHANGES_CALLS), rounds=SYNC_ROUNDS, vault_size=MILLION)
+        for store in ("sqlite", "postgresql")
     ),
     # DeleteItem on this code against the code before the token lifecycle, side by side.
     "auth": tuple(

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from bench import importing, report
+from bench import importing, report, watching
 from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
-from bench.pages import last_page_token
+from bench.pages import last_changes_since, last_page_token
 from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
 from bench.servers import Running, machine_cpu_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
 
-LISTED_VAULT = "v-0"  # the vault ListItems loads page through: the only one of a list setup
+LISTED_VAULT = "v-0"  # the vault ListItems and ListChanges loads page through: the only one of their setups
 
 
 @dataclass
@@ -58,6 +58,9 @@ class Served:
             args = ["get", vault_token, load.codec, *pacing, str(layout.items), str(layout.vaults)]
         elif load.rpc in ("list-first", "list-last"):
             args = [load.rpc, vault_token, load.codec, *pacing, LISTED_VAULT, str(self.work / f"{load.rpc}-token")]
+        elif load.rpc in ("changes-first", "changes-last"):
+            since = (self.work / "changes-last-since").read_text().strip() if load.rpc == "changes-last" else "0"
+            args = [load.rpc, vault_token, load.codec, *pacing, LISTED_VAULT, since]
         else:
             args = ["mint", str(self.work / "mint-tokens"), load.codec, *pacing]
         return _measured(self.server, args, seconds)
@@ -81,7 +84,7 @@ def _measured(server: Running, args: list[str], seconds: int) -> Figures:
 class Bench:
     def __init__(self, stack: ExitStack, tmp: Path) -> None:
         self._tmp = tmp
-        self._postgres = PostgresServer(stack)
+        self.postgres = PostgresServer(stack)
         self.figures: dict[tuple[str, Load], Figures] = {}
         self.peak_rss_mib: dict[str, float] = {}
 
@@ -143,6 +146,9 @@ class Bench:
                     (work / "list-first-token").write_text("\n")
                     last = last_page_token(server.port, issued.delete, LISTED_VAULT, setup.layout.vault_size)
                     (work / "list-last-token").write_text(last + "\n")
+                if any(load.rpc.startswith("changes-") for load in setup.loads):
+                    since = last_changes_since(server.port, issued.delete, LISTED_VAULT)
+                    (work / "changes-last-since").write_text(f"{since}\n")
                 yield Served(setup, server, work)
 
     @contextmanager
@@ -150,7 +156,7 @@ class Bench:
         if setup.store == "sqlite":
             yield sqlite_store(work, setup.layout, setup.code)
         elif setup.store == "postgresql":
-            with self._postgres.database(setup.layout, setup.code) as (url, tokens):
+            with self.postgres.database(setup.layout, setup.code) as (url, tokens):
                 yield url, tokens
         else:
             yield "memory:", None
@@ -184,6 +190,7 @@ def main() -> int:
     only = os.environ.get("BENCH_ONLY", "").split(",")
     named = [NAMED[name] for name in only if name in NAMED]
     imported = None
+    watches = None
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
         bench = Bench(stack, Path(tmp))
         for group in PLAN:
@@ -193,6 +200,9 @@ def main() -> int:
         if only == [""] or "import" in only:  # alone on the machine: no server is running now
             imported = importing.measure(Path(tmp) / "import")
             print(f"  import: {imported}", file=sys.stderr)
+        if only == [""] or "sync" in only:  # the watches, alone on the machine too
+            watches = watching.measure(Path(tmp) / "watch", bench.postgres)
+            print(f"  watch: {watches}", file=sys.stderr)
     text = report.render(
         report.Inputs(
             figures=bench.figures,
@@ -200,6 +210,7 @@ def main() -> int:
             machine=machine(wrk_version),
             minutes=(time.monotonic() - started) / 60,
             imported=imported,
+            watches=watches,
         )
     )
     print(text)

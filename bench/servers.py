@@ -27,9 +27,13 @@ class Running:
         """CPU time used so far by the server's processes (user and system)."""
         return sum(_cpu_seconds(pid) for pid in [self.pid, *_descendants(self.pid)])
 
+    def rss_kib(self) -> int:
+        """The resident set of the server's processes now, summed (one worker: that worker's)."""
+        return sum(_status_kib(pid, "VmRSS") for pid in [self.pid, *_descendants(self.pid)])
+
     def peak_rss_mib(self) -> float:
         """The largest peak resident set of the server's processes (its busiest worker)."""
-        peaks = [_vm_hwm_kib(pid) for pid in [self.pid, *_descendants(self.pid)]]
+        peaks = [_status_kib(pid, "VmHWM") for pid in [self.pid, *_descendants(self.pid)]]
         return max(peaks, default=0) / 1024
 
 
@@ -107,10 +111,10 @@ def machine_cpu_seconds() -> tuple[float, float]:
     return (sum(jiffies) - idle - stolen) / _TICKS, stolen / _TICKS
 
 
-def _vm_hwm_kib(pid: int) -> int:
+def _status_kib(pid: int, field: str) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
