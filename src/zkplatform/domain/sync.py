@@ -143,6 +143,7 @@ class SyncUseCases:
         next_check = loop.time() + period
         sent = False  # since the last heartbeat period began
         live = False  # the backlog was read to its end once
+        woken = True  # the vault may have changed since it was last read
         while True:
             if self._clock() >= caller.token.expires_at:
                 raise Unauthenticated("token expired")
@@ -151,21 +152,29 @@ class SyncUseCases:
                 if not sent:
                     yield ListedChanges((), cursor, has_more=False)
                 next_check, sent = loop.time() + period, False
-            page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE)
-            if page.changes:
-                if live and page.sequence - cursor > self._policy.max_lag:
-                    raise WatchBehind
-                listed = _listed(page, cursor, DEFAULT_PAGE_SIZE)
-                cursor, sent = listed.cursor, True
-                yield listed
-                if listed.has_more:
-                    continue
-            live = True
-            try:
-                async with asyncio.timeout_at(next_check):
-                    await subscription.wait()
-            except TimeoutError:
-                pass
+            if woken:  # else a heartbeat period went by without a change: nothing to read
+                page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE)
+                if page.changes:
+                    if live and page.sequence - cursor > self._policy.max_lag:
+                        raise WatchBehind
+                    listed = _listed(page, cursor, DEFAULT_PAGE_SIZE)
+                    cursor, sent = listed.cursor, True
+                    yield listed
+                    if listed.has_more:
+                        continue
+                live = True
+            woken = await self._wait(subscription, next_check)
+
+    @staticmethod
+    async def _wait(subscription: ChangeSubscription, deadline: float) -> bool:
+        """Whether the vault may have changed before the deadline (the feed wakes every
+        watch of a vault on each of its changes, from any worker or host)."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                await subscription.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def _check_caller(self, caller: Caller, vault_id: str) -> None:
         caller.require_scope(Scope.VAULT_ITEMS_READ)
