@@ -1,9 +1,9 @@
 """`zkplatform admin`: operator commands, with direct access to a store (docs/admin.md).
 
 This package is the command line only: `arguments` parses it, `commands` acts
-on the store, `importer` reads the files `import` takes. `main` runs one
-command per process, in its own event loop, and turns every failure into one
-line on standard error and an exit code.
+on the store, `importer` reads the files `import` takes, `audit` exports and
+verifies the audit trail. `main` runs one command per process, in its own event
+loop, and turns every failure into one line on standard error and an exit code.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from zkplatform.admin import commands
+from zkplatform.admin import audit, commands
 from zkplatform.admin.arguments import build_parser, store_url
 from zkplatform.admin.importer import BadFile, BadLine
 from zkplatform.config import ConfigError, Settings
@@ -29,14 +29,16 @@ __all__ = ["main"]
 
 PROG = "zkplatform admin"
 DONE, REFUSED, UNUSABLE, INTERRUPTED = 0, 1, 2, 130
-# Bad input, found before anything was written: the operator can fix it and run again.
-REFUSALS = (commands.Refused, BadLine, BadFile, AlreadyExists, UnknownReference, DomainError)
+# Bad input, found before anything was written: the operator can fix it and run again;
+# or a break in the audit trail, which `audit verify` exists to find.
+REFUSALS = (commands.Refused, audit.Finding, BadLine, BadFile, AlreadyExists, UnknownReference, DomainError)
 # A setting or a store this command cannot work with; each message says what to do.
 UNUSABLE_SETUP = (StoreURLError, StoreUnavailable, SchemaError, ConfigError)
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run one command: 0 done, 1 refused input (nothing changed), 2 bad usage or an unusable store."""
+    """Run one command: 0 done, 1 refused input (nothing changed) or a broken audit trail,
+    2 bad usage or an unusable store."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -74,7 +76,8 @@ async def _run(args: argparse.Namespace, chosen_url: str | None) -> str:
 def _explain(error: BaseException, driver_complaint: str) -> tuple[int, str]:
     """The exit code and the one line for the operator."""
     if isinstance(error, REFUSALS):
-        return REFUSED, f"{error}; nothing was changed"
+        # An audit command only reads: there was nothing to change, so its line does not say so.
+        return REFUSED, str(error) if isinstance(error, audit.Finding) else f"{error}; nothing was changed"
     if isinstance(error, UNUSABLE_SETUP):
         return UNUSABLE, str(error)
     if isinstance(error, OSError):

@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-from zkplatform.admin import commands
+from zkplatform.admin import audit, commands
 from zkplatform.config import DEFAULT_STORE
 from zkplatform.domain.models import Role, Scope
 
@@ -15,6 +15,7 @@ ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 DEFAULT_TTL_SECONDS = 3600
 # Ten years: ample for an operator's token, and its expiry stays a valid timestamp.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
+MAX_SEQUENCE = 2**63 - 1  # the stores' integers
 
 DESCRIPTION = """\
 Operator commands, acting directly on a store. `token issue` is the only way
@@ -26,8 +27,9 @@ STORE_HELP = (
     f" (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})"
 )
 EPILOG = """\
-exit codes: 0 done; 1 refused input (nothing was changed); 2 bad usage, an
-unusable store, or a schema other than this build's (run `migrate`).
+exit codes: 0 done; 1 refused input (nothing was changed), or a break found
+by `audit verify`; 2 bad usage, an unusable store, or a schema other than this
+build's (run `migrate`).
 """
 
 
@@ -189,6 +191,33 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
         help="the retention in days (default: $ZKPLATFORM_TOMBSTONE_RETENTION_DAYS or 90)",
     )
     purge.set_defaults(run=commands.purge_tombstones)
+
+    trail = _group(subcommands, "audit", "export and verify the audit trail")
+    export = command(
+        trail,
+        "export",
+        "print the audit trail as NDJSON: one event a line, by tenant, in sequence order",
+        "Print every tenant's events (or one tenant's) on standard output, one JSON object a line:"
+        " tenant, sequence, time, actor, action, target, requestId and the event's chain hash (hex).",
+    )
+    export.add_argument("--tenant", type=_id, metavar="T", help="only this tenant's events (default: every tenant's)")
+    export.add_argument(
+        "--since",
+        type=_sequence,
+        default=0,
+        metavar="N",
+        help="only the events after sequence number N of each tenant's chain (default 0: all)",
+    )
+    export.set_defaults(run=audit.export)
+    verify = command(
+        trail,
+        "verify",
+        "recompute each tenant's hash chain; exit code 1 naming the first event that does not match",
+        "Recompute every tenant's chain (or one tenant's) from its first event to its head. An event edited,"
+        " removed or added behind the store's back is named, with its tenant; exit code 1.",
+    )
+    verify.add_argument("--tenant", type=_id, metavar="T", help="only this tenant's chain (default: every tenant's)")
+    verify.set_defaults(run=audit.verify)
     return parser
 
 
@@ -231,6 +260,14 @@ def _scopes(raw: str) -> list[Scope]:
     except ValueError:
         msg = f"scopes are a comma-separated list of {', '.join(s.value for s in Scope)}"
         raise argparse.ArgumentTypeError(msg) from None
+
+
+def _sequence(raw: str) -> int:
+    """A place in an audit chain: a whole number, 0 for before its first event."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_SEQUENCE:
+        msg = f"must be a whole number from 0 to {MAX_SEQUENCE}, not {raw!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(raw)
 
 
 def _bounded(upper: int) -> Callable[[str], int]:
