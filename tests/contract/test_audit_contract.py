@@ -57,6 +57,7 @@ async def test_directory_changes_are_audited_and_refusals_are_not(store: Migrata
         ("principal.added", {"principal": "p1"}),
         ("principal.added", {"principal": "p2"}),
         ("vault.added", {"vault": "v1"}),
+        ("vault.member_added", {"vault": "v1", "principal": "p1"}),  # a first member
         ("vault.member_added", {"vault": "v1", "principal": "p2"}),
         ("vault.member_removed", {"vault": "v1", "principal": "p2"}),
         ("token.issued", {"token": "tok_p2"}),
@@ -80,7 +81,7 @@ async def seeded(store: MigratableStore) -> MigratableStore:
 
 
 async def changes_since_seeding(store: MigratableStore) -> list[dict[str, Any]]:
-    return (await trail(store, "t1"))[3:]
+    return (await trail(store, "t1"))[4:]  # after the tenant, p1, v1 and its member p1
 
 
 async def test_item_changes_are_audited_with_their_author_and_unchanged_outcomes_are_not(
@@ -114,7 +115,7 @@ async def test_item_changes_are_audited_with_their_author_and_unchanged_outcomes
         (by_bob, "req-1", NOW),
         ({"kind": "service"}, "req-2", NOW + 5),
     ]
-    assert [e["sequence"] for e in events] == [4, 5, 6, 7, 8, 9]
+    assert [e["sequence"] for e in events] == [5, 6, 7, 8, 9, 10]
     assert all(e["tenant"] == "t1" for e in events)
 
 
@@ -141,7 +142,7 @@ async def test_concurrent_changes_of_one_tenant_make_one_unbroken_chain(seeded: 
     )
 
     events = await trail(seeded, "t1")  # checks the chain and the head
-    assert [e["sequence"] for e in events] == list(range(1, 55))
+    assert [e["sequence"] for e in events] == list(range(1, 4 + 2 + 40 + 10 + 1))
     assert sorted(e["target"].get("item", "") for e in events if e["action"] == "item.created") == sorted(
         f"n{n}" for n in range(40)
     )

@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zkplatform.domain.models import Item
+    from zkplatform.domain.models import Item, Vault
 
 GENESIS = bytes(32)  # the hash before a tenant's first event
 
@@ -107,6 +107,17 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 def item_event(actor: Actor, action: Action, item: Item) -> Event:
     return actor.event(item.tenant_id, action, vault=item.vault_id, item=item.item_id)
+
+
+def vault_events(actor: Actor, vault: Vault) -> list[Event]:
+    """A vault added, and each of the members it starts with."""
+    return [
+        actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id),
+        *(
+            actor.event(vault.tenant_id, Action.VAULT_MEMBER_ADDED, vault=vault.vault_id, principal=member)
+            for member in sorted(vault.members)
+        ),
+    ]
 
 
 def revoke_events(actor: Actor, action: Action, tenant_id: str, root: str, revoked: Iterable[str]) -> list[Event]:

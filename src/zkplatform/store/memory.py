@@ -104,7 +104,7 @@ class MemoryStore:
                 raise UnknownReference(f"no principal {member} in tenant {vault.tenant_id}")
         _insert(self._vaults, vault.vault_id, vault, "vault")
         self._sequences[vault.vault_id] = 0
-        self._record([actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
+        self._record(audit.vault_events(actor, vault))
 
     async def get_principal(self, principal_id: str) -> Principal | None:
         return self._principals.get(principal_id)

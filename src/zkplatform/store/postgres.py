@@ -231,7 +231,7 @@ class PostgresStore:
             )
             async with conn.cursor() as cursor:
                 await cursor.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
-            await _record(conn, [actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
+            await _record(conn, audit.vault_events(actor, vault))
 
         await self._tx(add)
 

@@ -185,7 +185,7 @@ class SQLiteStore:
                 f"vault {vault.vault_id}",
             )
             conn.executemany(SQL.add_vault_member, [(vault.vault_id, m) for m in sorted(vault.members)])
-            _record(conn, [actor.event(vault.tenant_id, Action.VAULT_ADDED, vault=vault.vault_id)])
+            _record(conn, audit.vault_events(actor, vault))
 
         await self._write(add)
 
