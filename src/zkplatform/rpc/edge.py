@@ -428,6 +428,9 @@ def _protocol_version_refusal(scope: Scope, headers: _Headers) -> ConnectError |
     return None
 
 
+_GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
 # The headers the edge acts on: each is read once, in one pass (they were a pass per check).
 _READ: Final = frozenset(
     (b"content-type", b"content-length", b"connect-protocol-version", b"connect-timeout-ms", b"grpc-timeout")
@@ -486,9 +489,6 @@ class _Headers:
         if grpc and grpc[:-1].isdigit() and len(grpc) <= 9 and grpc[-1] in _GRPC_TIMEOUT_UNITS:
             return int(grpc[:-1]) * _GRPC_TIMEOUT_UNITS[grpc[-1]]
         return None
-
-
-_GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
 def _set_remaining_deadline(scope: Scope, remaining: float) -> None:
