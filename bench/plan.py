@@ -31,6 +31,9 @@ BEFORE_AUDIT = "8890b82"
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
+# The code before the per-call work (issue 18): served beside the working tree's and the no-op
+# handler, so that the ratios before and after come from one run.
+BEFORE_PER_CALL = "8890b82"
 BENCH_APPS = {
     "raw": "bench.apps:raw_app",
     "noop": "bench.apps:noop_app()",
@@ -173,6 +176,13 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         ),
     ),
 }
+
+
+NAMED["per-call"] = (
+    Setup("per-call-noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*EVERY_CALL), OVERHEAD_ROUNDS),
+    _zk("per-call", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS),
+    _zk("per-call-before", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS, code=BEFORE_PER_CALL),
+)
 
 
 # Each group is one comparison, its setups served side by side and interleaved.

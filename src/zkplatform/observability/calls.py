@@ -115,16 +115,19 @@ class Observer:
         started = time.perf_counter()
         path = scope["path"]
         procedure = path[1:] if path in self._procedures else HEALTHZ if path == "/healthz" else UNKNOWN_PROCEDURE
-        call = Call(procedure, _request_id(scope))
+        request_id, protocol = _read_headers(scope)
+        call = Call(procedure, request_id)
         current_call.set(call)
         echoed = (REQUEST_ID_HEADER, call.request_id.encode())
+        grpc = protocol != "connect"  # only gRPC and gRPC-Web answers carry a grpc-status
 
         async def observed(message: Message) -> None:
             kind = message["type"]
             if kind == "http.response.start":
                 call.http_status = message["status"]
-                headers = list(message.get("headers", ()))
-                call.grpc_status = _grpc_status(headers)
+                headers = message.get("headers", ())
+                if grpc:
+                    call.grpc_status = _grpc_status(headers)
                 message = {**message, "headers": [*headers, echoed]}
             elif kind == "http.response.trailers":
                 call.grpc_status = _grpc_status(message.get("headers", ())) or call.grpc_status
@@ -140,7 +143,6 @@ class Observer:
             await route(scope, receive, observed)
         finally:
             seconds = time.perf_counter() - started
-            protocol = _protocol(scope)
             code = call.final_code()
             if metrics is not None:
                 metrics.in_flight_of(procedure).dec()
@@ -182,23 +184,33 @@ def _peer(client: Any) -> str:
     return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
-def _request_id(scope: Scope) -> str:
-    """The client's X-Request-Id when it is sane (one, at most 128 printable
-    ASCII characters without spaces), otherwise a fresh one."""
-    given = [value for key, value in scope.get("headers", ()) if key == REQUEST_ID_HEADER]
-    if len(given) == 1 and _SANE_REQUEST_ID.fullmatch(given[0]):
-        return str(given[0].decode("ascii"))
-    return f"{_ID_PREFIX}{next(_ids):08x}"
+def _read_headers(scope: Scope) -> tuple[str, str]:
+    """The call's request id and protocol, from one pass over the request's headers.
 
-
-def _protocol(scope: Scope) -> str:
+    The request id is the client's X-Request-Id when it is sane (one, at most 128
+    printable ASCII characters without spaces), otherwise a fresh one. The
+    protocol follows the first Content-Type."""
+    given: list[bytes] = []
+    content_type: bytes | None = None
     for key, value in scope.get("headers", ()):
-        if key == b"content-type":
-            if value.startswith(b"application/grpc-web"):
-                return "grpc_web"
-            if value.startswith(b"application/grpc"):
-                return "grpc"
-            return "connect"
+        if key == REQUEST_ID_HEADER:
+            given.append(value)
+        elif key == b"content-type" and content_type is None:
+            content_type = value
+    if len(given) == 1 and _SANE_REQUEST_ID.fullmatch(given[0]):
+        request_id = str(given[0].decode("ascii"))
+    else:
+        request_id = f"{_ID_PREFIX}{next(_ids):08x}"
+    return request_id, _protocol(content_type)
+
+
+def _protocol(content_type: bytes | None) -> str:
+    if content_type is None:
+        return "connect"
+    if content_type.startswith(b"application/grpc-web"):
+        return "grpc_web"
+    if content_type.startswith(b"application/grpc"):
+        return "grpc"
     return "connect"
 
 

@@ -28,9 +28,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+import types
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, Final
 from urllib.parse import parse_qsl
 
 from connectrpc.code import Code
@@ -184,21 +186,22 @@ class Edge:
             refused = ConnectError(Code.UNIMPLEMENTED, f"{method} is not allowed: this procedure takes {allowed}")
             await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
             return
+        headers = _Headers(scope)
         if method == "GET":
             body, refusal = b"", self._query_over_limit(scope)
         else:
-            body, refusal = await self._read_body(scope, receive)
+            body, refusal = await self._read_body(scope, receive, headers)
         if refusal is None:
-            refusal = _malformed(scope)
+            refusal = headers.malformed(scope)
         if refusal is None and procedure.header_required:
-            refusal = _protocol_version_refusal(scope)
+            refusal = _protocol_version_refusal(scope, headers)
         if refusal is None and leak is not None:
             refusal = leak.refusal()
         if refusal is not None:
             await send_error(send, scope, refusal)
             return
         request_facts.set(RequestFacts(scope, self._origin))
-        await procedure.app(scope, _replay(body, receive), send)
+        await procedure.app(scope, _Replay(body, receive), send)
 
     def _query_over_limit(self, scope: Scope) -> ConnectError | None:
         """A GET carries its message in the query: the body limit holds for it too."""
@@ -206,16 +209,15 @@ class Edge:
             return ConnectError(Code.RESOURCE_EXHAUSTED, f"request query exceeds {self._max_body_bytes} bytes")
         return None
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, ConnectError | None]:
+    async def _read_body(self, scope: Scope, receive: Receive, headers: _Headers) -> tuple[bytes, ConnectError | None]:
         """The whole body, or why not: over the limit, or too slow to arrive.
         The call's deadline covers the reading; what is left of it is handed on."""
-        deadline = _deadline_seconds(scope)
+        deadline = headers.deadline_seconds()
         wait = self._body_timeout if deadline is None else min(deadline, self._body_timeout)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            async with asyncio.timeout(wait):
-                body = await _read_limited(scope, receive, self._max_body_bytes)
+            body = await _read_limited(headers.content_length, _Patient(receive, started + wait), self._max_body_bytes)
         except TimeoutError:
             if deadline is not None and deadline <= self._body_timeout:
                 return b"", ConnectError(Code.DEADLINE_EXCEEDED, "the deadline passed while the request was read")
@@ -256,14 +258,14 @@ class Edge:
                 return
 
 
-async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+async def _read_limited(declared: str | None, receive: Receive, limit: int) -> bytes | None:
     """The whole body, or None when it is over the limit.
 
     A body over the limit is still read to its end, up to _DISCARD_LIMIT, and
     dropped: answered while its client is still sending, an HTTP/2 stream gets
     the rest of the body after it closed, which the server answers with a reset
-    that a gRPC client may take for the answer. Nothing of it is kept."""
-    declared = _header(scope, b"content-length")
+    that a gRPC client may take for the answer. Nothing of it is kept.
+    `declared`: the request's Content-Length."""
     if declared is not None and declared.isdigit() and int(declared) > limit:
         if int(declared) <= _DISCARD_LIMIT:
             await _discard(receive, _DISCARD_LIMIT)
@@ -389,17 +391,8 @@ def _leak_in(scope: Scope) -> _Leak | None:
 
 
 def _malformed(scope: Scope) -> ConnectError | None:
-    """What connectrpc cannot answer cleanly itself."""
-    for key, value in scope.get("headers", ()):
-        if not (key.isascii() and value.isascii()) and not _is_utf8(key + value):
-            name = key.decode("latin-1") if key.isascii() else "a request header"
-            return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {name} is not valid UTF-8")
-    content_type = _header(scope, b"content-type") or ""
-    grpc = content_type.startswith("application/grpc") and not content_type.startswith("application/grpc-web")
-    if grpc and scope.get("http_version") != "2":
-        advice = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
-        return ConnectError(Code.UNIMPLEMENTED, advice)
-    return None
+    """What connectrpc cannot answer cleanly itself (for calls that are not a known unary procedure)."""
+    return _Headers(scope).malformed(scope)
 
 
 def _is_utf8(raw: bytes) -> bool:
@@ -414,17 +407,13 @@ def _is_utf8(raw: bytes) -> bool:
 _CONNECT_UNARY_TYPES = (b"application/json", b"application/proto")
 
 
-def _protocol_version_refusal(scope: Scope) -> ConnectError | None:
+def _protocol_version_refusal(scope: Scope, headers: _Headers) -> ConnectError | None:
     """A Connect-protocol call without its protocol version: a POST of a Connect
     unary content type without the header, a GET without `connect=v1` in the
     query (the header stands for it there too). A wrong header value is
     connectrpc's to refuse."""
-    content_type = b""
-    for key, value in scope.get("headers", ()):
-        if key == b"connect-protocol-version":
-            return None
-        if key == b"content-type":
-            content_type = value
+    if headers.protocol_version:
+        return None
     if scope["method"] == "GET":
         versions = [v for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k == "connect"]
         if versions == ["v1"]:
@@ -434,7 +423,7 @@ def _protocol_version_refusal(scope: Scope) -> ConnectError | None:
         return ConnectError(
             Code.INVALID_ARGUMENT, "missing required query parameter connect=v1 (or header Connect-Protocol-Version: 1)"
         )
-    if content_type.lower().startswith(_CONNECT_UNARY_TYPES):
+    if headers.last_content_type.lower().startswith(_CONNECT_UNARY_TYPES):
         return ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
     return None
 
@@ -442,15 +431,64 @@ def _protocol_version_refusal(scope: Scope) -> ConnectError | None:
 _GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
-def _deadline_seconds(scope: Scope) -> float | None:
-    """The call's own deadline: Connect-Timeout-Ms, or gRPC's grpc-timeout. A
-    malformed value is left for connectrpc to refuse."""
-    if (connect := _header(scope, b"connect-timeout-ms")) is not None:
-        return int(connect) / 1000 if connect.isdigit() and len(connect) <= 10 else None
-    grpc = _header(scope, b"grpc-timeout")
-    if grpc and grpc[:-1].isdigit() and len(grpc) <= 9 and grpc[-1] in _GRPC_TIMEOUT_UNITS:
-        return int(grpc[:-1]) * _GRPC_TIMEOUT_UNITS[grpc[-1]]
-    return None
+# The headers the edge acts on: each is read once, in one pass (they were a pass per check).
+_READ: Final = frozenset(
+    (b"content-type", b"content-length", b"connect-protocol-version", b"connect-timeout-ms", b"grpc-timeout")
+)
+
+
+class _Headers:
+    """What the edge needs of a request's headers, from one pass over them: the first value
+    of each header it reads (the last Content-Type too), and the first that is not UTF-8."""
+
+    __slots__ = ("_first", "last_content_type", "not_utf8")
+
+    def __init__(self, scope: Scope) -> None:
+        first: dict[bytes, bytes] = {}
+        self.last_content_type = b""
+        self.not_utf8: str | None = None
+        for key, value in scope.get("headers", ()):
+            if key in _READ:
+                if key not in first:
+                    first[key] = value
+                if key == b"content-type":
+                    self.last_content_type = value
+            if not (key.isascii() and value.isascii()) and self.not_utf8 is None and not _is_utf8(key + value):
+                self.not_utf8 = key.decode("latin-1") if key.isascii() else "a request header"
+        self._first = first
+
+    def get(self, name: bytes) -> str | None:
+        value = self._first.get(name)
+        return None if value is None else value.decode("latin-1")
+
+    @property
+    def content_length(self) -> str | None:
+        return self.get(b"content-length")
+
+    @property
+    def protocol_version(self) -> bool:
+        return b"connect-protocol-version" in self._first
+
+    def malformed(self, scope: Scope) -> ConnectError | None:
+        """What connectrpc cannot answer cleanly itself: a header that is not UTF-8, gRPC over HTTP/1.1."""
+        if self.not_utf8 is not None:
+            return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {self.not_utf8} is not valid UTF-8")
+        content_type = self.get(b"content-type") or ""
+        grpc = content_type.startswith("application/grpc") and not content_type.startswith("application/grpc-web")
+        if grpc and scope.get("http_version") != "2":
+            advice = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
+            return ConnectError(Code.UNIMPLEMENTED, advice)
+        return None
+
+    def deadline_seconds(self) -> float | None:
+        """The call's own deadline: Connect-Timeout-Ms, or gRPC's grpc-timeout. A
+        malformed value is left for connectrpc to refuse."""
+        if (connect := self.get(b"connect-timeout-ms")) is not None:
+            return int(connect) / 1000 if connect.isdigit() and len(connect) <= 10 else None
+        grpc = self.get(b"grpc-timeout")
+        if grpc and grpc[:-1].isdigit() and len(grpc) <= 9 and grpc[-1] in _GRPC_TIMEOUT_UNITS:
+            return int(grpc[:-1]) * _GRPC_TIMEOUT_UNITS[grpc[-1]]
+        return None
 
 
 def _set_remaining_deadline(scope: Scope, remaining: float) -> None:
@@ -473,17 +511,70 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    delivered = False
+class _Replay:
+    """The receive connectrpc gets: the body the edge read, then the server's receive
+    (after the body, only a disconnect can come)."""
 
-    async def replay() -> Message:
-        nonlocal delivered
-        if delivered:
-            return await receive()  # after the body: only a disconnect can come
-        delivered = True
+    __slots__ = ("_body", "_receive")
+
+    def __init__(self, body: bytes, receive: Receive) -> None:
+        self._body: bytes | None = body
+        self._receive = receive
+
+    async def __call__(self) -> Message:
+        if self._body is None:
+            return await self._receive()
+        body, self._body = self._body, None
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return replay
+
+class _Patient:
+    """A receive that gives up with TimeoutError at `deadline` (the loop's clock).
+
+    Usually the body is already in the server's queue when the call starts, and
+    receive() returns without waiting: only a receive that must wait needs a timer.
+    asyncio.timeout around every receive cost about 10 microseconds a call (bench/analysis.md),
+    so a receive is first stepped once by hand; if it suspends, the rest of it is
+    awaited under asyncio.timeout_at."""
+
+    __slots__ = ("_deadline", "_receive")
+
+    def __init__(self, receive: Receive, deadline: float) -> None:
+        self._receive = receive
+        self._deadline = deadline
+
+    async def __call__(self) -> Message:
+        receiving = self._receive()
+        if not isinstance(receiving, types.CoroutineType):  # another kind of awaitable: no stepping by hand
+            async with asyncio.timeout_at(self._deadline):
+                return await receiving
+        try:
+            waiting_on = receiving.send(None)
+        except StopIteration as done:
+            message: Message = done.value
+            return message
+        async with asyncio.timeout_at(self._deadline):
+            return await _resumed(receiving, waiting_on)
+
+
+@types.coroutine
+def _resumed(coroutine: Coroutine[Any, Any, Message], waiting_on: Any) -> Generator[Any, Any, Message]:
+    """The rest of a coroutine already stepped once (that step yielded `waiting_on`):
+    what `await` does, from its second step on."""
+    try:
+        while True:
+            try:
+                sent = yield waiting_on
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 # a cancellation (the timeout's) goes to the coroutine
+                waiting_on = coroutine.throw(error)
+            else:
+                waiting_on = coroutine.send(sent)
+    except StopIteration as done:
+        result: Message = done.value
+        return result
 
 
 async def send_error(
