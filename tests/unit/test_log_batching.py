@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import threading
+import time
+from pathlib import Path
 
 from zkplatform.observability.logs import ACCESS_LOGGER, BatchingHandler
 
@@ -71,3 +74,20 @@ def test_waiting_lines_are_written_within_the_interval_without_any_other_record(
     assert stream.written.wait(WAIT_S), "written by the handler's thread"
     assert stream.getvalue() == f"{ACCESS_LOGGER} call 1\n"
     batching.close()
+
+
+def test_a_forked_worker_flushes_its_own_access_lines(tmp_path: Path) -> None:
+    with (tmp_path / "log").open("w") as stream:
+        batching = BatchingHandler(stream, interval=0.05)
+        batching.setFormatter(logging.Formatter("%(message)s"))
+        batching.handle(record(ACCESS_LOGGER, "parent"))  # the parent's flusher thread starts
+        child = os.fork()
+        if child == 0:  # the worker: its line must reach the file without any other record or exit
+            batching.handle(record(ACCESS_LOGGER, "child"))
+            deadline = time.monotonic() + WAIT_S
+            while "child" not in (tmp_path / "log").read_text() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os._exit(0 if "child" in (tmp_path / "log").read_text() else 1)
+        _, status = os.waitpid(child, 0)
+        batching.close()
+    assert os.waitstatus_to_exitcode(status) == 0

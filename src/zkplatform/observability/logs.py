@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from datetime import UTC, datetime
 from typing import Final, TextIO
@@ -59,6 +60,11 @@ class BatchingHandler(logging.StreamHandler[TextIO]):
         self._interval = interval
         self._flusher: threading.Thread | None = None
         self._stop_flushing = threading.Event()
+        # A forked worker has no flusher thread, whatever its parent had: it starts its own.
+        os.register_at_fork(after_in_child=self._forget_flusher)
+
+    def _forget_flusher(self) -> None:
+        self._flusher = None
 
     def emit(self, record: logging.LogRecord) -> None:  # called with the handler's lock held
         try:
