@@ -16,6 +16,7 @@ from zkplatform.domain.audit import Action, Actor, ActorKind, ChainCheck
 from zkplatform.domain.models import Principal, Role, Tenant, Vault
 from zkplatform.repository import AlreadyExists
 from zkplatform.store import MigratableStore
+from zkplatform.store.rows import ADD_ITEMS_CHUNK
 
 BOB = Actor(ActorKind.PRINCIPAL, NOW, "p1", "tok_bob", "req-1")
 SERVICE = Actor.service(NOW + 5, "req-2")
@@ -166,3 +167,12 @@ async def test_an_event_holds_ids_only(seeded: MigratableStore) -> None:
         record.secret_hash.hex(),
     ):
         assert secret not in exported
+
+
+async def test_an_import_of_several_chunks_makes_one_event_per_item_in_order(seeded: MigratableStore) -> None:
+    count = 2 * ADD_ITEMS_CHUNK + 7
+    await seeded.add_items((item(f"n{n}") for n in range(count)), OPERATOR)
+    await seeded.create_item(item("after"), BOB)  # a single event continues the chain the import left
+
+    events = await changes_since_seeding(seeded)  # checks the chain and the head
+    assert [e["target"]["item"] for e in events] == [*(f"n{n}" for n in range(count)), "after"]

@@ -602,6 +602,11 @@ _PURGE = (
     " SELECT tenant_id, vault_id, item_id FROM purged ORDER BY tenant_id, vault_id, sequence"
 )
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
+# A chain's head before its first event: sequence 0 and the hash that comes before event 1.
+_NEW_AUDIT_HEAD = (
+    "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, decode(repeat('00', 32), 'hex'))"
+    " ON CONFLICT DO NOTHING"
+)
 
 
 def _content_params(content: ItemContent) -> tuple[object, ...]:
@@ -653,11 +658,23 @@ def _reason(error: psycopg.Error, url: str) -> str:
 
 async def _record(conn: Conn, events: Iterable[Event]) -> None:
     """Append the events to their tenants' chains in the use case's transaction, which locks
-    each chain's head until it commits (zk_audit_append, migration 0005)."""
-    params = [(tenant_id, event.canonical()) for tenant_id, events_of in audit.by_tenant(events) for event in events_of]
-    if params:
+    each chain's head until it commits. One event: zk_audit_append (migration 0005), one round
+    trip. More (an import, a revoked tree, a purge): the head locked and moved once, the chain
+    computed here. Moving the head once per event would leave a new version of its row per
+    event, which the next update of that row must walk past within one transaction: an import
+    of n items would cost n^2."""
+    for tenant_id, appended in audit.by_tenant(events):
+        if len(appended) == 1:
+            await conn.execute("SELECT zk_audit_append(%s, %s)", (tenant_id, appended[0].canonical()))
+            continue
+        # The head's row made first if the chain is new, so that FOR UPDATE has a row to lock.
+        await conn.execute(_NEW_AUDIT_HEAD, (tenant_id,))
+        row = await _fetchone(conn, SQL.audit_head + " FOR UPDATE", (tenant_id,))
+        assert row is not None  # made above
+        records = list(audit.appended(Head(tenant_id, int(row[0]), bytes(row[1])), tenant_id, appended))
         async with conn.cursor() as cursor:
-            await cursor.executemany("SELECT zk_audit_append(%s, %s)", params)
+            await cursor.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
+        await conn.execute(SQL.set_audit_head, (tenant_id, records[-1].sequence, records[-1].hash))
 
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
