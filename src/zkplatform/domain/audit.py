@@ -76,6 +76,11 @@ class Actor:
     def event(self, tenant_id: str, action: Action, **target: str) -> Event:
         return Event(tenant_id, self, action, tuple(sorted(target.items())))
 
+    def event_bytes(self, action: Action, **target: str) -> bytes:
+        """The canonical bytes of an event whose tenant the store finds itself (the bytes
+        never hold the tenant: the chain they are appended to does)."""
+        return self.event("", action, **target).canonical()
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

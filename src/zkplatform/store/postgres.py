@@ -324,7 +324,7 @@ class PostgresStore:
         # The compare-and-set and its audit event run in the database (migration 0005), one
         # statement in its own transaction: one round trip instead of seven. The function
         # appends the event to the chain of the vault's tenant.
-        event = actor.event("", Action.ITEM_DELETED, vault=vault_id, item=item_id).canonical()
+        event = actor.event_bytes(Action.ITEM_DELETED, vault=vault_id, item=item_id)
         row = await self._one(
             f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s, %s)",
             (vault_id, item_id, base_version, actor.at, event),
@@ -363,7 +363,7 @@ class PostgresStore:
     async def update_item(
         self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
     ) -> UpdateOutcome:
-        event = actor.event("", Action.ITEM_UPDATED, vault=vault_id, item=item_id).canonical()  # the vault's tenant's
+        event = actor.event_bytes(Action.ITEM_UPDATED, vault=vault_id, item=item_id)  # the vault's tenant's
         for _ in range(_ATTEMPTS):
             row = await self._one(
                 _UPDATE_ITEM,
