@@ -6,6 +6,8 @@ import hashlib
 import json
 from dataclasses import replace
 
+import pytest
+
 from zkplatform.domain.audit import (
     GENESIS,
     Action,
@@ -40,6 +42,24 @@ def test_the_canonical_bytes_are_compact_json_with_sorted_keys() -> None:
 def test_non_ascii_ids_are_kept_as_utf8() -> None:
     data = ALICE.event("acme", Action.ITEM_CREATED, vault="vält", item="i").canonical()
     assert "vält".encode() in data
+
+
+@pytest.mark.parametrize(
+    "actor",
+    [
+        ALICE,
+        Actor(ActorKind.PRINCIPAL, 7, 'qu"ote\\back', "tok_\n\t\x00", "r\u2028\U0001f600"),
+        Actor.operator(0),
+        Actor.service(1_900_000_000, "x-request-<id>&'é"),
+    ],
+)
+def test_the_canonical_bytes_are_what_json_dumps_makes_of_the_event(actor: Actor) -> None:
+    event = actor.event("acme", Action.VAULT_MEMBER_ADDED, vault='v"\\', principal="\u00e9\x7f\x1f")
+    fields = json.loads(event.canonical())
+    assert event.canonical() == json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert fields["target"] == {"vault": 'v"\\', "principal": "\u00e9\x7f\x1f"}
+    assert fields["requestId"] == actor.request_id
+    assert fields["time"] == actor.at
 
 
 def chain_of(count: int, tenant: str = "acme") -> list[AuditRecord]:
