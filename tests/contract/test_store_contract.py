@@ -323,6 +323,18 @@ async def test_minted_token_cap_counts_live_minted_tokens_only(seeded: Migratabl
     assert await seeded.add_minted_token(token("tok_3"), 2, at(NOW + 100)) is None
 
 
+async def test_a_revoked_minted_token_leaves_room_under_the_cap(seeded: MigratableStore) -> None:
+    for name, expires_at in (("tok_1", NOW + 100), ("tok_2", NOW + 200), ("tok_3", NOW + 300)):
+        assert await seeded.add_minted_token(token(name, expires_at=expires_at), 3, at(NOW)) is None
+    await seeded.revoke_token_tree("tok_1", OPERATOR)
+
+    assert await seeded.add_minted_token(token("tok_4", expires_at=NOW + 400), 3, at(NOW)) is None
+    # At the cap again: the first to expire is the earliest live one, not the revoked tok_1.
+    assert await seeded.add_minted_token(token("tok_5"), 3, at(NOW)) == NOW + 200
+    await seeded.revoke_token_tree("tok_3", OPERATOR)
+    assert await seeded.add_minted_token(token("tok_5", expires_at=NOW + 500), 3, at(NOW + 1)) is None
+
+
 async def test_concurrent_mints_never_exceed_the_cap(seeded: MigratableStore) -> None:
     results = await asyncio.gather(*(seeded.add_minted_token(token(f"tok_{n}"), 5, at(NOW)) for n in range(20)))
 
