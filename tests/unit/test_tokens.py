@@ -47,3 +47,15 @@ def test_stored_form_is_an_hmac_keyed_by_the_pepper() -> None:
 def test_short_peppers_are_refused() -> None:
     with pytest.raises(ValueError, match="at least 32 bytes"):
         tokens.TokenHasher(b"short")
+
+
+@pytest.mark.parametrize(
+    ("value", "width", "digits"),
+    [(0, 43, "0" * 43), (61, 3, "00z"), (62, 3, "010"), (62**2 + 1, 3, "101"), (2**256 - 1, 43, None)],
+)
+def test_base62_is_big_endian_over_the_whole_width(value: int, width: int, digits: str | None) -> None:
+    encoded = tokens._base62(value, width)  # the digits of a token's body
+
+    assert len(encoded) == width
+    assert encoded == digits or digits is None
+    assert sum(tokens._ALPHABET.index(c) * 62**n for n, c in enumerate(reversed(encoded))) == value
