@@ -2,12 +2,13 @@
 
 The edge hands every request to `Observer`, which times it, takes or makes its
 request id (echoed in the answer's `X-Request-Id`), and watches the answer go
-out. The final code is written into the record by whoever knows it: the
-`Observe` interceptor (interceptor.py) for calls connectrpc served, the edge
-for calls it refused itself (`note_code`); otherwise the answer's grpc-status
-or HTTP status tells. The access line then names the procedure, protocol,
-code, duration, principal, token id, request id and peer: never the URL's
-query, a header's value other than the request id, a token or a payload.
+out. The final code is written into the record by whoever knows it (`note_code`):
+ErrorMapping, the one place that makes Connect errors, for calls connectrpc
+served; the edge for calls it refused itself; otherwise the answer's
+grpc-status or HTTP status tells. Authenticate writes who called
+(`note_caller`). The access line then names the procedure, protocol, code,
+duration, principal, token id, request id and peer: never the URL's query, a
+header's value other than the request id, a token or a payload.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Final
 from connectrpc.code import Code
 
 from zkplatform.asgi import Message, Receive, Scope, Send
-from zkplatform.observability.metrics import Metrics
+from zkplatform.observability.metrics import Metrics, refusal_reason
 
 Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -61,12 +62,15 @@ _GRPC_CODES = dict(enumerate(Code, start=1))  # Code lists gRPC's codes 1..16 in
 class Call:
     """What is known of one call so far."""
 
-    __slots__ = ("code", "grpc_status", "http_status", "principal_id", "procedure", "request_id", "token_id")
+    __slots__ = (
+        "code", "grpc_status", "http_status", "message", "principal_id", "procedure", "request_id", "token_id",
+    )  # fmt: skip
 
     def __init__(self, procedure: str, request_id: str) -> None:
         self.procedure = procedure
         self.request_id = request_id
         self.code: Code | None = None
+        self.message = ""  # the error's, read only to label an authentication refusal (metrics.refusal_reason)
         self.grpc_status: str | None = None
         self.http_status = 0
         self.principal_id = ""
@@ -97,10 +101,16 @@ def request_id() -> str:
     return "" if call is None else call.request_id
 
 
-def note_code(code: Code) -> None:
-    """The call being served ends with `code` (the edge refused it, or ended its stream)."""
+def note_code(code: Code, message: str = "") -> None:
+    """The call being served ends with `code` and that error message."""
     if (call := current_call.get()) is not None:
-        call.code = code
+        call.code, call.message = code, message
+
+
+def note_caller(principal_id: str, token_id: str) -> None:
+    """The call being served authenticated as that principal, with that token."""
+    if (call := current_call.get()) is not None:
+        call.principal_id, call.token_id = principal_id, token_id
 
 
 class Observer:
@@ -145,13 +155,19 @@ class Observer:
             seconds = time.perf_counter() - started
             code = call.final_code()
             if metrics is not None:
-                metrics.in_flight_of(procedure).dec()
-                if stream:
-                    metrics.streams.dec()
-                metrics.ended(procedure, protocol, code, seconds)
-                metrics.refresh_pools()
+                _count_end(metrics, call, protocol, code, seconds, stream=stream)
             if access_log.isEnabledFor(logging.INFO):
                 _log_access(scope, call, protocol, code, seconds)
+
+
+def _count_end(metrics: Metrics, call: Call, protocol: str, code: str, seconds: float, *, stream: bool) -> None:  # noqa: PLR0913
+    metrics.in_flight_of(call.procedure).dec()
+    if stream:
+        metrics.streams.dec()
+    metrics.ended(call.procedure, protocol, code, seconds)
+    if call.code is Code.UNAUTHENTICATED:
+        metrics.auth_refusals.labels(refusal_reason(call.message)).inc()
+    metrics.refresh_pools()
 
 
 def _log_access(scope: Scope, call: Call, protocol: str, code: str, seconds: float) -> None:

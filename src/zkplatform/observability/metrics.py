@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -187,3 +188,25 @@ def multiprocess_registry() -> Iterator[CollectorRegistry]:
         else:
             os.environ[MULTIPROC_DIR] = previous
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# The failed check, from the start of the message the domain refuses with
+# (domain/auth.py, rpc/auth.py): a bounded label, never the message itself.
+_REFUSALS: Final = (
+    ("missing authorization", "missing"),
+    ("more than one authorization", "malformed"),
+    ("the authorization header must be", "malformed"),
+    ("malformed token", "malformed"),
+    ("unknown token", "unknown"),
+    ("token revoked", "revoked"),
+    ("token expired", "expired"),
+    ("principal disabled", "disabled"),
+    ("a key-bound token", "dpop"),
+    ("dpop", "dpop"),
+)
+
+
+def refusal_reason(message: str) -> str:
+    """The label of an authentication refusal with this message."""
+    lowered = message.lower()
+    return next((reason for prefix, reason in _REFUSALS if lowered.startswith(prefix)), "other")

@@ -9,7 +9,7 @@ from opentelemetry.trace import TracerProvider
 from prometheus_client import REGISTRY
 
 from zkplatform.observability import tracing
-from zkplatform.observability.interceptor import Observe
+from zkplatform.observability.interceptor import SpanOutcome
 from zkplatform.observability.metrics import Metrics, install
 
 
@@ -25,10 +25,12 @@ class Telemetry:
         return cls(Metrics(REGISTRY) if metrics else None, tracing.provider_from_env())
 
     def interceptors(self) -> list[Interceptor]:
-        """The interceptors that come before ErrorMapping: the span first, so that it
-        encloses everything, then the record of the call."""
-        spans: list[Interceptor] = [] if self.tracer_provider is None else [tracing.interceptor(self.tracer_provider)]
-        return [*spans, Observe(self.metrics, tracing=self.tracer_provider is not None)]
+        """The interceptors that come before ErrorMapping, with tracing on: the span first, so
+        that it encloses everything, then what writes the outcome onto it. None without
+        tracing: the call's record and its metrics need no interceptor (calls.py)."""
+        if self.tracer_provider is None:
+            return []
+        return [tracing.interceptor(self.tracer_provider), SpanOutcome()]
 
     def install(self) -> None:
         """Let the stores' probes report to these metrics."""

@@ -17,7 +17,7 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
-from zkplatform.observability.calls import request_id
+from zkplatform.observability.calls import note_caller, request_id
 from zkplatform.rpc.edge import request_facts
 from zkplatform.rpc.metadata import StartCheck
 
@@ -28,11 +28,6 @@ _proof: ContextVar[ProofRequest] = ContextVar("proof")
 def current_caller() -> Caller:
     """The authenticated caller of the RPC being served."""
     return _caller.get()
-
-
-def current_caller_or_none() -> Caller | None:
-    """The caller when one has authenticated in this context (for observers of every call)."""
-    return _caller.get(None)
 
 
 def current_proof() -> ProofRequest:
@@ -51,9 +46,13 @@ class Authenticate(StartCheck):
         proofs = ctx.request_headers.getall("dpop")
         if len(proofs) > 1:
             raise Unauthenticated("DPoP proof: more than one DPoP header")
-        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=request_facts.get().url)
+        # Without a proof there is no htu to compare, and building the URL is a tenth of this check.
+        htu = request_facts.get().url if proofs else ""
+        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
         _proof.set(proof)
-        _caller.set(await self._authenticator.authenticate(presented, proof, request_id()))
+        caller = await self._authenticator.authenticate(presented, proof, request_id())
+        _caller.set(caller)
+        note_caller(caller.principal.principal_id, caller.token.token_id)
 
 
 def presented_token(authorizations: Sequence[str]) -> Presented:

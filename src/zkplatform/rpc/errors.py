@@ -17,6 +17,7 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 
 from zkplatform.domain import errors as domain
+from zkplatform.observability.calls import note_code
 from zkplatform.rpc.details import error_detail
 
 log = logging.getLogger(__name__)
@@ -77,15 +78,22 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
 
 
 class ErrorMapping:
-    """Metadata interceptor whose on_end sees, and replaces, every RPC's error."""
+    """Metadata interceptor whose on_end sees, and replaces, every RPC's error, and
+    writes the final code into the call's record (the access line, the metrics)."""
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         return None
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        if error is None or isinstance(error, ConnectError):
+        if error is None:
+            return
+        if isinstance(error, ConnectError):
+            note_code(error.code, error.message)
             return
         if isinstance(error, domain.DomainError):
-            raise to_connect_error(error) from error
-        log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
-        raise ConnectError(Code.INTERNAL, "internal error") from error
+            mapped = to_connect_error(error)
+        else:
+            log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
+            mapped = ConnectError(Code.INTERNAL, "internal error")
+        note_code(mapped.code, mapped.message)
+        raise mapped from error
