@@ -51,6 +51,22 @@ async def test_a_page_starts_after_the_cursor_and_stops_at_the_limit(seeded: Mig
     assert (caught_up.changes, caught_up.sequence) == ((), 4)
 
 
+async def test_an_item_changed_many_times_is_listed_once_at_its_latest_change(seeded: MigratableStore) -> None:
+    # More changes than the vault has items, many times over (the memory store drops superseded ones).
+    for version in range(1, 201):
+        await seeded.update_item("v1", "i1", version, content(f"v{version}"), at(NOW))  # 4 .. 203
+    await seeded.delete_item("v1", "i2", 1, at(NOW))  # 204
+    await seeded.purge_tombstones(NOW + 1, OPERATOR)
+    await seeded.create_item(new("i0"), OPERATOR)  # 205
+
+    assert shape(await seeded.list_changes("v1", 0, 10)) == [("i3", 3, False), ("i1", 203, False), ("i0", 205, False)]
+    assert shape(await seeded.list_changes("v1", 100, 1)) == [("i1", 203, False)]
+    assert shape(await seeded.list_changes("v1", 203, 10)) == [("i0", 205, False)]
+    listed = await seeded.list_items("v1", "", 10, show_deleted=True)
+    assert [item.item_id for item in listed.items] == ["i0", "i1", "i3"]
+    assert [item.item_id for item in (await seeded.list_items("v1", "i0", 1, show_deleted=False)).items] == ["i1"]
+
+
 async def test_changes_of_one_vault_only(seeded: MigratableStore) -> None:
     await seeded.create_item(new("o1", vault_id="v2"), OPERATOR)
 

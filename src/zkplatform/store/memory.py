@@ -7,9 +7,11 @@ other task can interleave with.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -52,6 +54,42 @@ class _Stored:
     sequence: int  # the vault sequence number of the item's latest change
 
 
+class _VaultIndex:
+    """One vault's item ids in order and its changes in sequence order, so that a page of
+    ListItems or ListChanges costs O(log n + page), not a scan of every item of the store."""
+
+    __slots__ = ("_changes", "ids")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []  # sorted: every item the vault holds, tombstones included
+        self._changes: list[tuple[int, str]] = []  # (sequence, item id), one per change made
+
+    def added(self, item_id: str, sequence: int) -> None:
+        bisect.insort(self.ids, item_id)
+        self._changes.append((sequence, item_id))
+
+    def changed(self, item_id: str, sequence: int) -> None:
+        self._changes.append((sequence, item_id))
+
+    def removed(self, item_id: str) -> None:
+        del self.ids[bisect.bisect_left(self.ids, item_id)]
+
+    def ids_after(self, item_id: str) -> Iterator[str]:
+        return itertools.islice(self.ids, bisect.bisect_right(self.ids, item_id), None)
+
+    def changes_after(self, since: int, latest: Callable[[str], int | None]) -> Iterator[tuple[int, str]]:
+        """The changes after `since` that are still their item's latest (`latest`: an item's
+        sequence, None once purged); the others are dropped when they outnumber the items."""
+        if len(self._changes) > 2 * len(self.ids) + 64:
+            self._changes = sorted((seq, i) for i in self.ids if (seq := latest(i)) is not None)
+        start = bisect.bisect_right(self._changes, since, key=_sequence_of)
+        return (c for c in itertools.islice(self._changes, start, None) if latest(c[1]) == c[0])
+
+
+def _sequence_of(change: tuple[int, str]) -> int:
+    return change[0]
+
+
 class _LiveMinted:
     """One principal's live minted tokens, kept so that a mint costs O(log n) of them, not O(n):
     the live ones by secret hash, and a heap by expiry from which the expired ones leave as
@@ -81,6 +119,9 @@ class _LiveMinted:
         return self._by_expiry[0][0]
 
 
+_NO_ITEMS = _VaultIndex()  # of a vault without items; never written to
+
+
 class MemoryStore:
     def __init__(self) -> None:
         self._tenants: dict[str, Tenant] = {}
@@ -90,6 +131,7 @@ class MemoryStore:
         self._purge_horizons: dict[str, int] = {}
         self._feed = ChangeFeed()
         self._items: dict[tuple[str, str], _Stored] = {}
+        self._indexes: dict[str, _VaultIndex] = {}  # vault -> its items' order and changes
         self._tokens: dict[bytes, TokenRecord] = {}
         self._token_ids: dict[str, bytes] = {}  # token id -> secret hash
         self._children: dict[str, list[str]] = {}  # token id -> ids of the tokens minted from it
@@ -203,7 +245,7 @@ class MemoryStore:
                 raise AlreadyExists(f"item {item.item_id} in vault {item.vault_id} already exists")
             seen.add(key)
         for item in items:
-            self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))
+            self._add_item(item)
         self._record(audit.item_event(actor, Action.ITEM_CREATED, item) for item in items)
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
@@ -219,6 +261,7 @@ class MemoryStore:
                 return Stale(stored.item.version)
             stored.item = stored.item.tombstone(actor.at)
             stored.sequence = self._next_sequence(vault_id)
+            self._indexes[vault_id].changed(item_id, stored.sequence)
             self._record([audit.item_event(actor, Action.ITEM_DELETED, stored.item)])
         return ItemChange(stored.item, stored.sequence)
 
@@ -229,7 +272,7 @@ class MemoryStore:
         key = (item.vault_id, item.item_id)
         if (stored := self._items.get(key)) is not None:
             return Existing(ItemChange(stored.item, stored.sequence))
-        stored = self._items[key] = _Stored(item, self._next_sequence(item.vault_id))
+        stored = self._add_item(item)
         self._record([audit.item_event(actor, Action.ITEM_CREATED, item)])
         return Created(ItemChange(stored.item, stored.sequence))
 
@@ -243,20 +286,14 @@ class MemoryStore:
             return Conflict(ItemChange(stored.item, stored.sequence))
         stored.item = stored.item.with_content(content, actor.at)
         stored.sequence = self._next_sequence(vault_id)
+        self._indexes[vault_id].changed(item_id, stored.sequence)
         self._record([audit.item_event(actor, Action.ITEM_UPDATED, stored.item)])
         return ItemChange(stored.item, stored.sequence)
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
-        # A scan of every item (the memory store is for development and tests), sorting only what it returns.
-        page = heapq.nsmallest(
-            limit,
-            (
-                s.item
-                for (v, i), s in self._items.items()
-                if v == vault_id and i > after_item_id and (show_deleted or not s.item.deleted)
-            ),
-            key=lambda item: item.item_id,
-        )
+        index = self._indexes.get(vault_id, _NO_ITEMS)
+        stored = (self._items[(vault_id, item_id)] for item_id in index.ids_after(after_item_id))
+        page = itertools.islice((s.item for s in stored if show_deleted or not s.item.deleted), limit)
         return ItemPage(tuple(page), self._sequences.get(vault_id, 0))
 
     async def vault_sequence(self, vault_id: str) -> int:
@@ -268,23 +305,25 @@ class MemoryStore:
         for key in purged:
             vault_id = key[0]
             stored = self._items.pop(key)
+            self._indexes[vault_id].removed(key[1])
             self._purge_horizons[vault_id] = max(self._purge_horizons.get(vault_id, 0), stored.sequence)
             events.append(audit.item_event(actor, Action.ITEM_PURGED, stored.item))
         self._record(events)
         return len(purged)
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
-        # A scan of every item (the memory store is for development and tests), sorting only what it returns.
-        page = heapq.nsmallest(
-            limit,
-            (
-                ItemChange(s.item, s.sequence)
-                for (v, _), s in self._items.items()
-                if v == vault_id and s.sequence > since
-            ),
-            key=lambda change: change.sequence,
-        )
+        def latest(item_id: str) -> int | None:
+            stored = self._items.get((vault_id, item_id))
+            return None if stored is None else stored.sequence
+
+        changes = self._indexes.get(vault_id, _NO_ITEMS).changes_after(since, latest)
+        page = (ItemChange(self._items[(vault_id, i)].item, seq) for seq, i in itertools.islice(changes, limit))
         return ChangePage(tuple(page), self._sequences.get(vault_id, 0), self._purge_horizons.get(vault_id, 0))
+
+    def _add_item(self, item: Item) -> _Stored:
+        stored = self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))
+        self._indexes.setdefault(item.vault_id, _VaultIndex()).added(item.item_id, stored.sequence)
+        return stored
 
     def _next_sequence(self, vault_id: str) -> int:
         self._sequences[vault_id] += 1
