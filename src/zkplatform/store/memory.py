@@ -134,6 +134,7 @@ class MemoryStore:
         self._indexes: dict[str, _VaultIndex] = {}  # vault -> its items' order and changes
         self._tokens: dict[bytes, TokenRecord] = {}
         self._token_ids: dict[str, bytes] = {}  # token id -> secret hash
+        self._principal_tokens: dict[str, list[bytes]] = {}  # principal -> secret hashes of its tokens
         self._children: dict[str, list[str]] = {}  # token id -> ids of the tokens minted from it
         self._minted: dict[str, _LiveMinted] = {}  # principal -> its live minted tokens
         self._mint_attempts: dict[str, deque[int]] = {}
@@ -226,7 +227,7 @@ class MemoryStore:
         revoked = []
         if disabled:
             revoked = self._revoke(
-                [t.token_id for t in self._tokens.values() if t.principal_id == principal_id and not t.revoked]
+                [t.token_id for h in self._principal_tokens.get(principal_id, ()) if not (t := self._tokens[h]).revoked]
             )
         self._record(audit.disable_events(actor, principal.tenant_id, principal_id, revoked, disabled=disabled))
         return revoked
@@ -347,6 +348,7 @@ class MemoryStore:
             raise AlreadyExists("token already exists")
         _insert(self._tokens, token.secret_hash, token, "token")
         self._token_ids[token.token_id] = token.secret_hash
+        self._principal_tokens.setdefault(token.principal_id, []).append(token.secret_hash)
         if token.parent_token_id:
             self._children.setdefault(token.parent_token_id, []).append(token.token_id)
 
@@ -407,10 +409,15 @@ class MemoryStore:
         after: tuple[int, str] | None,
         limit: int,
     ) -> list[tuple[TokenRecord, Principal]]:
-        # A scan of every token: the memory store is for development and tests.
+        # One principal's tokens, or a scan of every token for a whole tenant's.
+        candidates = (
+            self._tokens.values()
+            if principal_id is None
+            else (self._tokens[h] for h in self._principal_tokens.get(principal_id, ()))
+        )
         found = [
             t
-            for t in self._tokens.values()
+            for t in candidates
             if t.tenant_id == tenant_id
             and (principal_id is None or t.principal_id == principal_id)
             and (live_at is None or t.is_live(live_at))
