@@ -126,6 +126,7 @@ def platform_app(*, record_last_use: bool = True, metrics: bool = False, instrum
         vault_size=int(os.environ.get("BENCH_VAULT_SIZE", "1000")),
         items=int(os.environ.get("BENCH_ITEMS", "100000")),
         minters=int(os.environ.get("BENCH_MINTERS", "500")),
+        own_tokens=int(os.environ.get("BENCH_OWN_TOKENS", "0")),
     )
     # In a thread of its own: uvicorn calls this factory inside its running event loop.
     with ThreadPoolExecutor(max_workers=1) as thread:

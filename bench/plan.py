@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.load import DURATION_S, WARMUP_S, Load
-from bench.seed import Layout
+from bench.seed import MINTERS, Layout
 
 THOUSAND, MILLION = 1_000, 1_000_000
 OVERHEAD_ROUNDS = 3  # the overhead target is the closest call: more rounds
@@ -31,6 +31,12 @@ BEFORE_AUDIT = "8890b82"
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
+# Tokens a revoke load may use per second, as ITEM_RATE for items (a run that ran out would show
+# not_found errors); the memory store only, where a token costs about 1 KiB and 25 us to seed.
+REVOKE_RATE = {"memory": 5_000}
+# The owner's tokens besides the one the loads present, where ListTokens lists them: a full
+# 100-token page, and a next one.
+LISTED_TOKENS = 100
 # The code before the per-call work (issue 18): served beside the working tree's and the no-op
 # handler, so that the ratios before and after come from one run.
 BEFORE_PER_CALL = "8890b82"
@@ -58,10 +64,23 @@ class Setup:
 
     @property
     def layout(self) -> Layout:
-        # Deletes and updates each change a fresh seeded item per call.
-        seconds = sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
-                      for load in self.loads if load.rpc in FRESH_ITEM_RPCS)  # fmt: skip
-        return Layout(vault_size=self.vault_size, items=max(self.vault_size, seconds * ITEM_RATE.get(self.store, 0)))
+        # Deletes and updates each change a fresh seeded item per call, revokes a fresh token.
+        items = self._seconds(FRESH_ITEM_RPCS) * ITEM_RATE.get(self.store, 0)
+        revoked = self._seconds(("revoke",)) * REVOKE_RATE.get(self.store, 0)
+        # The memory store's ListTokens scans every token of the store: where it is measured,
+        # the store holds the owner's tokens only, so that the page is what is measured.
+        listing = any(load.rpc == "list-tokens" for load in self.loads)
+        return Layout(
+            vault_size=self.vault_size,
+            items=max(self.vault_size, items),
+            minters=0 if listing else MINTERS,
+            own_tokens=revoked + (LISTED_TOKENS if listing else 0),
+        )
+
+    def _seconds(self, rpcs: tuple[str, ...]) -> int:
+        """How long the loads of these RPCs run on this setup, warm-ups included."""
+        return sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
+                   for load in self.loads if load.rpc in rpcs)  # fmt: skip
 
     def command(self, store_url: str) -> list[str]:
         """The server's command line; {port} stands for the port it is given."""
