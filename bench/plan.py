@@ -204,6 +204,20 @@ NAMED["per-call"] = (
 )
 
 
+# The other unary RPCs against the no-op handler, which answers each with a message of the real
+# answer's shape and size (bench/answers.py). The real app on two servers: ListItems, ListChanges
+# and ListTokens each scan the whole memory store for a page (it is for development and tests), so
+# the reads run on a store of one vault of 1,000 items and the owner's tokens alone, where the
+# page is what is measured; the writes on vaults of 1,000 items, as many as their loads use.
+RPC_READS = ("get json", "list-first json", "changes-first json", "list-tokens json")
+RPC_WRITES = ("create json", "update json", "revoke json")
+NAMED["per-call-rpcs"] = (
+    Setup("rpcs-noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*RPC_WRITES, *RPC_READS), OVERHEAD_ROUNDS),
+    _zk("rpcs-writes", "memory", _loads(*RPC_WRITES), rounds=OVERHEAD_ROUNDS),
+    _zk("rpcs-reads", "memory", _loads(*RPC_READS), rounds=OVERHEAD_ROUNDS),
+)
+
+
 # Each group is one comparison, its setups served side by side and interleaved.
 PLAN: tuple[tuple[Setup, ...], ...] = (
     (  # our overhead, and the other ASGI server
