@@ -1,8 +1,9 @@
 """The ASGI applications `make bench` serves, each on the same server settings.
 
 - `raw_app`: reads the body and answers fixed bytes: the ceiling of the server.
-- `noop_app()`: connectrpc's VaultService and BrokerService answering fixed
-  messages with our codecs: the ceiling of the Connect runtime.
+- `noop_app()`: connectrpc's VaultService and BrokerService answering every
+  unary call with a fixed message (bench/answers.py) with our codecs: the
+  ceiling of the Connect runtime. WatchChanges, a stream, is left out.
 - `platform_app()`: the real application on the memory store, seeded as
   bench/seed.py describes (sizes from BENCH_* variables), its tokens written
   to BENCH_TOKEN_FILE. The durable stores are seeded by the harness and served
@@ -22,12 +23,11 @@ from connectrpc.interceptor import Interceptor
 from connectrpc.request import RequestContext
 from prometheus_client import REGISTRY
 
-from bench.seed import NOW, Layout, bench_item, seed
+from bench import answers
+from bench.seed import Layout, seed
 from zkplatform.app import create_app
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.config import Settings
-from zkplatform.domain.models import Tombstone
-from zkplatform.messages.convert import delete_response, timestamp
 from zkplatform.observability.metrics import Metrics
 from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.codec import CompactJSONCodec
@@ -37,20 +37,7 @@ from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
 
-_DELETED = delete_response(Tombstone(bench_item(1, 1).tombstone(NOW), 2))
-_MINTED = broker_pb2.MintUserApiTokenResponse(
-    token=broker_pb2.Token(
-        access_token="zkp_" + "A" * 49,
-        token_id="tok_" + "0" * 24,
-        tenant_id="bench",
-        principal_id="m-0",
-        scopes=["vault.items.delete"],
-        role=broker_pb2.ROLE_ADMIN,
-        issued_at=timestamp(NOW),
-        expires_at=timestamp(NOW + 300),
-    )
-)
-_RAW_BODY = CompactJSONCodec().encode(_DELETED)
+_RAW_BODY = CompactJSONCodec().encode(answers.DELETED)
 
 
 async def raw_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -76,14 +63,49 @@ class _FixedVault(VaultService):
     async def delete_item(
         self, request: vault_pb2.DeleteItemRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.DeleteItemResponse:
-        return _DELETED
+        return answers.DELETED
+
+    async def create_item(
+        self, request: vault_pb2.CreateItemRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.CreateItemResponse:
+        return answers.CREATED
+
+    async def update_item(
+        self, request: vault_pb2.UpdateItemRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.UpdateItemResponse:
+        return answers.UPDATED
+
+    async def get_item(
+        self, request: vault_pb2.GetItemRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.GetItemResponse:
+        return answers.GOT
+
+    async def list_items(
+        self, request: vault_pb2.ListItemsRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.ListItemsResponse:
+        return answers.LISTED
+
+    async def list_changes(
+        self, request: vault_pb2.ListChangesRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.ListChangesResponse:
+        return answers.CHANGES
 
 
 class _FixedBroker(BrokerService):
     async def mint_user_api_token(
         self, request: broker_pb2.MintUserApiTokenRequest, ctx: RequestContext[Any, Any], /
     ) -> broker_pb2.MintUserApiTokenResponse:
-        return _MINTED
+        return answers.MINTED
+
+    async def list_tokens(
+        self, request: broker_pb2.ListTokensRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.ListTokensResponse:
+        return answers.TOKENS
+
+    async def revoke_token(
+        self, request: broker_pb2.RevokeTokenRequest, ctx: RequestContext[Any, Any], /
+    ) -> broker_pb2.RevokeTokenResponse:
+        return answers.REVOKED
 
 
 def noop_app() -> ASGIApp:
@@ -126,6 +148,7 @@ def platform_app(*, record_last_use: bool = True, metrics: bool = False, instrum
         vault_size=int(os.environ.get("BENCH_VAULT_SIZE", "1000")),
         items=int(os.environ.get("BENCH_ITEMS", "100000")),
         minters=int(os.environ.get("BENCH_MINTERS", "500")),
+        own_tokens=int(os.environ.get("BENCH_OWN_TOKENS", "0")),
     )
     # In a thread of its own: uvicorn calls this factory inside its running event loop.
     with ThreadPoolExecutor(max_workers=1) as thread:

@@ -1,10 +1,12 @@
--- wrk: the calls `make bench` drives, JSON or binary (the item calls other than delete: JSON only).
+-- wrk: the calls `make bench` drives, JSON or binary (every call but delete and mint: JSON only).
 --   wrk ... -s bench/calls.lua -- delete|update TOKEN_FILE json|proto PACE_MS THREADS CONNECTIONS FIRST_ITEM ITEMS_PER_THREAD VAULTS
 --   wrk ... -s bench/calls.lua -- create TOKEN_FILE json PACE_MS THREADS CONNECTIONS RUN VAULTS
 --   wrk ... -s bench/calls.lua -- get TOKEN_FILE json PACE_MS THREADS CONNECTIONS ITEMS VAULTS
 --   wrk ... -s bench/calls.lua -- list-first|list-last TOKEN_FILE json PACE_MS THREADS CONNECTIONS VAULT PAGE_TOKEN_FILE
 --   wrk ... -s bench/calls.lua -- changes-first|changes-last TOKEN_FILE json PACE_MS THREADS CONNECTIONS VAULT SINCE
 --   wrk ... -s bench/calls.lua -- mint TOKENS_FILE json|proto PACE_MS THREADS CONNECTIONS
+--   wrk ... -s bench/calls.lua -- list-tokens TOKEN_FILE json PACE_MS THREADS CONNECTIONS
+--   wrk ... -s bench/calls.lua -- revoke TOKEN_FILE json PACE_MS THREADS CONNECTIONS FIRST_ID IDS_PER_THREAD IDS_FILE
 -- delete: DeleteItem of a fresh item per call: item n is b-n in vault v-(n % VAULTS)
 --   (bench/seed.py); thread t deletes FIRST_ITEM + t * ITEMS_PER_THREAD onwards.
 -- update: UpdateItem of a fresh item per call, chosen as delete chooses, at base version 1
@@ -16,10 +18,15 @@
 --   file's first line (none: the first page).
 -- changes-first|changes-last: ListChanges of a 100-change page of VAULT after the cursor SINCE.
 -- mint: MintUserApiToken, each call with the next token of the file (one principal's per line).
+-- list-tokens: ListTokens of a 100-token page of the caller's own tokens.
+-- revoke: RevokeToken of a fresh token per call, by its id: IDS_FILE has one id of the caller's
+--   own tokens a line; thread t revokes the IDS_PER_THREAD after line FIRST_ID + t * IDS_PER_THREAD.
+--   Past those (or the file's end), an id no token has, which answers NOT_FOUND: a load that ran
+--   out of tokens shows as errors, not as revokes of tokens already revoked (which answer 200).
 -- PACE_MS > 0: each connection waits that long before each call, the connections staggered
 --   evenly over the first PACE_MS (as wrk2 -R does), so calls arrive at a steady rate rather
 --   than in bursts. THREADS and CONNECTIONS are wrk's -t and -c, for the stagger.
--- Tokens (and page tokens) come from files, so that none is on a command line.
+-- Tokens (and page tokens, and token ids) come from files, so that none is on a command line.
 local threads = {}
 
 function setup(thread)
@@ -60,6 +67,12 @@ function init(args)
     list_body = '{"vaultId":"' .. args[7] .. '","pageSize":100,"pageToken":"' .. page_token .. '"}'
   elseif rpc == "changes-first" or rpc == "changes-last" then
     list_body = '{"vaultId":"' .. args[7] .. '","sinceSequence":"' .. args[8] .. '","pageSize":100}'
+  elseif rpc == "list-tokens" then
+    list_body = '{"pageSize":100}'
+  elseif rpc == "revoke" then
+    next_item = tonumber(args[7]) + tid * tonumber(args[8])
+    last_item = next_item + tonumber(args[8])
+    revocable = lines(args[9])
   else
     index = tid
   end
@@ -126,6 +139,12 @@ local function get_body()
   return '{"vaultId":"v-' .. (n % vaults) .. '","itemId":"b-' .. n .. '"}'
 end
 
+local function revoke_body()
+  next_item = next_item + 1
+  local id = next_item <= last_item and revocable[next_item] or "tok_000000000000000000000000"
+  return '{"tokenId":"' .. id .. '"}'
+end
+
 local paths = {
   create = "CreateItem", update = "UpdateItem", get = "GetItem", ["list-first"] = "ListItems", ["list-last"] = "ListItems",
   ["changes-first"] = "ListChanges", ["changes-last"] = "ListChanges",
@@ -146,6 +165,10 @@ function request()
     else
       body = list_body
     end
+  elseif rpc == "list-tokens" then
+    path, token, body = "/platform.v1.BrokerService/ListTokens", tokens[1], list_body
+  elseif rpc == "revoke" then
+    path, token, body = "/platform.v1.BrokerService/RevokeToken", tokens[1], revoke_body()
   else
     index = index % #tokens + 1
     path, token, body = "/platform.v1.BrokerService/MintUserApiToken", tokens[index], mint_body

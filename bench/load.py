@@ -18,7 +18,9 @@ DURATION_S = int(os.environ.get("BENCH_DURATION_S", "6"))  # shorter only to try
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    rpc: str  # "delete", "mint", "create", "update", "get", "list-first|last", "changes-first|last" (bench/calls.lua)
+    # A call of bench/calls.lua: "delete", "mint", "create", "update", "get", "list-first|last",
+    # "changes-first|last", "list-tokens" or "revoke".
+    rpc: str
     codec: str  # "json" or "proto"
     half: bool = False  # paced at half of the setup's peak for the same rpc and codec
 

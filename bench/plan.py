@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.load import DURATION_S, WARMUP_S, Load
-from bench.seed import Layout
+from bench.seed import MINTERS, Layout
 
 THOUSAND, MILLION = 1_000, 1_000_000
 OVERHEAD_ROUNDS = 3  # the overhead target is the closest call: more rounds
@@ -31,6 +31,12 @@ BEFORE_AUDIT = "8890b82"
 # Items a delete load may use per second, by store: more than any server here reaches, so
 # every call finds a fresh item (a run that ran out would show not_found errors).
 ITEM_RATE = {"memory": 8_000, "sqlite": 4_000, "postgresql": 4_000}
+# Tokens a revoke load may use per second, as ITEM_RATE for items (a run that ran out would show
+# not_found errors); the memory store only, where a token costs about 1 KiB and 25 us to seed.
+REVOKE_RATE = {"memory": 5_000}
+# The owner's tokens besides the one the loads present, where ListTokens lists them: a full
+# 100-token page, and a next one.
+LISTED_TOKENS = 100
 # The code before the per-call work (issue 18): served beside the working tree's and the no-op
 # handler, so that the ratios before and after come from one run.
 BEFORE_PER_CALL = "8890b82"
@@ -58,10 +64,23 @@ class Setup:
 
     @property
     def layout(self) -> Layout:
-        # Deletes and updates each change a fresh seeded item per call.
-        seconds = sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
-                      for load in self.loads if load.rpc in FRESH_ITEM_RPCS)  # fmt: skip
-        return Layout(vault_size=self.vault_size, items=max(self.vault_size, seconds * ITEM_RATE.get(self.store, 0)))
+        # Deletes and updates each change a fresh seeded item per call, revokes a fresh token.
+        items = self._seconds(FRESH_ITEM_RPCS) * ITEM_RATE.get(self.store, 0)
+        revoked = self._seconds(("revoke",)) * REVOKE_RATE.get(self.store, 0)
+        # The memory store's ListTokens scans every token of the store: where it is measured,
+        # the store holds the owner's tokens only, so that the page is what is measured.
+        listing = any(load.rpc == "list-tokens" for load in self.loads)
+        return Layout(
+            vault_size=self.vault_size,
+            items=max(self.vault_size, items),
+            minters=0 if listing else MINTERS,
+            own_tokens=revoked + (LISTED_TOKENS if listing else 0),
+        )
+
+    def _seconds(self, rpcs: tuple[str, ...]) -> int:
+        """How long the loads of these RPCs run on this setup, warm-ups included."""
+        return sum(self.rounds * DURATION_S + WARMUP_S if not load.half else DURATION_S + WARMUP_S
+                   for load in self.loads if load.rpc in rpcs)  # fmt: skip
 
     def command(self, store_url: str) -> list[str]:
         """The server's command line; {port} stands for the port it is given."""
@@ -182,6 +201,20 @@ NAMED["per-call"] = (
     Setup("per-call-noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*EVERY_CALL), OVERHEAD_ROUNDS),
     _zk("per-call", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS),
     _zk("per-call-before", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS, code=BEFORE_PER_CALL),
+)
+
+
+# The other unary RPCs against the no-op handler, which answers each with a message of the real
+# answer's shape and size (bench/answers.py). The real app on two servers: ListItems, ListChanges
+# and ListTokens each scan the whole memory store for a page (it is for development and tests), so
+# the reads run on a store of one vault of 1,000 items and the owner's tokens alone, where the
+# page is what is measured; the writes on vaults of 1,000 items, as many as their loads use.
+RPC_READS = ("get json", "list-first json", "changes-first json", "list-tokens json")
+RPC_WRITES = ("create json", "update json", "revoke json")
+NAMED["per-call-rpcs"] = (
+    Setup("rpcs-noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*RPC_WRITES, *RPC_READS), OVERHEAD_ROUNDS),
+    _zk("rpcs-writes", "memory", _loads(*RPC_WRITES), rounds=OVERHEAD_ROUNDS),
+    _zk("rpcs-reads", "memory", _loads(*RPC_READS), rounds=OVERHEAD_ROUNDS),
 )
 
 

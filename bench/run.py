@@ -14,7 +14,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
@@ -24,7 +24,7 @@ from bench import importing, report, watching
 from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.pages import last_changes_since, last_page_token
-from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, Setup
+from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, REVOKE_RATE, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
 from bench.servers import Running, machine_cpu_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
@@ -40,6 +40,7 @@ class Served:
     server: Running
     work: Path
     next_item: int = 0
+    next_revoked: int = 0  # the next line of revoke-ids no revoke load has used yet
     runs_made: int = 0  # wrk runs of CreateItem so far: each creates ids of its own
     runs: dict[Load, list[Figures]] = field(default_factory=dict)
 
@@ -61,6 +62,13 @@ class Served:
         elif load.rpc in ("changes-first", "changes-last"):
             since = (self.work / "changes-last-since").read_text().strip() if load.rpc == "changes-last" else "0"
             args = [load.rpc, vault_token, load.codec, *pacing, LISTED_VAULT, since]
+        elif load.rpc == "list-tokens":
+            args = ["list-tokens", vault_token, load.codec, *pacing]
+        elif load.rpc == "revoke":
+            per_thread = REVOKE_RATE.get(self.setup.store, 1) // THREADS * seconds
+            args = ["revoke", vault_token, load.codec, *pacing, str(self.next_revoked), str(per_thread)]
+            args.append(str(self.work / "revoke-ids"))
+            self.next_revoked += per_thread * THREADS
         else:
             args = ["mint", str(self.work / "mint-tokens"), load.codec, *pacing]
         return _measured(self.server, args, seconds)
@@ -132,6 +140,7 @@ class Bench:
                 "BENCH_VAULT_SIZE": str(setup.layout.vault_size),
                 "BENCH_ITEMS": str(setup.layout.items),
                 "BENCH_MINTERS": str(setup.layout.minters),
+                "BENCH_OWN_TOKENS": str(setup.layout.own_tokens),
                 "BENCH_TOKEN_FILE": str(work / "tokens.json"),
             }
             if tokens is not None:
@@ -140,13 +149,16 @@ class Bench:
                 if not setup.app.startswith("zkplatform"):
                     Tokens("none", ["none"]).write(work / "tokens.json")  # the baselines look at no token
                 issued = Tokens.read(work / "tokens.json")
-                (work / "vault-token").write_text(issued.delete + "\n")  # the owner's: every vault scope
-                (work / "mint-tokens").write_text("".join(f"{token}\n" for token in issued.mint))
-                if any(load.rpc.startswith("list-") for load in setup.loads):
+                _private(work / "vault-token", [issued.delete])  # the owner's: every scope
+                _private(work / "mint-tokens", issued.mint)
+                _private(work / "revoke-ids", issued.own)  # not secrets, but kept as the tokens are
+                rpcs = {load.rpc for load in setup.loads}
+                if "list-first" in rpcs:
                     (work / "list-first-token").write_text("\n")
+                if "list-last" in rpcs:
                     last = last_page_token(server.port, issued.delete, LISTED_VAULT, setup.layout.vault_size)
                     (work / "list-last-token").write_text(last + "\n")
-                if any(load.rpc.startswith("changes-") for load in setup.loads):
+                if "changes-last" in rpcs:
                     since = last_changes_since(server.port, issued.delete, LISTED_VAULT)
                     (work / "changes-last-since").write_text(f"{since}\n")
                 yield Served(setup, server, work)
@@ -160,6 +172,12 @@ class Bench:
                 yield url, tokens
         else:
             yield "memory:", None
+
+
+def _private(path: Path, lines: Iterable[str]) -> None:
+    """Lines for wrk to read, in a file only this user may read from the moment it exists."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.writelines(f"{line}\n" for line in lines)
 
 
 def _median(runs: list[Figures]) -> Figures:

@@ -4,7 +4,8 @@ One tenant, `bench`. An owner who is a member of every vault and holds the
 token the DeleteItem load uses; `minters` principals, each with one token, so
 that the MintUserApiToken load spreads over principals the way real traffic
 does (the per-principal rate limit and active-token cap stay on, set high by
-the operator settings in MINT_POLICY_ENV). Vaults of `vault_size` items each,
+the operator settings in MINT_POLICY_ENV); and `own_tokens` more tokens of the
+owner, the ones the ListTokens load lists and the RevokeToken load revokes. Vaults of `vault_size` items each,
 `b-0`, `b-1`, ... dealt out across the vaults: item n lives in vault
 `v-{n % vaults}`. Consecutive calls of the load generator thus touch different
 vaults, as the calls of many users do; calls on one vault are serialised by its
@@ -28,6 +29,7 @@ TENANT = "bench"
 OWNER = "owner"
 TOKEN_TTL_SECONDS = 6 * 3600
 BATCH = 50_000  # items per add_items call: one transaction each
+MINTERS = 500
 NOW = 1_800_000_000
 # Operator settings (the server's environment) under which the mint load runs:
 # every check stays on, with limits that a benchmark's few seconds cannot reach.
@@ -38,7 +40,8 @@ MINT_POLICY_ENV = {"ZKPLATFORM_MINT_RATE_PER_MINUTE": "100000", "ZKPLATFORM_MINT
 class Layout:
     vault_size: int
     items: int
-    minters: int = 500
+    minters: int = MINTERS
+    own_tokens: int = 0
 
     @property
     def vaults(self) -> int:
@@ -51,15 +54,16 @@ class Tokens:
 
     delete: str
     mint: Sequence[str]
+    own: Sequence[str] = ()  # the ids (not secrets) of the owner's other tokens
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps({"delete": self.delete, "mint": list(self.mint)}))
+        path.write_text(json.dumps({"delete": self.delete, "mint": list(self.mint), "own": list(self.own)}))
         path.chmod(0o600)
 
     @classmethod
     def read(cls, path: Path) -> Tokens:
         data = json.loads(path.read_text())
-        return cls(data["delete"], data["mint"])
+        return cls(data["delete"], data["mint"], data["own"])
 
 
 def bench_item(number: int, vaults: int) -> Item:
@@ -105,4 +109,5 @@ async def seed(store: Store, issuer: TokenIssuer, layout: Layout) -> Tokens:
         )
     delete = (await issuer.issue(owner, TOKEN_TTL_SECONDS)).secret
     mint = [(await issuer.issue(principal, TOKEN_TTL_SECONDS)).secret for principal in minters]
-    return Tokens(delete, mint)
+    own = [(await issuer.issue(owner, TOKEN_TTL_SECONDS)).record.token_id for _ in range(layout.own_tokens)]
+    return Tokens(delete, mint, own)

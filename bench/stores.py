@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import secrets
@@ -51,7 +52,7 @@ def seeded(url: str, layout: Layout, code: str = "") -> Tokens:
     if not code:
         return asyncio.run(_seed(url, layout))
     with _tokens_file() as tokens:
-        shape = json.dumps({"vault_size": layout.vault_size, "items": layout.items, "minters": layout.minters})
+        shape = json.dumps(dataclasses.asdict(layout))
         env = {**os.environ, **PEPPER_ENV, "PYTHONPATH": pythonpath(code)}
         command = [sys.executable, "-m", "bench.stores", url, shape, str(tokens)]
         subprocess.run(command, env=env, cwd=ROOT, check=True, timeout=SEED_TIMEOUT_S)
