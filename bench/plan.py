@@ -37,9 +37,10 @@ REVOKE_RATE = {"memory": 5_000}
 # The owner's tokens besides the one the loads present, where ListTokens lists them: a full
 # 100-token page, and a next one.
 LISTED_TOKENS = 100
-# The code before the per-call work (issue 18): served beside the working tree's and the no-op
-# handler, so that the ratios before and after come from one run.
-BEFORE_PER_CALL = "8890b82"
+# The code before the second pass of the per-call work (issue 18; the first started from 8890b82):
+# served beside the working tree's and the no-op handler, so that the ratios before and after come
+# from one run.
+BEFORE_PER_CALL = "82e0ac6"
 BENCH_APPS = {
     "raw": "bench.apps:raw_app",
     "noop": "bench.apps:noop_app()",
@@ -67,8 +68,8 @@ class Setup:
         # Deletes and updates each change a fresh seeded item per call, revokes a fresh token.
         items = self._seconds(FRESH_ITEM_RPCS) * ITEM_RATE.get(self.store, 0)
         revoked = self._seconds(("revoke",)) * REVOKE_RATE.get(self.store, 0)
-        # The memory store's ListTokens scans every token of the store: where it is measured,
-        # the store holds the owner's tokens only, so that the page is what is measured.
+        # The memory store lists a principal's tokens by walking all of them, live or not: where
+        # ListTokens is measured, the owner holds its listed tokens only, so that the page is measured.
         listing = any(load.rpc == "list-tokens" for load in self.loads)
         return Layout(
             vault_size=self.vault_size,
@@ -143,8 +144,8 @@ NAMED: dict[str, tuple[Setup, ...]] = {
         for store in ("memory", "sqlite", "postgresql")
     ),
     # A 100-item page of ListItems: the first against the last, on a vault of 1,000 and one of
-    # 1,000,000. Not on the memory store: it scans every item of the store for a page (it is
-    # for development and tests), so a page costs the same anywhere and the figure says nothing.
+    # 1,000,000. Not on the memory store: it is for development and tests, and a million items
+    # held in one process measure its heap rather than a page.
     "list": tuple(
         _zk(f"list-{store}-{size}", store, _loads(*LIST_CALLS), vault_size=items)
         for store in ("sqlite", "postgresql")
@@ -205,10 +206,10 @@ NAMED["per-call"] = (
 
 
 # The other unary RPCs against the no-op handler, which answers each with a message of the real
-# answer's shape and size (bench/answers.py). The real app on two servers: ListItems, ListChanges
-# and ListTokens each scan the whole memory store for a page (it is for development and tests), so
-# the reads run on a store of one vault of 1,000 items and the owner's tokens alone, where the
-# page is what is measured; the writes on vaults of 1,000 items, as many as their loads use.
+# answer's shape and size (bench/answers.py). The real app on two servers: the reads on a store of
+# one vault of 1,000 items and the owner's tokens alone (the memory store lists a principal's tokens
+# by walking all of them, and the writes' server holds 100,000 of the owner's to revoke); the
+# writes on vaults of 1,000 items, as many as their loads use.
 RPC_READS = ("get json", "list-first json", "changes-first json", "list-tokens json")
 RPC_WRITES = ("create json", "update json", "revoke json")
 NAMED["per-call-rpcs"] = (

@@ -202,7 +202,8 @@ class _Report:
                 )
         note = (
             "hypercorn, one worker, the memory store: the no-op Connect handler, this code and the code of commit"
-            f" {BEFORE_PER_CALL} (before the per-call work, bench/analysis.md), side by side, {OVERHEAD_ROUNDS} rounds"
+            f" {BEFORE_PER_CALL} (before the second pass of the per-call work, bench/analysis.md), side by side,"
+            f" {OVERHEAD_ROUNDS} rounds"
             " of each call; each figure is the median round."
         )
         if len(table.lines) > 2:  # more than its header and rule: something was measured
@@ -222,10 +223,11 @@ class _Report:
             "hypercorn, one worker. The no-op Connect handler answers each call with a fixed message of the"
             " shape and size of the app's answer (bench/answers.py). The app on the memory store, on two"
             " servers: the writes on vaults of 1,000 items; the reads on one vault of 1,000 items and the"
-            f" owner's {LISTED_TOKENS + 1} tokens alone, since the memory store scans all its items (tokens)"
-            " for a page. CreateItem and UpdateItem as in the items section, GetItem of the vault's items in"
-            " turn; ListItems and ListChanges their first 100-item (100-change) page; ListTokens the first 100"
-            " of the caller's own tokens; RevokeToken a fresh token of the caller's principal per call. Side by"
+            f" owner's {LISTED_TOKENS + 1} tokens alone, since the memory store walks all of a principal's"
+            " tokens for a page of them. CreateItem and UpdateItem as in the items section, GetItem of the"
+            " vault's items in turn; ListItems and ListChanges their first 100-item (100-change) page;"
+            " ListTokens the first 100 of the caller's own tokens; RevokeToken a fresh token of the caller's"
+            " principal per call. Side by"
             f" side, taking turns for {OVERHEAD_ROUNDS} rounds of each call; each figure the median round."
         )
         if any(self.rps("rpcs-noop", rpc, "json") is not None for rpc, _, _ in _OTHER_RPCS):
@@ -307,7 +309,7 @@ class _Report:
             "A 100-item page, JSON, one worker, requests per second. The last page's token comes from paging"
             " through the vault once before the load (bench/pages.py). The four setups of a store are served"
             f" side by side, in {ROUNDS} rounds (with two, each figure is the lower). Not on the memory store,"
-            " which scans every item of the store for a page (it is for development and tests)."
+            " which is for development and tests."
         )
         self.section("ListItems: the first page against the last", note, table)
 
