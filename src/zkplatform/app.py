@@ -133,7 +133,8 @@ def routes(
 ) -> dict[str, ASGIApp]:
     """Every procedure path, routed to its service's Connect application."""
     # Order matters: ErrorMapping starts first of the checks so its on_end runs
-    # last of theirs and sees every error; the telemetry interceptors before it
+    # last of theirs and sees every error (and writes the final code into the
+    # call's record); the tracing interceptors before it, when tracing is on,
     # only read the final outcome and never raise. The metadata interceptors
     # run, in order, before the body is parsed, so a bad token answers before a
     # malformed body. The size limit and the protocol header are checked before

@@ -2,8 +2,9 @@
 
 - calls.py: one record per HTTP call, kept by the edge (procedure, protocol,
   final code, principal, request id), ending in an access line and metrics;
-- interceptor.py: the metadata interceptor that writes the final code and the
-  principal into that record (and onto the span, when tracing is on);
+  ErrorMapping writes the final code into it, Authenticate the principal;
+- interceptor.py: with tracing on, the metadata interceptor that writes the
+  final code and the principal onto the call's span;
 - metrics.py: the Prometheus series and their own listener;
 - probes.py: the hooks the stores call, which cost nothing when metrics are off;
 - tracing.py: OpenTelemetry, set up from the standard OTEL_* variables only;
