@@ -67,6 +67,17 @@ async def test_an_item_changed_many_times_is_listed_once_at_its_latest_change(se
     assert [item.item_id for item in (await seeded.list_items("v1", "i0", 1, show_deleted=False)).items] == ["i1"]
 
 
+async def test_an_import_in_any_order_lists_in_id_order_and_changes_in_its_order(seeded: MigratableStore) -> None:
+    await seeded.add_items([new("z9", vault_id="v2"), new("a1"), new("m5", vault_id="v2"), new("b10")], OPERATOR)
+
+    assert [i.item_id for i in (await seeded.list_items("v1", "", 10, show_deleted=False)).items] == [
+        "a1", "b10", "i1", "i2", "i3",
+    ]  # fmt: skip
+    assert [i.item_id for i in (await seeded.list_items("v2", "m5", 10, show_deleted=False)).items] == ["z9"]
+    assert shape(await seeded.list_changes("v2", 0, 10)) == [("z9", 1, False), ("m5", 2, False)]
+    assert shape(await seeded.list_changes("v1", 3, 10)) == [("a1", 4, False), ("b10", 5, False)]
+
+
 async def test_changes_of_one_vault_only(seeded: MigratableStore) -> None:
     await seeded.create_item(new("o1", vault_id="v2"), OPERATOR)
 

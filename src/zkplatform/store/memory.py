@@ -46,6 +46,7 @@ from zkplatform.store.notify import ChangeFeed
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -68,6 +69,12 @@ class _VaultIndex:
         bisect.insort(self.ids, item_id)
         self._changes.append((sequence, item_id))
 
+    def imported(self, added: list[tuple[str, int]]) -> None:
+        """Many items at once (an import): one sort, where an insertion each would move the list each time."""
+        self.ids.extend(item_id for item_id, _ in added)
+        self.ids.sort()
+        self._changes.extend((sequence, item_id) for item_id, sequence in added)
+
     def changed(self, item_id: str, sequence: int) -> None:
         self._changes.append((sequence, item_id))
 
@@ -75,7 +82,7 @@ class _VaultIndex:
         del self.ids[bisect.bisect_left(self.ids, item_id)]
 
     def ids_after(self, item_id: str) -> Iterator[str]:
-        return itertools.islice(self.ids, bisect.bisect_right(self.ids, item_id), None)
+        return _from(self.ids, bisect.bisect_right(self.ids, item_id))
 
     def changes_after(self, since: int, latest: Callable[[str], int | None]) -> Iterator[tuple[int, str]]:
         """The changes after `since` that are still their item's latest (`latest`: an item's
@@ -83,11 +90,16 @@ class _VaultIndex:
         if len(self._changes) > 2 * len(self.ids) + 64:
             self._changes = sorted((seq, i) for i in self.ids if (seq := latest(i)) is not None)
         start = bisect.bisect_right(self._changes, since, key=_sequence_of)
-        return (c for c in itertools.islice(self._changes, start, None) if latest(c[1]) == c[0])
+        return (c for c in _from(self._changes, start) if latest(c[1]) == c[0])
 
 
 def _sequence_of(change: tuple[int, str]) -> int:
     return change[0]
+
+
+def _from(values: list[T], start: int) -> Iterator[T]:
+    """The list's values from `start` on, reached directly (islice would step over the ones before)."""
+    return (values[i] for i in range(start, len(values)))
 
 
 class _LiveMinted:
@@ -245,8 +257,12 @@ class MemoryStore:
             if key in self._items or key in seen:
                 raise AlreadyExists(f"item {item.item_id} in vault {item.vault_id} already exists")
             seen.add(key)
+        added: dict[str, list[tuple[str, int]]] = {}
         for item in items:
-            self._add_item(item)
+            stored = self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))
+            added.setdefault(item.vault_id, []).append((item.item_id, stored.sequence))
+        for vault_id, vault_items in added.items():
+            self._indexes.setdefault(vault_id, _VaultIndex()).imported(vault_items)
         self._record(audit.item_event(actor, Action.ITEM_CREATED, item) for item in items)
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
