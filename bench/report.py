@@ -200,6 +200,12 @@ class _Report:
                 table.row(
                     f"{rpc} {codec}", _n(noop), _n(before), _n(now), _x(_ratio(before, noop)), _x(_ratio(now, noop))
                 )
+                name = "DeleteItem" if rpc == "delete" else "MintUserApiToken"
+                self.judge_ratio(
+                    f"{name} ({codec}) >= {TARGET_OVER_NOOP}x the no-op Connect handler (per-call group)",
+                    _ratio(now, noop),
+                    TARGET_OVER_NOOP,
+                )
         note = (
             "hypercorn, one worker, the memory store: the no-op Connect handler, this code and the code of commit"
             f" {BEFORE_PER_CALL} (before the second pass of the per-call work, bench/analysis.md), side by side,"
