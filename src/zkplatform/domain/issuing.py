@@ -8,7 +8,7 @@ through the API uses it once its own checks have passed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from zkplatform.domain import tokens
 from zkplatform.domain.audit import Actor
@@ -55,7 +55,8 @@ class TokenIssuer:
         """An operator-issued token (the root token at initialisation): by
         default with every scope the principal may hold. It does not count
         against the principal's cap of minted tokens."""
-        record, secret = self._new(principal, scopes, self._clock() + ttl_seconds, pop_key_id="", minted=False)
+        now = self._clock()
+        record, secret = self._new(principal, scopes, now, now + ttl_seconds, pop_key_id="", minted=False)
         try:
             await self._tokens.add_token(record, Actor.operator(record.issued_at))
         except PrincipalDisabled:
@@ -90,10 +91,10 @@ class TokenIssuer:
         new token's parent. Refused when the parent was revoked, or the principal disabled,
         in the meantime: the store checks both in the transaction that adds the token."""
         record, secret = self._new(
-            principal, scopes, expires_at, pop_key_id=pop_key_id, minted=True, parent=by.token_id
+            principal, scopes, by.at, expires_at, pop_key_id=pop_key_id, minted=True, parent=by.token_id
         )
         try:
-            first_expiry = await self._tokens.add_minted_token(record, cap, replace(by, at=record.issued_at))
+            first_expiry = await self._tokens.add_minted_token(record, cap, by)
         except ParentRevoked:
             raise Unauthenticated("token revoked") from None
         except PrincipalDisabled:
@@ -106,6 +107,7 @@ class TokenIssuer:
         self,
         principal: Principal,
         scopes: Iterable[Scope] | None,
+        now: int,
         expires_at: int,
         *,
         pop_key_id: str,
@@ -115,7 +117,6 @@ class TokenIssuer:
         granted = principal.scopes if scopes is None else frozenset(scopes)
         if refused := granted - principal.scopes:
             raise ScopesNotHeld(sorted(refused))
-        now = self._clock()
         secret = tokens.new_token()
         record = TokenRecord(
             token_id=tokens.new_token_id(),
