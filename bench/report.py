@@ -174,18 +174,19 @@ class _Report:
                 raw, noop = self.rps("raw", "delete", codec), self.rps("noop", rpc, codec)
                 ours = self.rps("memory", rpc, codec)
                 table.row(f"{rpc} {codec}", _n(raw), _n(noop), _n(ours), _x(_ratio(ours, noop)), _x(_ratio(noop, raw)))
-                name = "DeleteItem" if rpc == "delete" else "MintUserApiToken"
-                self.judge_ratio(
-                    f"{name} ({codec}) >= {TARGET_OVER_NOOP}x the no-op Connect handler",
-                    _ratio(ours, noop),
-                    TARGET_OVER_NOOP,
-                )
+                self._judge_over_noop(rpc, codec, _ratio(ours, noop))
         note = (
             "hypercorn, one worker; zkplatform on the memory store (vaults of 1,000 items). The three servers"
             f" run side by side and take turns, {OVERHEAD_ROUNDS} rounds of each call; each figure is the"
             " median round."
         )
         self.section("Overhead: our app against a no-op Connect handler and a raw ASGI handler", note, table)
+
+    def _judge_over_noop(self, rpc: str, codec: str, ratio: float | None, group: str = "") -> None:
+        name = "DeleteItem" if rpc == "delete" else "MintUserApiToken"
+        self.judge_ratio(
+            f"{name} ({codec}) >= {TARGET_OVER_NOOP}x the no-op Connect handler{group}", ratio, TARGET_OVER_NOOP
+        )
 
     def per_call(self) -> None:
         table = _Table(
@@ -200,12 +201,7 @@ class _Report:
                 table.row(
                     f"{rpc} {codec}", _n(noop), _n(before), _n(now), _x(_ratio(before, noop)), _x(_ratio(now, noop))
                 )
-                name = "DeleteItem" if rpc == "delete" else "MintUserApiToken"
-                self.judge_ratio(
-                    f"{name} ({codec}) >= {TARGET_OVER_NOOP}x the no-op Connect handler (per-call group)",
-                    _ratio(now, noop),
-                    TARGET_OVER_NOOP,
-                )
+                self._judge_over_noop(rpc, codec, _ratio(now, noop), " (per-call group)")
         note = (
             "hypercorn, one worker, the memory store: the no-op Connect handler, this code and the code of commit"
             f" {BEFORE_PER_CALL} (before the second pass of the per-call work, bench/analysis.md), side by side,"

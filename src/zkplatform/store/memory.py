@@ -435,7 +435,6 @@ class MemoryStore:
             t
             for t in candidates
             if t.tenant_id == tenant_id
-            and (principal_id is None or t.principal_id == principal_id)
             and (live_at is None or t.is_live(live_at))
             and (after is None or (t.issued_at, t.token_id) < after)
         ]

@@ -603,10 +603,7 @@ _PURGE = (
 )
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 # A chain's head before its first event: sequence 0 and the hash that comes before event 1.
-_NEW_AUDIT_HEAD = (
-    "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, decode(repeat('00', 32), 'hex'))"
-    " ON CONFLICT DO NOTHING"
-)
+_NEW_AUDIT_HEAD = "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
 
 
 def _content_params(content: ItemContent) -> tuple[object, ...]:
@@ -668,7 +665,7 @@ async def _record(conn: Conn, events: Iterable[Event]) -> None:
             await conn.execute("SELECT zk_audit_append(%s, %s)", (tenant_id, appended[0].canonical()))
             continue
         # The head's row made first if the chain is new, so that FOR UPDATE has a row to lock.
-        await conn.execute(_NEW_AUDIT_HEAD, (tenant_id,))
+        await conn.execute(_NEW_AUDIT_HEAD, (tenant_id, audit.GENESIS))
         row = await _fetchone(conn, SQL.audit_head + " FOR UPDATE", (tenant_id,))
         assert row is not None  # made above
         records = list(audit.appended(Head(tenant_id, int(row[0]), bytes(row[1])), tenant_id, appended))
