@@ -10,7 +10,6 @@ from typing import Any
 
 from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec
-from connectrpc.interceptor import Interceptor
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
@@ -20,15 +19,15 @@ from zkplatform.config import Settings
 from zkplatform.domain.audit import Actor
 from zkplatform.observability.calls import Observer, request_id
 from zkplatform.observability.telemetry import Telemetry
-from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.edge import Edge
 from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.gate import Gate
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.reflection import reflection_routes
-from zkplatform.rpc.validation import ValidateRequests
+from zkplatform.rpc.validation import Validating
 from zkplatform.rpc.vault import VaultServicer
 from zkplatform.wiring import Platform, platform_from
 from zkplatform_api.grpc.health.v1 import health_pb2
@@ -132,23 +131,21 @@ def routes(
     telemetry: Telemetry | None = None,
 ) -> dict[str, ASGIApp]:
     """Every procedure path, routed to its service's Connect application."""
-    # Order matters: ErrorMapping starts first of the checks so its on_end runs
-    # last of theirs and sees every error (and writes the final code into the
-    # call's record); the tracing interceptors before it, when tracing is on,
-    # only read the final outcome and never raise. The metadata interceptors
-    # run, in order, before the body is parsed, so a bad token answers before a
-    # malformed body. The size limit and the protocol header are checked before
-    # all of them, by the edge.
+    # The Gate authenticates before the body is parsed, so a bad token answers before a
+    # malformed body, and its on_end maps every error (and writes the final code into the
+    # call's record). The tracing interceptors before it, when tracing is on, only read the
+    # final outcome and never raise. The codecs check the field rules as they decode. The
+    # size limit and the protocol header are checked before all of them, by the edge.
     observing = [] if telemetry is None else telemetry.interceptors()
-    checks: list[Interceptor] = [*observing, ErrorMapping(), Authenticate(platform.authenticator)]
-    codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
+    codecs = [Validating(google_protobuf_binary_codec()), Validating(CompactJSONCodec())]
     limit = settings.max_body_bytes
+    authenticator = platform.authenticator
     services: list[tuple[FileDescriptor, ASGIApp]] = [
         (
             vault_pb2.DESCRIPTOR,
             VaultServiceASGIApplication(
                 vault or VaultServicer(platform.vault, platform.sync),
-                interceptors=[*checks, ValidateRequests()],
+                interceptors=[*observing, Gate(authenticator)],
                 read_max_bytes=limit,
                 codecs=codecs,
             ),
@@ -157,7 +154,7 @@ def routes(
             broker_pb2.DESCRIPTOR,
             BrokerServiceASGIApplication(
                 broker or BrokerServicer(platform.broker),
-                interceptors=[*checks, CountMintAttempts(platform.broker), ValidateRequests()],
+                interceptors=[*observing, Gate(authenticator, then=CountMintAttempts(platform.broker))],
                 read_max_bytes=limit,
                 codecs=codecs,
             ),

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from google.protobuf import json_format
+from google.rpc import error_details_pb2
 
 from tests.actors import OPERATOR
 from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
@@ -265,6 +266,21 @@ async def test_a_watch_needs_a_token_and_membership_and_a_usable_cursor(
     assert (messages, end["error"]["code"]) == ([], "out_of_range")
     info = next(d for d in end["error"]["details"] if d["type"] == "google.rpc.ErrorInfo")
     assert base64.b64decode(info["value"] + "==")  # the detail is there, encoded
+
+
+async def test_a_watch_whose_request_breaks_the_field_rules_ends_invalid_argument_after_authentication(
+    client: httpx.AsyncClient, codec: Codec, world: World
+) -> None:
+    bad = await watch(client, codec, world.token("bob"), since=-1, vault_id="no spaces")
+    anonymous = await watch(client, codec, None, since=-1, vault_id="no spaces")
+
+    messages, end = watch_outcome(codec, bad.content)
+    assert (messages, end["error"]["code"]) == ([], "invalid_argument")
+    detail = next(d for d in end["error"]["details"] if d["type"] == "google.rpc.BadRequest")
+    violations = error_details_pb2.BadRequest.FromString(base64.b64decode(detail["value"] + "==")).field_violations
+    assert sorted(v.field for v in violations) == ["sinceSequence", "vaultId"]
+    assert watch_outcome(codec, anonymous.content)[1]["error"]["code"] == "unauthenticated"
+    assert world.platform.sync.slots.total == 0
 
 
 async def test_a_server_shutting_down_ends_a_watch_unavailable(

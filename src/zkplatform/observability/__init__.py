@@ -2,7 +2,8 @@
 
 - calls.py: one record per HTTP call, kept by the edge (procedure, protocol,
   final code, principal, request id), ending in an access line and metrics;
-  ErrorMapping writes the final code into it, Authenticate the principal;
+  the error mapping (rpc/errors.py) writes the final code into it,
+  authentication (rpc/auth.py) the principal;
 - interceptor.py: with tracing on, the metadata interceptor that writes the
   final code and the principal onto the call's span;
 - metrics.py: the Prometheus series and their own listener;

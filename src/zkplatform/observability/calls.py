@@ -3,10 +3,10 @@
 The edge hands every request to `Observer`, which times it, takes or makes its
 request id (echoed in the answer's `X-Request-Id`), and watches the answer go
 out. The final code is written into the record by whoever knows it (`note_code`):
-ErrorMapping, the one place that makes Connect errors, for calls connectrpc
-served; the edge for calls it refused itself; otherwise the answer's
-grpc-status or HTTP status tells. Authenticate writes who called
-(`note_caller`). The access line then names the procedure, protocol, code,
+the error mapping (rpc/errors.py), the one place that makes Connect errors,
+for calls connectrpc served; the edge for calls it refused itself; otherwise
+the answer's grpc-status or HTTP status tells. Authentication (rpc/auth.py)
+writes who called (`note_caller`). The access line then names the procedure, protocol, code,
 duration, principal, token id, request id and peer: never the URL's query, a
 header's value other than the request id, a token or a payload.
 """

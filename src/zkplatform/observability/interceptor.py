@@ -1,6 +1,6 @@
 """The metadata interceptor that writes a call's outcome onto its span, when tracing is on.
 
-It comes before ErrorMapping in the list, so its on_end runs after ErrorMapping's,
+It comes before the Gate (rpc/gate.py) in the list, so its on_end runs after the Gate's,
 which has written the final code into the call's record (calls.py) by then; it
 never raises. Without tracing it is not mounted: the record needs no interceptor.
 """

@@ -19,40 +19,38 @@ from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
 from zkplatform.observability.calls import note_caller, request_id
 from zkplatform.rpc.edge import request_facts
-from zkplatform.rpc.metadata import StartCheck
 
-_caller: ContextVar[Caller] = ContextVar("caller")
-_proof: ContextVar[ProofRequest] = ContextVar("proof")
+# The caller and the proof of the call being served, in one variable: one set per call.
+_authenticated: ContextVar[tuple[Caller, ProofRequest]] = ContextVar("authenticated")
+
+# What a call without a DPoP header proves, by HTTP method: made once, not per call.
+_NO_PROOF = {method: ProofRequest(proof=None, htm=method, htu="") for method in ("POST", "GET")}
 
 
 def current_caller() -> Caller:
     """The authenticated caller of the RPC being served."""
-    return _caller.get()
+    return _authenticated.get()[0]
 
 
 def current_proof() -> ProofRequest:
     """The DPoP proof the RPC being served carried, with the request it must describe."""
-    return _proof.get()
+    return _authenticated.get()[1]
 
 
-class Authenticate(StartCheck):
-    """Metadata interceptor; connectrpc runs it in the task that then runs the handler."""
-
-    def __init__(self, authenticator: Authenticator) -> None:
-        self._authenticator = authenticator
-
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        presented = presented_token(ctx.request_headers.getall("authorization"))
-        proofs = ctx.request_headers.getall("dpop")
-        if len(proofs) > 1:
-            raise Unauthenticated("DPoP proof: more than one DPoP header")
-        # Without a proof there is no htu to compare, and building the URL is a tenth of this check.
-        htu = request_facts.get().url if proofs else ""
-        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
-        _proof.set(proof)
-        caller = await self._authenticator.authenticate(presented, proof, request_id())
-        _caller.set(caller)
-        note_caller(caller.principal.principal_id, caller.token.token_id)
+async def authenticate(authenticator: Authenticator, ctx: RequestContext[Any, Any]) -> Caller:
+    """The caller of this call, from its headers; refused with Unauthenticated otherwise."""
+    presented = presented_token(ctx.request_headers.getall("authorization"))
+    proofs = ctx.request_headers.getall("dpop")
+    if len(proofs) > 1:
+        raise Unauthenticated("DPoP proof: more than one DPoP header")
+    if proofs:  # only then is there an htu to compare: building the URL is a tenth of this check
+        proof = ProofRequest(proof=proofs[0], htm=ctx.http_method, htu=request_facts.get().url)
+    else:
+        proof = _NO_PROOF.get(ctx.http_method) or ProofRequest(proof=None, htm=ctx.http_method, htu="")
+    caller = await authenticator.authenticate(presented, proof, request_id())
+    _authenticated.set((caller, proof))
+    note_caller(caller.principal.principal_id, caller.token.token_id)
+    return caller
 
 
 def presented_token(authorizations: Sequence[str]) -> Presented:

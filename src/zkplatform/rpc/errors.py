@@ -77,6 +77,21 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
     return ConnectError(Code.INTERNAL, "internal error")
 
 
+def connect_error_of(error: Exception, ctx: RequestContext[Any, Any]) -> ConnectError:
+    """The Connect error a failure answers with, written into the call's record as the
+    final code. A ConnectError stands; anything unexpected becomes `internal`, its
+    details going only to the server log."""
+    if isinstance(error, ConnectError):
+        mapped = error
+    elif isinstance(error, domain.DomainError):
+        mapped = to_connect_error(error)
+    else:
+        log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
+        mapped = ConnectError(Code.INTERNAL, "internal error")
+    note_code(mapped.code, mapped.message)
+    return mapped
+
+
 class ErrorMapping:
     """Metadata interceptor whose on_end sees, and replaces, every RPC's error, and
     writes the final code into the call's record (the access line, the metrics)."""
@@ -87,13 +102,6 @@ class ErrorMapping:
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         if error is None:
             return
-        if isinstance(error, ConnectError):
-            note_code(error.code, error.message)
-            return
-        if isinstance(error, domain.DomainError):
-            mapped = to_connect_error(error)
-        else:
-            log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
-            mapped = ConnectError(Code.INTERNAL, "internal error")
-        note_code(mapped.code, mapped.message)
-        raise mapped from error
+        mapped = connect_error_of(error, ctx)
+        if mapped is not error:
+            raise mapped from error
