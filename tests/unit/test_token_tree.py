@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
 from tests.actors import OPERATOR
@@ -9,7 +12,7 @@ from tests.world import FakeClock, World
 from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import InvalidArgument, PrincipalIsDisabled, Unauthenticated
-from zkplatform.domain.models import Scope
+from zkplatform.domain.models import Scope, TokenRecord
 from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.wiring import Platform
 
@@ -106,3 +109,18 @@ def test_page_tokens_round_trip_and_are_bound_to_tenant_and_filter() -> None:
     ):
         with pytest.raises(InvalidArgument):
             pages.read(garbage, "acme", "-")
+
+
+def test_a_revoked_token_keeps_every_other_field() -> None:
+    # as_revoked builds the record field by field: a field added later must not be dropped.
+    values: dict[str, Any] = {
+        field.name: value
+        for field, value in zip(
+            dataclasses.fields(TokenRecord),
+            ["tok_a", b"h", "t1", "p1", frozenset({Scope.VAULT_ITEMS_READ}), 10, 20, "jkt", True, False, "tok_p", 15],
+            strict=True,
+        )
+    }
+    record = TokenRecord(**values)
+
+    assert record.as_revoked() == dataclasses.replace(record, revoked=True)
