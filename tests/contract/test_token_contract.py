@@ -125,8 +125,8 @@ async def test_disabling_a_principal_revokes_its_tokens_and_refuses_new_ones(see
 
 
 async def test_tokens_are_listed_newest_first_in_keyset_pages(seeded: MigratableStore) -> None:
-    for n in range(5):
-        await seeded.add_token(replace(token(f"tok_{n}"), issued_at=NOW + n // 2), OPERATOR)  # ties broken by id
+    for n in (3, 0, 4, 1, 2):  # added out of order: listed by when they were issued, ties broken by id
+        await seeded.add_token(replace(token(f"tok_{n}"), issued_at=NOW + n // 2), OPERATOR)
     await seeded.add_token(replace(token("tok_p2", "p2"), issued_at=NOW + 9), OPERATOR)
     await seeded.add_principal(Principal("q2", "t2", Role.OWNER, frozenset()), OPERATOR)
     await seeded.add_token(replace(token("tok_t2", "q2"), tenant_id="t2", issued_at=NOW + 9), OPERATOR)

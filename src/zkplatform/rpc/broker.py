@@ -7,28 +7,28 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
+from zkplatform.domain.auth import Caller
 from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
 from zkplatform.domain.models import Scope
-from zkplatform.messages.convert import token_info_to_proto, token_to_proto
+from zkplatform.messages.convert import token_to_proto, tokens_response
 from zkplatform.rpc.auth import current_caller, current_proof
-from zkplatform.rpc.metadata import StartCheck
 from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService
 
 _attempt: ContextVar[MintAttempt] = ContextVar("mint_attempt")
 
 
-class CountMintAttempts(StartCheck):
-    """Metadata interceptor after Authenticate: every authenticated mint attempt
-    counts against the rate, even one whose body turns out malformed. Listing and
-    revoking tokens are not mints: they never count."""
+class CountMintAttempts:
+    """The Gate's check after authentication (rpc/gate.py): every authenticated mint
+    attempt counts against the rate, even one whose body turns out malformed. Listing
+    and revoking tokens are not mints: they never count."""
 
     def __init__(self, use_cases: BrokerUseCases) -> None:
         self._use_cases = use_cases
 
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+    async def __call__(self, ctx: RequestContext[Any, Any], caller: Caller) -> None:
         if ctx.method.name == "MintUserApiToken":
-            _attempt.set(await self._use_cases.count_attempt(current_caller()))
+            _attempt.set(await self._use_cases.count_attempt(caller))
 
 
 class BrokerServicer(BrokerService):
@@ -47,7 +47,9 @@ class BrokerServicer(BrokerService):
             proof=current_proof(),
         )
         issued = await self._use_cases.mint(caller, mint, _attempt.get())
-        return broker_pb2.MintUserApiTokenResponse(token=token_to_proto(issued, caller.principal.role))
+        response = broker_pb2.MintUserApiTokenResponse()
+        token_to_proto(issued, caller.principal.role, response.token)  # in place: no copy of the token
+        return response
 
     async def list_tokens(
         self, request: broker_pb2.ListTokensRequest, ctx: RequestContext[Any, Any], /
@@ -57,10 +59,7 @@ class BrokerServicer(BrokerService):
         )
         # Served by the Connect GET form too (NO_SIDE_EFFECTS): no cache may keep who holds which token.
         ctx.response_headers["cache-control"] = "no-store"
-        return broker_pb2.ListTokensResponse(
-            tokens=[token_info_to_proto(listed.record, listed.role) for listed in page.tokens],
-            next_page_token=page.next_page_token,
-        )
+        return tokens_response(page)
 
     async def revoke_token(
         self, request: broker_pb2.RevokeTokenRequest, ctx: RequestContext[Any, Any], /

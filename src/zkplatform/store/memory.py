@@ -146,7 +146,9 @@ class MemoryStore:
         self._indexes: dict[str, _VaultIndex] = {}  # vault -> its items' order and changes
         self._tokens: dict[bytes, TokenRecord] = {}
         self._token_ids: dict[str, bytes] = {}  # token id -> secret hash
-        self._principal_tokens: dict[str, list[bytes]] = {}  # principal -> secret hashes of its tokens
+        # principal -> (issued_at, token id, secret hash) of each of its tokens, in that order: a page of
+        # ListTokens is the newest first, read from where the last page ended.
+        self._principal_tokens: dict[str, list[tuple[int, str, bytes]]] = {}
         self._children: dict[str, list[str]] = {}  # token id -> ids of the tokens minted from it
         self._minted: dict[str, _LiveMinted] = {}  # principal -> its live minted tokens
         self._mint_attempts: dict[str, deque[int]] = {}
@@ -239,7 +241,11 @@ class MemoryStore:
         revoked = []
         if disabled:
             revoked = self._revoke(
-                [t.token_id for h in self._principal_tokens.get(principal_id, ()) if not (t := self._tokens[h]).revoked]
+                [
+                    t.token_id
+                    for *_, h in self._principal_tokens.get(principal_id, ())
+                    if not (t := self._tokens[h]).revoked
+                ]
             )
         self._record(audit.disable_events(actor, principal.tenant_id, principal_id, revoked, disabled=disabled))
         return revoked
@@ -364,7 +370,8 @@ class MemoryStore:
             raise AlreadyExists("token already exists")
         _insert(self._tokens, token.secret_hash, token, "token")
         self._token_ids[token.token_id] = token.secret_hash
-        self._principal_tokens.setdefault(token.principal_id, []).append(token.secret_hash)
+        owned = self._principal_tokens.setdefault(token.principal_id, [])
+        bisect.insort(owned, (token.issued_at, token.token_id, token.secret_hash))
         if token.parent_token_id:
             self._children.setdefault(token.parent_token_id, []).append(token.token_id)
 
@@ -410,7 +417,7 @@ class MemoryStore:
         for token_id in token_ids:
             secret_hash = self._token_ids[token_id]
             if not (token := self._tokens[secret_hash]).revoked:
-                self._tokens[secret_hash] = replace(token, revoked=True)
+                self._tokens[secret_hash] = token.as_revoked()
                 if token.minted and (minted := self._minted.get(token.principal_id)) is not None:
                     minted.revoked(secret_hash)
                 revoked.append(token_id)
@@ -425,15 +432,16 @@ class MemoryStore:
         after: tuple[int, str] | None,
         limit: int,
     ) -> list[tuple[TokenRecord, Principal]]:
-        # One principal's tokens, or a scan of every token for a whole tenant's.
-        candidates = (
-            self._tokens.values()
-            if principal_id is None
-            else (self._tokens[h] for h in self._principal_tokens.get(principal_id, ()))
-        )
+        if principal_id is not None:  # newest first from the page's start: a page costs its size, not all
+            owned = self._principal_tokens.get(principal_id, [])
+            start = len(owned) if after is None else bisect.bisect_left(owned, after)
+            newest_first = (self._tokens[owned[i][2]] for i in range(start - 1, -1, -1))
+            live = (t for t in newest_first if t.tenant_id == tenant_id and (live_at is None or t.is_live(live_at)))
+            return [(t, self._principals[t.principal_id]) for t in itertools.islice(live, limit)]
+        # A whole tenant's tokens: a scan of every token (operators list so, rarely).
         found = [
             t
-            for t in candidates
+            for t in self._tokens.values()
             if t.tenant_id == tenant_id
             and (live_at is None or t.is_live(live_at))
             and (after is None or (t.issued_at, t.token_id) < after)
