@@ -2,6 +2,9 @@
 
     python -m bench.inprocess [--calls 2000] [--batches 15] [--only "delete proto"] [--profile FILE]
 
+Without --only: DeleteItem and MintUserApiToken in both codecs. --only also takes the other
+RPCs the way `make bench` calls them ("create json", "list-tokens proto", ...: OTHER_RPCS).
+
 No server and no network: each call is handed to the ASGI application directly, in a task
 of its own as hypercorn does, so the figures are our layers' and connectrpc's alone (the
 server's share, paid equally by both, is what makes the `make bench` ratios higher than
@@ -24,36 +27,92 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from google.protobuf.message import Message
+
 from bench.apps import noop_app, platform_app
 from bench.seed import MINT_POLICY_ENV, Tokens
-from zkplatform.asgi import ASGIApp, Message, Scope
+from zkplatform.asgi import ASGIApp, Scope
+from zkplatform.asgi import Message as ASGIMessage
 from zkplatform.cli import configure_logging
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 CALLS = ("delete json", "delete proto", "mint json", "mint proto")
+# The other RPCs, each in both codecs: --only "get json", say.
+OTHER_RPCS = ("create", "update", "get", "list-first", "changes-first", "list-tokens", "revoke")
+EVERY_CALL = (*CALLS, *(f"{rpc} {codec}" for rpc in OTHER_RPCS for codec in ("json", "proto")))
 _VAULT_SIZE = 1000
 _HTTP_OK = 200
 
 Request = tuple[str, str, bytes, str]  # path, content type, body, token
 
 
+_VAULT = "/platform.v1.VaultService/"
+_BROKER = "/platform.v1.BrokerService/"
+
+
+def _content(message: vault_pb2.CreateItemRequest | vault_pb2.UpdateItemRequest) -> None:
+    """The content bench/calls.lua writes: a small payload wrapped for the owner."""
+    payload = message.encrypted_payload
+    payload.alg, payload.nonce, payload.aad, payload.version = "A256GCM", "bm9uY2Vub25jZQ", "YWFk", 1
+    payload.ciphertext = "Y3JlYXRlZC1jcmVhdGVkLWNyZWF0ZWQ"
+    message.kind, message.title_hash = "note", "dGl0bGUtaGFzaA"
+    message.wrapped_keys.add(recipient_id="owner", wrap_alg="A256KW", wrapped_key="a2V5LWtleS1rZXkta2V5LWtleS1rZXk")
+
+
+_SAME_EVERY_CALL: dict[str, tuple[str, Message]] = {
+    "mint": (
+        _BROKER + "MintUserApiToken",
+        broker_pb2.MintUserApiTokenRequest(
+            tenant_id="bench", requested_scopes=["vault.items.delete"], requested_ttl_seconds=300
+        ),
+    ),
+    "list-tokens": (_BROKER + "ListTokens", broker_pb2.ListTokensRequest()),
+    "list-first": (_VAULT + "ListItems", vault_pb2.ListItemsRequest(vault_id="v-0")),
+    "changes-first": (_VAULT + "ListChanges", vault_pb2.ListChangesRequest(vault_id="v-0")),
+}
+
+
+def _messages(rpc: str, tokens: Tokens, first_item: int, vaults: int) -> Iterator[tuple[str, Message, str]]:
+    """(path, request, token) of each call, as bench/calls.lua makes them: mints spread over the
+    minters' tokens; deletes and updates each change a fresh seeded item, creates make a new one,
+    revokes revoke one of the owner's tokens; the owner reads."""
+    owner = tokens.delete
+    if rpc == "mint":
+        path, mint = _SAME_EVERY_CALL[rpc]
+        yield from ((path, mint, token) for token in itertools.cycle(tokens.mint))
+    elif rpc in _SAME_EVERY_CALL:
+        yield from itertools.repeat((*_SAME_EVERY_CALL[rpc], owner))
+    elif rpc == "revoke":
+        for token_id in tokens.own[first_item:]:
+            yield _BROKER + "RevokeToken", broker_pb2.RevokeTokenRequest(token_id=token_id), owner
+    else:
+        for n in itertools.count(first_item):
+            yield (*_item_call(rpc, f"v-{n % vaults}", n), owner)
+
+
+def _item_call(rpc: str, vault_id: str, n: int) -> tuple[str, Message]:
+    item_id = f"b-{n}"
+    if rpc == "delete":
+        return _VAULT + "DeleteItem", vault_pb2.DeleteItemRequest(vault_id=vault_id, item_id=item_id, base_version=1)
+    if rpc == "get":
+        return _VAULT + "GetItem", vault_pb2.GetItemRequest(vault_id=vault_id, item_id=item_id)
+    if rpc == "update":
+        update = vault_pb2.UpdateItemRequest(vault_id=vault_id, item_id=item_id, base_version=1)
+        _content(update)
+        return _VAULT + "UpdateItem", update
+    create = vault_pb2.CreateItemRequest(vault_id=vault_id, item_id=f"c-{n}")
+    _content(create)
+    return _VAULT + "CreateItem", create
+
+
 def _requests(call: str, tokens: Tokens, first_item: int, vaults: int) -> Iterator[Request]:
     rpc, codec = call.split()
     content_type = f"application/{codec}"
-    if rpc == "delete":
-        for n in itertools.count(first_item):
-            message = vault_pb2.DeleteItemRequest(vault_id=f"v-{n % vaults}", item_id=f"b-{n}", base_version=1)
-            yield "/platform.v1.VaultService/DeleteItem", content_type, _encode(message, codec), tokens.delete
-    else:
-        mint = broker_pb2.MintUserApiTokenRequest(
-            tenant_id="bench", requested_scopes=["vault.items.delete"], requested_ttl_seconds=300
-        )
-        body = _encode(mint, codec)
-        for token in itertools.cycle(tokens.mint):
-            yield "/platform.v1.BrokerService/MintUserApiToken", content_type, body, token
+    for path, message, token in _messages(rpc, tokens, first_item, vaults):
+        yield path, content_type, _encode(message, codec), token
 
 
-def _encode(message: vault_pb2.DeleteItemRequest | broker_pb2.MintUserApiTokenRequest, codec: str) -> bytes:
+def _encode(message: Message, codec: str) -> bytes:
     if codec == "proto":
         return message.SerializeToString()
     from google.protobuf import json_format  # noqa: PLC0415
@@ -85,16 +144,16 @@ async def _call(app: ASGIApp, request: Request) -> None:
         "extensions": {},
     }
     answered = asyncio.Event()
-    sent: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[ASGIMessage] = [{"type": "http.request", "body": body, "more_body": False}]
     status: list[int] = []
 
-    async def receive() -> Message:
+    async def receive() -> ASGIMessage:
         if sent:
             return sent.pop()
         await answered.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: Message) -> None:
+    async def send(message: ASGIMessage) -> None:
         if message["type"] == "http.response.start":
             status.append(message["status"])
         elif not message.get("more_body", False):
@@ -118,12 +177,12 @@ async def _batch(app: ASGIApp, requests: Iterator[Request], calls: int) -> float
 async def _lifespan(app: ASGIApp) -> None:
     queue = [{"type": "lifespan.startup"}]
 
-    async def receive() -> Message:
+    async def receive() -> ASGIMessage:
         if not queue:
             await asyncio.Event().wait()  # until shutdown, which never comes: the driver exits
         return queue.pop()
 
-    async def send(message: Message) -> None:
+    async def send(message: ASGIMessage) -> None:
         if message["type"].endswith("complete"):
             raise asyncio.CancelledError
 
@@ -159,7 +218,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per batch")
     parser.add_argument("--batches", type=int, default=15, help="batches per app and call")
-    parser.add_argument("--only", action="append", choices=CALLS, help="one of the calls (repeatable)")
+    parser.add_argument("--only", action="append", choices=EVERY_CALL, help="one of the calls (repeatable)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the app's calls of the first call into FILE")
     parser.add_argument("--access-log", action="store_true", help="write access lines (to nowhere), as `serve` does")
     args = parser.parse_args()
@@ -169,6 +228,8 @@ def main() -> None:
         os.environ.update(MINT_POLICY_ENV)
         os.environ.update(BENCH_TOKEN_FILE=str(Path(scratch, "tokens")), BENCH_ITEMS=str(items))
         os.environ["BENCH_VAULT_SIZE"] = str(_VAULT_SIZE)
+        if {"revoke", "list-tokens"} & {call.split()[0] for call in args.only or ()}:
+            os.environ["BENCH_OWN_TOKENS"] = str(items)  # a fresh one for every revoke
         if args.access_log:  # as `serve` does; hypercorn serving bench.apps, as `make bench` does, writes none
             configure_logging()
             logging.getLogger().handlers[0].setStream(devnull)  # type: ignore[attr-defined]

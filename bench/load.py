@@ -9,6 +9,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.servers import pinned_to
+
 BENCH = Path(__file__).resolve().parent
 THREADS = 2
 CONNECTIONS = 50
@@ -46,13 +48,16 @@ def ensure_wrk() -> str:
     return subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False).stdout.split()[1]
 
 
-def wrk(port: int, args: list[str], seconds: int) -> Figures:
-    """Drive the server with bench/calls.lua (its arguments say which calls) for `seconds`."""
+def wrk(port: int, args: list[str], seconds: int, cores: frozenset[int] | None = None) -> Figures:
+    """Drive the server with bench/calls.lua (its arguments say which calls) for `seconds`,
+    on those cores when given (bench/servers.py: Cores)."""
     command = [
         "wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "--timeout", "10s",
         "-s", str(BENCH / "calls.lua"), f"http://127.0.0.1:{port}", "--", *args,
     ]  # fmt: skip
-    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    output = subprocess.run(  # run from the harness's one thread
+        command, capture_output=True, text=True, check=True, timeout=seconds + 60, preexec_fn=pinned_to(cores)
+    ).stdout
     return parse(output)
 
 

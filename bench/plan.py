@@ -64,12 +64,17 @@ class Setup:
     code: str = ""  # a commit whose code this setup serves (bench/checkouts.py); "" for the working tree's
 
     @property
+    def pinned(self) -> bool:
+        """One server process and no database server: it gets a core of its own, wrk the others
+        (bench/servers.py: Cores). Several workers, or a database's processes, need the cores shared."""
+        return self.workers == 1 and self.store in ("", "memory")
+
+    @property
     def layout(self) -> Layout:
         # Deletes and updates each change a fresh seeded item per call, revokes a fresh token.
         items = self._seconds(FRESH_ITEM_RPCS) * ITEM_RATE.get(self.store, 0)
         revoked = self._seconds(("revoke",)) * REVOKE_RATE.get(self.store, 0)
-        # The memory store lists a principal's tokens by walking all of them, live or not: where
-        # ListTokens is measured, the owner holds its listed tokens only, so that the page is measured.
+        # Where ListTokens is measured, the owner holds a full page of tokens more, and no minter is seeded.
         listing = any(load.rpc == "list-tokens" for load in self.loads)
         return Layout(
             vault_size=self.vault_size,
@@ -207,9 +212,8 @@ NAMED["per-call"] = (
 
 # The other unary RPCs against the no-op handler, which answers each with a message of the real
 # answer's shape and size (bench/answers.py). The real app on two servers: the reads on a store of
-# one vault of 1,000 items and the owner's tokens alone (the memory store lists a principal's tokens
-# by walking all of them, and the writes' server holds 100,000 of the owner's to revoke); the
-# writes on vaults of 1,000 items, as many as their loads use.
+# one vault of 1,000 items and a page of the owner's tokens; the writes on vaults of 1,000 items, as
+# many as their loads use, and as many of the owner's tokens as the revokes use.
 RPC_READS = ("get json", "list-first json", "changes-first json", "list-tokens json")
 RPC_WRITES = ("create json", "update json", "revoke json")
 NAMED["per-call-rpcs"] = (

@@ -152,18 +152,23 @@ class _Report:
 
     def every_run(self) -> None:
         table = _Table(
-            "~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors", "server CPU", "machine CPU", "stolen"
+            "~setup", "~call", "requests/s", "p50 ms", "p99 ms", "errors", "server CPU", "server us/call",
+            "machine CPU", "stolen",
         )  # fmt: skip
         for (key, load), fig in self.inputs.figures.items():
             call = f"{load.rpc} {load.codec}" + (" at half peak" if load.half else "")
             table.row(
                 key, call, _n(fig.rps), f"{fig.p50_ms:.2f}", f"{fig.p99_ms:.2f}", fig.errors,
-                f"{fig.server_cores:.2f}", f"{fig.machine_cores:.2f}", f"{fig.stolen_cores:.2f}",
+                f"{fig.server_cores:.2f}", _n(fig.server_cores / fig.rps * 1e6 if fig.rps else None),
+                f"{fig.machine_cores:.2f}", f"{fig.stolen_cores:.2f}",
             )  # fmt: skip
         note = (
             "CPU in cores, over the measured run (the median round's): the server's processes; the whole"
             " machine (server, wrk, PostgreSQL, anything else); and what the hypervisor gave to other"
             " machines meanwhile (stolen). A machine near its core count had no CPU left to give."
+            " Server us/call is the server's CPU time per answered call. A setup of one server process"
+            " and no database runs on a core of its own, wrk on the others (bench/servers.py: Cores):"
+            " its calls per second then follow its CPU cost per call."
         )
         self.section("Every run", note, table)
 
@@ -225,8 +230,7 @@ class _Report:
             "hypercorn, one worker. The no-op Connect handler answers each call with a fixed message of the"
             " shape and size of the app's answer (bench/answers.py). The app on the memory store, on two"
             " servers: the writes on vaults of 1,000 items; the reads on one vault of 1,000 items and the"
-            f" owner's {LISTED_TOKENS + 1} tokens alone, since the memory store walks all of a principal's"
-            " tokens for a page of them. CreateItem and UpdateItem as in the items section, GetItem of the"
+            f" owner's {LISTED_TOKENS + 1} tokens. CreateItem and UpdateItem as in the items section, GetItem of the"
             " vault's items in turn; ListItems and ListChanges their first 100-item (100-change) page;"
             " ListTokens the first 100 of the caller's own tokens; RevokeToken a fresh token of the caller's"
             " principal per call. Side by"
@@ -456,7 +460,7 @@ class _Report:
             " and with no metrics, tracing or interceptor of theirs at all (bench/apps.py);"
             f" {AUTH_ROUNDS} rounds, each figure the median round. None writes an access line (hypercorn"
             " serving bench.apps configures no logging). With tracing off the app mounts no interceptor of"
-            " its own for observing (the call's record is written by ErrorMapping and Authenticate), so"
+            " its own for observing (the call's record is written by the Gate, rpc/gate.py), so"
             " 'as served' and 'no instrumentation' run the same code per call: their ratio is the"
             " harness's noise between two identical servers."
         )

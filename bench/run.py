@@ -26,7 +26,7 @@ from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load
 from bench.pages import last_changes_since, last_page_token
 from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, REVOKE_RATE, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens
-from bench.servers import Running, machine_cpu_seconds, serving
+from bench.servers import Cores, Running, machine_cpu_seconds, serving
 from bench.stores import PEPPER_ENV, PostgresServer, sqlite_store
 
 LISTED_VAULT = "v-0"  # the vault ListItems and ListChanges loads page through: the only one of their setups
@@ -39,6 +39,7 @@ class Served:
     setup: Setup
     server: Running
     work: Path
+    load_cores: frozenset[int] | None = None  # where wrk runs when the server is pinned
     next_item: int = 0
     next_revoked: int = 0  # the next line of revoke-ids no revoke load has used yet
     runs_made: int = 0  # wrk runs of CreateItem so far: each creates ids of its own
@@ -71,14 +72,14 @@ class Served:
             self.next_revoked += per_thread * THREADS
         else:
             args = ["mint", str(self.work / "mint-tokens"), load.codec, *pacing]
-        return _measured(self.server, args, seconds)
+        return _measured(self.server, args, seconds, self.load_cores)
 
 
-def _measured(server: Running, args: list[str], seconds: int) -> Figures:
+def _measured(server: Running, args: list[str], seconds: int, load_cores: frozenset[int] | None) -> Figures:
     """One wrk run, with the CPU the server and the whole machine spent meanwhile, and what the
     hypervisor took: on a shared machine with two cores, that is what explains a ratio."""
     started, server_before, (busy_before, stolen_before) = time.monotonic(), server.cpu_seconds(), machine_cpu_seconds()
-    figures = wrk(server.port, args, seconds)
+    figures = wrk(server.port, args, seconds, load_cores)
     wall = time.monotonic() - started
     busy_after, stolen_after = machine_cpu_seconds()
     return replace(
@@ -145,7 +146,9 @@ class Bench:
             }
             if tokens is not None:
                 tokens.write(work / "tokens.json")
-            with serving(setup.command(store_url), env, work / "server.log", ROOT) as server:
+            cores = Cores.split() if setup.pinned else None
+            server_cores = None if cores is None else cores.server
+            with serving(setup.command(store_url), env, work / "server.log", ROOT, server_cores) as server:
                 if not setup.app.startswith("zkplatform"):
                     Tokens("none", ["none"]).write(work / "tokens.json")  # the baselines look at no token
                 issued = Tokens.read(work / "tokens.json")
@@ -161,7 +164,7 @@ class Bench:
                 if "changes-last" in rpcs:
                     since = last_changes_since(server.port, issued.delete, LISTED_VAULT)
                     (work / "changes-last-since").write_text(f"{since}\n")
-                yield Served(setup, server, work)
+                yield Served(setup, server, work, None if cores is None else cores.load)
 
     @contextmanager
     def _store(self, setup: Setup, work: Path) -> Iterator[tuple[str, Tokens | None]]:

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +16,29 @@ from tests.e2e.server import free_port
 
 START_TIMEOUT_S = 180  # seeding a million items in the server's memory takes a while
 STOP_TIMEOUT_S = 15
+
+
+@dataclass(frozen=True, slots=True)
+class Cores:
+    """A split of this process's cores: one for a single-process server, the rest for the load.
+    Pinned so, the server never shares its core with wrk, and its calls per second follow its
+    CPU cost per call (on two cores, unpinned runs moved with where the scheduler put wrk)."""
+
+    server: frozenset[int]
+    load: frozenset[int]
+
+    @classmethod
+    def split(cls) -> Cores | None:
+        """None when there are fewer than two cores to split."""
+        cores = sorted(os.sched_getaffinity(0))
+        return cls(frozenset(cores[-1:]), frozenset(cores[:-1])) if len(cores) >= 2 else None
+
+
+def pinned_to(cores: frozenset[int] | None) -> Callable[[], None] | None:
+    """A preexec_fn that pins the child (and what it spawns) to those cores, or None for no pinning."""
+    if cores is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +61,20 @@ class Running:
 
 
 @contextmanager
-def serving(command: list[str], env: dict[str, str], log: Path, cwd: Path) -> Iterator[Running]:
+def serving(
+    command: list[str], env: dict[str, str], log: Path, cwd: Path, cores: frozenset[int] | None = None
+) -> Iterator[Running]:
     port = free_port()
     command = [part.replace("{port}", str(port)) for part in command]
     with log.open("wb") as out:
-        process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(  # the harness starts its servers from one thread
+            command,
+            env={**os.environ, **env},
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=pinned_to(cores),  # noqa: PLW1509 # the harness starts its servers from one thread
+        )
     try:
         _wait_until_answering(process, port, log)
         yield Running(port, process.pid)
