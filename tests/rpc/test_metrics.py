@@ -134,8 +134,8 @@ async def test_sqlite_group_commits_and_store_latency_are_measured(tmp_path: Pat
                 *(client.post(VAULT_DELETE, json=body, headers=headers(JSON, alice)) for body in bodies)
             )
     finally:
+        await store.close()  # first: it waits for the last-use writes the calls did not wait for
         Telemetry().install()
-        await store.close()
 
     assert [answer.status_code for answer in answers] == [200, 200, 200]
     after = Scrape(registry)

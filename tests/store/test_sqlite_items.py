@@ -1,4 +1,4 @@
-"""What only the SQLite store can get wrong about items: its two connections, and two
+"""What only the SQLite store can get wrong about items: its connections, and two
 stores (two processes) on one file."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import content, new
+from tests.contract.test_store_contract import token
 from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
 from zkplatform.repository import Conflict, Created, Existing
@@ -87,3 +88,24 @@ async def test_a_page_and_its_sequence_come_from_one_snapshot(stores: Stores, tm
     assert ([i.item_id for i in page.items], page.sequence) == (["i1", "i2"], 2)
     after = await store.list_items("v1", "", 10, show_deleted=False)
     assert ([i.item_id for i in after.items], after.sequence) == (["i0", "i1", "i2"], 3)
+
+
+async def test_lookups_see_at_once_what_the_other_store_committed(stores: Stores) -> None:
+    """Lookups (a token, a vault, an item) run on a connection of their own, on the event
+    loop: each must read the file as last committed, never a snapshot an earlier one left open."""
+    first, second = stores
+    for version in range(1, 6):
+        assert (await second.get_item("v1", "i1") or new("none")).version == version
+        await first.update_item("v1", "i1", version, content(str(version)), at(NOW))
+        assert (await second.get_item("v1", "i1") or new("none")).version == version + 1
+    assert await second.vault_sequence("v1") == 2 + 5
+
+    await first.add_token(token("tok_1"), OPERATOR)
+    found = await second.find_token_with_principal(token("tok_1").secret_hash)
+    assert found is not None
+    assert not found[0].revoked
+    await first.revoke_token_tree("tok_1", OPERATOR)
+    found = await second.find_token_with_principal(token("tok_1").secret_hash)
+    assert found is not None
+    assert found[0].revoked
+    assert (await second.get_token("tok_1") or token("none")).revoked

@@ -56,6 +56,7 @@ class SQLiteStore:
         self._path = path
         self._engine = SQLiteEngine(path)
         self._read = self._engine.read
+        self._lookup = self._engine.lookup  # a few rows by key: on the event loop (sqlite_engine.py)
         self._write = self._engine.write
         self._background = Background("recording a token's last use")
         # Other processes on the file are seen by polling, only while watches are open.
@@ -190,7 +191,7 @@ class SQLiteStore:
         await self._write(add)
 
     async def get_principal(self, principal_id: str) -> Principal | None:
-        row = await self._read(
+        row = self._lookup(
             lambda c: c.execute(
                 SQL.get_principal,
                 (principal_id,),
@@ -206,7 +207,7 @@ class SQLiteStore:
             members = conn.execute("SELECT principal_id FROM vault_members WHERE vault_id = ?", (vault_id,)).fetchall()
             return Vault(vault_id, row[0], frozenset(m[0] for m in members))
 
-        return await self._read(get)
+        return self._lookup(get)
 
     async def list_tenants(self) -> list[Tenant]:
         found = await self._read(lambda c: c.execute(SQL.list_tenants).fetchall())
@@ -277,7 +278,7 @@ class SQLiteStore:
         await self._write(add)
 
     async def get_item(self, vault_id: str, item_id: str) -> Item | None:
-        row = await self._read(lambda c: _item_row(c, vault_id, item_id))
+        row = self._lookup(lambda c: _item_row(c, vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
     async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
@@ -368,7 +369,7 @@ class SQLiteStore:
         return await self._read(page)
 
     async def vault_sequence(self, vault_id: str) -> int:
-        row = await self._read(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
+        row = self._lookup(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
         return 0 if row is None else int(row[0])
 
     async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
@@ -430,15 +431,15 @@ class SQLiteStore:
         return await self._write(add)
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
-        row = await self._read(lambda c: c.execute(SQL.find_token, (secret_hash,)).fetchone())
+        row = self._lookup(lambda c: c.execute(SQL.find_token, (secret_hash,)).fetchone())
         return None if row is None else rows.token_from_row(row)
 
     async def find_token_with_principal(self, secret_hash: bytes) -> tuple[TokenRecord, Principal] | None:
-        row = await self._read(lambda c: c.execute(SQL.find_token_with_principal, (secret_hash,)).fetchone())
+        row = self._lookup(lambda c: c.execute(SQL.find_token_with_principal, (secret_hash,)).fetchone())
         return None if row is None else rows.token_with_principal_from_row(row)
 
     async def get_token(self, token_id: str) -> TokenRecord | None:
-        row = await self._read(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
+        row = self._lookup(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
         return None if row is None else rows.token_from_row(row)
 
     async def revoke_token_tree(
