@@ -1,8 +1,9 @@
 """The one place that turns failures into Connect errors.
 
-Every RPC runs inside ErrorMapping, the first interceptor: domain errors get
-their code and google.rpc details here, and anything unexpected becomes
-`internal` with a generic message, its details going only to the server log.
+Every RPC runs inside an ErrorMapping: the platform's services inside the Gate
+(rpc/gate.py), which is one, health inside a plain one. Domain errors get their
+code and google.rpc details here, and anything unexpected becomes `internal`
+with a generic message, its details going only to the server log.
 """
 
 from __future__ import annotations
