@@ -6,8 +6,11 @@
   ceiling of the Connect runtime. WatchChanges, a stream, is left out.
 - `platform_app()`: the real application on the memory store, seeded as
   bench/seed.py describes (sizes from BENCH_* variables), its tokens written
-  to BENCH_TOKEN_FILE. The durable stores are seeded by the harness and served
-  by the real `zkplatform serve` instead.
+  to BENCH_TOKEN_FILE. With `servicers=False`, every layer of it (the edge,
+  the call record, authentication, the field rules) in front of the no-op
+  handler's servicers: what the checks cost before any use case runs. The
+  durable stores are seeded by the harness and served by the real
+  `zkplatform serve` instead.
 """
 
 from __future__ import annotations
@@ -139,9 +142,12 @@ class _Uninstrumented(Telemetry):
         return []
 
 
-def platform_app(*, record_last_use: bool = True, metrics: bool = False, instrumented: bool = True) -> ASGIApp:
+def platform_app(
+    *, record_last_use: bool = True, metrics: bool = False, instrumented: bool = True, servicers: bool = True
+) -> ASGIApp:
     """The app as `serve` builds it (metrics off, tracing off: no OTEL_* here), or with
-    metrics recorded (not served: a scrape is not a call's cost), or uninstrumented."""
+    metrics recorded (not served: a scrape is not a call's cost), or uninstrumented, or
+    answering every call with the no-op handler's fixed message once its checks passed."""
     settings = Settings.from_env()
     store = MemoryStore() if record_last_use else _StoreWithoutLastUse()
     platform = Platform.build(store, b"bench-pepper-of-thirty-two-bytes", policy=settings.mint_policy)
@@ -156,4 +162,6 @@ def platform_app(*, record_last_use: bool = True, metrics: bool = False, instrum
         tokens = thread.submit(asyncio.run, seed(platform.store, platform.issuer, layout)).result()
     tokens.write(Path(os.environ["BENCH_TOKEN_FILE"]))
     telemetry = Telemetry(Metrics(REGISTRY)) if metrics else Telemetry() if instrumented else _Uninstrumented()
-    return create_app(settings, platform=platform, telemetry=telemetry)
+    if servicers:
+        return create_app(settings, platform=platform, telemetry=telemetry)
+    return create_app(settings, platform=platform, vault=_FixedVault(), broker=_FixedBroker(), telemetry=telemetry)

@@ -1,6 +1,6 @@
 """CPU time per call of the app and of the no-op Connect handler, in one process, side by side.
 
-    python -m bench.inprocess [--calls 2000] [--batches 15] [--only "delete proto"] [--profile FILE]
+    python -m bench.inprocess [--calls 2000] [--batches 15] [--only "delete proto"] [--checks] [--profile FILE]
 
 Without --only: DeleteItem and MintUserApiToken in both codecs. --only also takes the other
 RPCs the way `make bench` calls them ("create json", "list-tokens proto", ...: OTHER_RPCS).
@@ -10,7 +10,9 @@ of its own as hypercorn does, so the figures are our layers' and connectrpc's al
 server's share, paid equally by both, is what makes the `make bench` ratios higher than
 these). Batches of the two apps alternate; each figure is the minimum over its batches,
 which on a shared machine is the one least disturbed. `--profile` writes cProfile's
-statistics of the app's calls instead (read them with `python -m pstats FILE`).
+statistics of the app's calls instead (read them with `python -m pstats FILE`). `--checks` adds
+the app's layers and checks in front of the no-op handler's fixed answers (bench/apps.py), the
+third setup of `make bench`'s per-call group.
 """
 
 from __future__ import annotations
@@ -190,10 +192,11 @@ async def _lifespan(app: ASGIApp) -> None:
         await app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send)
 
 
-async def _measure(args: argparse.Namespace, tokens: Tokens, apps: dict[str, ASGIApp], vaults: int) -> None:
+async def _measure(args: argparse.Namespace, tokens: dict[str, Tokens], apps: dict[str, ASGIApp], vaults: int) -> None:
     first_item = 0
     for call in args.only or CALLS:
-        streams = {name: _requests(call, tokens, first_item, vaults) for name in apps}  # the no-op reads no item
+        # Each app its own store's tokens; the no-op handler reads none.
+        streams = {name: _requests(call, tokens.get(name, tokens["app"]), first_item, vaults) for name in apps}
         figures: dict[str, list[float]] = {name: [] for name in apps}
         for name, app in apps.items():  # warm up: codecs, caches, the first task of each kind
             await _batch(app, streams[name], 200)
@@ -210,7 +213,11 @@ async def _measure(args: argparse.Namespace, tokens: Tokens, apps: dict[str, ASG
             for name, app in apps.items():
                 figures[name].append(await _batch(app, streams[name], args.calls))
         noop, ours = min(figures["noop"]), min(figures["app"])
-        print(f"{call:13}  no-op {noop:6.1f} us  app {ours:6.1f} us  app/no-op throughput {noop / ours:.2f}x")
+        line = f"{call:13}  no-op {noop:6.1f} us  app {ours:6.1f} us  app/no-op throughput {noop / ours:.2f}x"
+        if "checks" in figures:
+            checks = min(figures["checks"])
+            line += f"  checks {checks:6.1f} us  checks/no-op {noop / checks:.2f}x"
+        print(line)
         first_item += args.calls * (args.batches + 1) + 200
 
 
@@ -221,6 +228,7 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=EVERY_CALL, help="one of the calls (repeatable)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the app's calls of the first call into FILE")
     parser.add_argument("--access-log", action="store_true", help="write access lines (to nowhere), as `serve` does")
+    parser.add_argument("--checks", action="store_true", help="also the layers and checks with fixed answers")
     args = parser.parse_args()
     items = len(args.only or CALLS) * (args.calls * (args.batches + 1) + 200)
     devnull = open(os.devnull, "w")  # noqa: PTH123, SIM115 # open until logging's last flush at exit
@@ -233,8 +241,11 @@ def main() -> None:
         if args.access_log:  # as `serve` does; hypercorn serving bench.apps, as `make bench` does, writes none
             configure_logging()
             logging.getLogger().handlers[0].setStream(devnull)  # type: ignore[attr-defined]
-        apps: dict[str, ASGIApp] = {"noop": noop_app(), "app": platform_app()}
-        tokens = Tokens.read(Path(os.environ["BENCH_TOKEN_FILE"]))
+        apps: dict[str, ASGIApp] = {"noop": noop_app()}
+        tokens: dict[str, Tokens] = {}
+        for name, servicers in (("app", True), ("checks", False))[: 2 if args.checks else 1]:
+            apps[name] = platform_app(servicers=servicers)  # seeds a store of its own, and writes its tokens
+            tokens[name] = Tokens.read(Path(os.environ["BENCH_TOKEN_FILE"]))
 
         async def run() -> None:
             for app in apps.values():

@@ -48,6 +48,7 @@ BENCH_APPS = {
     "zkplatform-no-last-use": "bench.apps:platform_app(record_last_use=False)",
     "zkplatform-metrics": "bench.apps:platform_app(metrics=True)",
     "zkplatform-uninstrumented": "bench.apps:platform_app(instrumented=False)",
+    "zkplatform-fixed-answers": "bench.apps:platform_app(servicers=False)",
 }
 
 
@@ -207,6 +208,18 @@ NAMED["per-call"] = (
     Setup("per-call-noop", "hypercorn", "noop", "", 1, THOUSAND, _loads(*EVERY_CALL), OVERHEAD_ROUNDS),
     _zk("per-call", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS),
     _zk("per-call-before", "memory", _loads(*EVERY_CALL), rounds=OVERHEAD_ROUNDS, code=BEFORE_PER_CALL),
+    # Every layer and check of the app in front of the no-op handler's fixed answers: the
+    # ceiling that tuning the layers can reach, measured beside the app in every run.
+    Setup(
+        "per-call-checks",
+        "hypercorn",
+        "zkplatform-fixed-answers",
+        "memory",
+        1,
+        THOUSAND,
+        _loads(*EVERY_CALL),
+        OVERHEAD_ROUNDS,
+    ),
 )
 
 
