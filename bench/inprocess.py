@@ -243,7 +243,8 @@ def main() -> None:
             logging.getLogger().handlers[0].setStream(devnull)  # type: ignore[attr-defined]
         apps: dict[str, ASGIApp] = {"noop": noop_app()}
         tokens: dict[str, Tokens] = {}
-        for name, servicers in (("app", True), ("checks", False))[: 2 if args.checks else 1]:
+        setups = {"app": True, "checks": False} if args.checks else {"app": True}  # name: with servicers
+        for name, servicers in setups.items():
             apps[name] = platform_app(servicers=servicers)  # seeds a store of its own, and writes its tokens
             tokens[name] = Tokens.read(Path(os.environ["BENCH_TOKEN_FILE"]))
 
