@@ -5,6 +5,7 @@ of a real server and sees a change made by another client arrive through the wat
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,9 @@ def tokens(server: Server) -> dict[str, str]:
 
 
 def run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    # Without the caller's PYTHONPATH: a source tree on it would show up in the fresh venv's packages.
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, f"{command}:\n{result.stdout}\n{result.stderr}"
     return result
 
