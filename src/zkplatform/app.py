@@ -1,33 +1,44 @@
-"""Composition root: builds the platform from settings and the one ASGI app around it."""
+"""Composition root: builds the platform from settings and the one ASGI app around it.
+
+The request path, outermost first (docs/architecture.md describes it):
+ObserveCalls -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
+-> BodyTimeout -> the service's Connect application, whose interceptors run
+ErrorMapping -> [tracing] -> RequireProtocolVersion -> Authenticate ->
+[CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import logging
-from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
 
-from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec
+from connectrpc.interceptor import Interceptor
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 
 from zkplatform import devmode
-from zkplatform.asgi import ASGIApp
+from zkplatform.asgi import ASGIApp, Receive, Scope, Send
 from zkplatform.config import Settings
 from zkplatform.domain.audit import Actor
-from zkplatform.observability.calls import Observer, request_id
+from zkplatform.observability.calls import ObserveCalls
 from zkplatform.observability.telemetry import Telemetry
+from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.edge import Edge
 from zkplatform.rpc.errors import ErrorMapping
-from zkplatform.rpc.gate import Gate
+from zkplatform.rpc.front.body_timeout import BodyTimeout
+from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
+from zkplatform.rpc.front.malformed import RefuseMalformed
+from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
+from zkplatform.rpc.front.streams import StreamLimits
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin
+from zkplatform.rpc.protocol_version import RequireProtocolVersion
 from zkplatform.rpc.reflection import reflection_routes
-from zkplatform.rpc.validation import Validating
+from zkplatform.rpc.validation import Validate
 from zkplatform.rpc.vault import VaultServicer
 from zkplatform.wiring import Platform, platform_from
 from zkplatform_api.grpc.health.v1 import health_pb2
@@ -40,17 +51,7 @@ log = logging.getLogger(__name__)
 
 PURGE_INTERVAL_SECONDS = 3600
 
-
 _NO_SIDE_EFFECTS = descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS
-
-
-def procedures(file: FileDescriptor, *, side_effect_free_only: bool = False) -> Iterable[str]:
-    """The HTTP paths of every RPC declared in a proto file (or only of those
-    declared `idempotency_level = NO_SIDE_EFFECTS`: the ones GET may call)."""
-    for service in file.services_by_name.values():
-        for method in service.methods:
-            if not side_effect_free_only or method.GetOptions().idempotency_level == _NO_SIDE_EFFECTS:
-                yield f"/{service.full_name}/{method.name}"
 
 
 def create_app(
@@ -60,132 +61,177 @@ def create_app(
     vault: VaultService | None = None,
     broker: BrokerService | None = None,
     telemetry: Telemetry | None = None,
-) -> Edge:
+) -> Server:
     """The ASGI application. Without a platform, each worker opens its own on
     the configured store at start-up (and closes it at shutdown). Tests may
     pass their own platform, servicers or telemetry."""
     settings = Settings.from_env() if settings is None else settings
     telemetry = Telemetry.for_server(metrics=settings.metrics_bind is not None) if telemetry is None else telemetry
     telemetry.install()
-    edge = Edge(
-        max_body_bytes=settings.max_body_bytes,
-        body_read_timeout_seconds=settings.body_read_timeout_seconds,
-        max_streams=settings.max_streams,
-        origin=Origin(settings.public_url, settings.forwarded_allow_ips),
-    )
+    return Server(settings, telemetry, platform, vault=vault, broker=broker)
 
-    def mount(platform: Platform) -> None:
-        # Needing no token: reflection (the public contract) and health.
-        health_unary, health_streams = health_routes([google_protobuf_binary_codec(), CompactJSONCodec()])
-        files = [vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, health_pb2.DESCRIPTOR]
-        readable = {path for file in files for path in procedures(file, side_effect_free_only=True)}
-        unary, streams = routes(settings, platform, vault, broker, telemetry), reflection_routes(files) | health_streams
-        streams |= platform_streams(unary)
-        edge.mount(unary, streams, get_allowed=readable)
-        edge.mount(health_unary, protocol_header_required=False)
-        edge.observe_with(Observer(telemetry.metrics, {*unary, *streams, *health_unary}, streams))
-        edge.revoke_leaked_with(lambda leaked: platform.authenticator.revoke_leaked(leaked, request_id()))
 
-    if platform is not None:
-        mount(platform)
-        edge.lifespan = settle_heap
-        return edge
-    maintenance: asyncio.Task[None] | None = None
+@dataclass(frozen=True, slots=True)
+class Front:
+    """The request path, built once the platform exists."""
 
-    async def lifespan(phase: str) -> None:
-        nonlocal platform, maintenance
-        if phase == "startup":
-            platform = await platform_from(settings)
-            if settings.dev:
+    app: ASGIApp
+    streams: StreamLimits
+
+
+class Server:
+    """The one ASGI application the server runs: its start-up opens the platform
+    (unless it was given one) and builds the request path around it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        telemetry: Telemetry,
+        platform: Platform | None,
+        *,
+        vault: VaultService | None = None,
+        broker: BrokerService | None = None,
+    ) -> None:
+        self._settings = settings
+        self._telemetry = telemetry
+        self._servicers = (vault, broker)
+        self._owns_platform = platform is None
+        self._platform = platform
+        self._front = None if platform is None else self._build(platform)
+        self._maintenance: asyncio.Task[None] | None = None
+
+    def _build(self, platform: Platform) -> Front:
+        return build_front(self._settings, platform, self._telemetry, *self._servicers)
+
+    async def startup(self) -> None:
+        """Open the platform and build the request path (once; a second call does nothing)."""
+        if self._front is None:
+            platform = await platform_from(self._settings)
+            self._platform = platform
+            if self._settings.dev:
                 tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
-                path = devmode.write_credentials(settings.dev_credentials, settings.base_url, tenants)
+                path = devmode.write_credentials(self._settings.dev_credentials, self._settings.base_url, tenants)
                 log.info("development mode: demo data seeded; credentials written to %s", path)
-            maintenance = asyncio.create_task(purge_tombstones_periodically(platform, settings))
-            mount(platform)
-            await settle_heap(phase)
-        elif phase == "shutdown" and platform is not None:
-            if maintenance is not None:
-                maintenance.cancel()
+            self._maintenance = asyncio.create_task(purge_tombstones_periodically(platform, self._settings))
+            self._front = self._build(platform)
+        settle_heap()
+
+    async def shutdown(self) -> None:
+        """Stop the maintenance and close the store this server opened (once)."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            self._maintenance = None
+        if self._owns_platform and self._platform is not None:
+            platform, self._platform = self._platform, None
             await platform.store.close()
 
-    edge.lifespan = lifespan
-    return edge
+    def end_streams(self) -> None:
+        """At shutdown: end the open streaming calls with `unavailable`, and refuse new ones so."""
+        if self._front is not None:
+            self._front.streams.end_all()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            assert self._front is not None, "served before start-up"  # servers run the lifespan first
+            await self._front.app(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._serve_lifespan(receive, send)
+        # websockets: nothing is served; the server refuses the upgrade
+
+    async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            phase = (await receive())["type"].removeprefix("lifespan.")
+            try:
+                await (self.startup() if phase == "startup" else self.shutdown())
+            except Exception as error:  # noqa: BLE001 # reported to the server, which refuses to start
+                await send({"type": f"lifespan.{phase}.failed", "message": str(error)})
+                return
+            await send({"type": f"lifespan.{phase}.complete"})
+            if phase == "shutdown":
+                return
 
 
-async def settle_heap(phase: str) -> None:
+def settle_heap() -> None:
     """At the end of start-up, move everything alive (modules, codecs, a seeded
     memory store) out of the garbage collector's generations: it lives as long
     as the process, and a full collection would otherwise walk all of it, a
-    pause that grows with the store (hundreds of milliseconds for a million
-    items in memory, the p99 of every call made meanwhile)."""
-    if phase == "startup":
-        gc.collect()
-        gc.freeze()
+    pause that grows with the store (the p99 of every call made meanwhile)."""
+    gc.collect()
+    gc.freeze()
 
 
-def routes(
+def build_front(
     settings: Settings,
     platform: Platform,
-    vault: VaultService | None,
-    broker: BrokerService | None,
-    telemetry: Telemetry | None = None,
-) -> dict[str, ASGIApp]:
-    """Every procedure path, routed to its service's Connect application."""
-    # The Gate authenticates before the body is parsed, so a bad token answers before a
-    # malformed body, and its on_end maps every error (and writes the final code into the
-    # call's record). The tracing interceptors before it, when tracing is on, only read the
-    # final outcome and never raise. The codecs check the field rules as they decode. The
-    # size limit and the protocol header are checked before all of them, by the edge.
-    observing = [] if telemetry is None else telemetry.interceptors()
-    codecs = [Validating(google_protobuf_binary_codec()), Validating(CompactJSONCodec())]
+    telemetry: Telemetry,
+    vault: VaultService | None = None,
+    broker: BrokerService | None = None,
+) -> Front:
+    """The request path around the platform's services, health and reflection."""
     limit = settings.max_body_bytes
-    authenticator = platform.authenticator
-    services: list[tuple[FileDescriptor, ASGIApp]] = [
-        (
-            vault_pb2.DESCRIPTOR,
-            VaultServiceASGIApplication(
-                vault or VaultServicer(platform.vault, platform.sync),
-                interceptors=[*observing, Gate(authenticator)],
-                read_max_bytes=limit,
-                codecs=codecs,
-            ),
-        ),
-        (
-            broker_pb2.DESCRIPTOR,
-            BrokerServiceASGIApplication(
-                broker or BrokerServicer(platform.broker),
-                interceptors=[*observing, Gate(authenticator, then=CountMintAttempts(platform.broker))],
-                read_max_bytes=limit,
-                codecs=codecs,
-            ),
-        ),
+    codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
+    # ErrorMapping first: its on_end sees every later failure. Authentication runs
+    # before the body is read, so a bad token answers before a malformed or oversized body.
+    checks: list[Interceptor] = [
+        *telemetry.interceptors(),
+        ErrorMapping(),
+        RequireProtocolVersion(),
+        Authenticate(platform.authenticator, Origin(settings.public_url, settings.forwarded_allow_ips)),
     ]
-    return {path: app for file, app in services for path in procedures(file)}
+    vault_app = VaultServiceASGIApplication(
+        vault or VaultServicer(platform.vault, platform.sync),
+        interceptors=[*checks, Validate()],
+        read_max_bytes=limit,
+        codecs=codecs,
+    )
+    broker_app = BrokerServiceASGIApplication(
+        broker or BrokerServicer(platform.broker),
+        interceptors=[*checks, CountMintAttempts(platform.broker), Validate()],
+        read_max_bytes=limit,
+        codecs=codecs,
+    )
+    platform_files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR)
+    served = [service.full_name for file in platform_files for service in file.services_by_name.values()]
+    # Health needs no token and no protocol header: load balancers probe it with whatever they send.
+    health_app = HealthASGIApplication(
+        HealthServicer(served), interceptors=[ErrorMapping()], read_max_bytes=limit, codecs=codecs
+    )
+    unary: dict[str, Route] = {}
+    streaming: dict[str, ASGIApp] = {}
+    for file, service_app in (
+        (vault_pb2.DESCRIPTOR, vault_app),
+        (broker_pb2.DESCRIPTOR, broker_app),
+        (health_pb2.DESCRIPTOR, health_app),
+    ):
+        timed = BodyTimeout(service_app, settings.body_read_timeout_seconds)
+        for path, methods, stream in _procedures(file):
+            if stream:
+                streaming[path] = timed
+            else:
+                unary[path] = Route(timed, methods)
+    # Reflection sessions send requests whenever their client likes: no bound on the body's arrival.
+    streaming |= reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
+    streams = StreamLimits(Dispatch(streaming), settings.max_streams)
+    routes = unary | {path: Route(streams) for path in streaming}
+    app: ASGIApp = Routes(routes)
+    app = RefuseMalformed(app)
+    app = RevokeLeakedTokens(app, platform.authenticator)
+    app = ObserveCalls(app, telemetry.metrics, routes, streaming)
+    return Front(app, streams)
 
 
-def platform_streams(unary: dict[str, ASGIApp]) -> dict[str, ASGIApp]:
-    """Take the platform's server-streaming procedures (WatchChanges) out of `unary`: the
-    edge serves them as streams (not buffered; counted; ended with `unavailable` at
-    shutdown). They keep every interceptor of their service, Authenticate included."""
-    files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR)
-    paths = [
-        f"/{service.full_name}/{method.name}"
-        for file in files
+def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]:
+    """Each RPC of a proto file: its path, the HTTP methods it takes (GET too when declared
+    `idempotency_level = NO_SIDE_EFFECTS`), and whether it streams."""
+    return [
+        (
+            f"/{service.full_name}/{method.name}",
+            GET_OR_POST if method.GetOptions().idempotency_level == _NO_SIDE_EFFECTS else POST_ONLY,
+            method.server_streaming or method.client_streaming,
+        )
         for service in file.services_by_name.values()
         for method in service.methods
-        if method.server_streaming
     ]
-    return {path: unary.pop(path) for path in paths if path in unary}
-
-
-def health_routes(codecs: list[Codec[Any, Any]]) -> tuple[dict[str, ASGIApp], dict[str, ASGIApp]]:
-    """grpc.health.v1.Health, needing no token: (unary procedures, streams)."""
-    served = [s.full_name for f in (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR) for s in f.services_by_name.values()]
-    app: ASGIApp = HealthASGIApplication(HealthServicer(served), interceptors=[ErrorMapping()], codecs=codecs)
-    service = health_pb2.DESCRIPTOR.services_by_name["Health"]
-    paths = {method: f"/{service.full_name}/{method.name}" for method in service.methods}
-    unary = {path: app for method, path in paths.items() if not method.server_streaming}
-    return unary, {path: app for method, path in paths.items() if method.server_streaming}
 
 
 async def purge_tombstones_periodically(platform: Platform, settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""The ASGI shapes the edge, its streams and its observer pass around (typed loosely, as ASGI is)."""
+"""The ASGI shapes the front's middlewares pass around (typed loosely, as ASGI is)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ from zkplatform.config import (
     parse_networks,
 )
 from zkplatform.domain.broker import MintPolicy
-from zkplatform.observability.logs import LOG_FORMATS, BatchingHandler, formatter
+from zkplatform.observability.logs import LOG_FORMATS, queued_handler
 from zkplatform.observability.metrics import MetricsListener, multiprocess_registry
 from zkplatform.observability.tracing import TracingConfigError, check_env
 from zkplatform.pepper import load_pepper
@@ -314,9 +314,7 @@ def configure_logging(level: str = "info", log_format: str = "text") -> None:
     logging._srcfile = None  # noqa: SLF001 # the documented switch
     logging.logThreads = False
     logging.logMultiprocessing = False
-    handler = BatchingHandler()  # access lines in batches: a write per call cost about 5 microseconds
-    handler.setFormatter(formatter(log_format))
-    logging.basicConfig(level=max(chosen, logging.INFO), handlers=[handler])
+    logging.basicConfig(level=max(chosen, logging.INFO), handlers=[queued_handler(log_format)])
     logging.getLogger("zkplatform").setLevel(chosen)
 
 
@@ -461,10 +459,8 @@ async def _serve_app(
         loop.add_signal_handler(sig, stopping.set)
     app = create_app()
     # The application's start-up (opening the store) runs here, before listening,
-    # so that `ready` means both; hypercorn then finds nothing left to start.
-    lifespan, app.lifespan = app.lifespan, None
-    if lifespan is not None:
-        await lifespan("startup")
+    # so that `ready` means both; hypercorn's lifespan then finds nothing left to start.
+    await app.startup()
 
     async def stopped() -> None:
         await stopping.wait()
@@ -481,8 +477,7 @@ async def _serve_app(
         config.bind = [f"fd://{sock.detach()}"]
         await hypercorn_serve(cast("ASGIFramework", app), config, shutdown_trigger=stopped)
     finally:
-        if lifespan is not None:
-            await lifespan("shutdown")
+        await app.shutdown()
 
 
 def _hypercorn_config(listener: Listener) -> HypercornConfig:

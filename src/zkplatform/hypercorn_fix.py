@@ -1,8 +1,9 @@
 """A fix for hypercorn 0.18.0's HTTP/2 code, until a release carries it.
 
 When the application answers a call before the client has sent all of its
-body (the edge refuses a body over the size limit as soon as it passes the
-limit, and a body that arrives too slowly), the rest of the body reaches a
+body (connectrpc refuses a body over the size limit as soon as it passes the
+limit, authentication refuses a call before its body is read, and a body that
+arrives too slowly is refused at its bound), the rest of the body reaches a
 stream hypercorn has already forgotten: `H2Protocol._handle_events` looks the
 stream up without a guard, the KeyError kills the whole connection with a
 traceback in the log, and every other call on that connection fails with it

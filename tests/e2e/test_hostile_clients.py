@@ -80,10 +80,10 @@ def assert_no_traceback(server: Server) -> None:
 # unary bodies
 
 
-def test_a_unary_body_that_stalls_is_answered_and_the_connection_closed(server: Server) -> None:
-    head = (
+def test_a_unary_body_that_stalls_is_answered_and_the_connection_closed(server: Server, alice: str) -> None:
+    head = (  # the body is read once the caller is known
         f"POST {DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
-        "Connect-Protocol-Version: 1\r\nContent-Length: 100\r\n\r\n"
+        f"Connect-Protocol-Version: 1\r\nAuthorization: Bearer {alice}\r\nContent-Length: 100\r\n\r\n"
     )
 
     answer = exchange(server, head.encode() + b'{"vaultId": ')  # 12 of the 100 bytes, then silence
@@ -250,7 +250,7 @@ def h2_watch(server: Server) -> socket.socket:
 
 
 def test_an_http2_stream_whose_client_left_gives_its_place_back(server: Server) -> None:
-    """hypercorn does not cancel a server stream when its HTTP/2 connection closes: the edge does."""
+    """hypercorn does not cancel a server stream when its HTTP/2 connection closes: StreamLimits does."""
     request = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
     for _ in range(MAX_STREAMS + 1):  # more than the limit, one after the other
         h2_watch(server).close()
@@ -266,3 +266,41 @@ def test_sigterm_with_a_stream_whose_client_left_stops_at_once(tmp_path: Path) -
 
     assert code == 0
     assert "Traceback" not in running.log()
+
+
+def test_body_after_an_http2_refusal_does_not_break_the_connection(server: Server) -> None:
+    """A call refused before its body is read (here: no token) gets the rest of its body on a
+    stream hypercorn has closed; the connection and its next call must go on (hypercorn issue
+    329, src/zkplatform/hypercorn_fix.py)."""
+    with socket.create_connection(address(server), timeout=WAIT_S) as sock:
+        connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        connection.initiate_connection()
+        request = [(":method", "POST"), (":scheme", "http"), (":authority", "test")]
+        connect_json = [("content-type", "application/json"), ("connect-protocol-version", "1")]
+        connection.send_headers(1, [*request, (":path", DELETE), *connect_json])
+        sock.sendall(connection.data_to_send())
+        refused = h2_read_until_ended(sock, connection, 1)
+        connection.send_data(1, b"{}", end_stream=True)  # the body, after the answer
+        connection.send_headers(3, [*request, (":path", "/grpc.health.v1.Health/Check"), *connect_json])
+        connection.send_data(3, b"{}", end_stream=True)
+        sock.sendall(connection.data_to_send())
+        after = h2_read_until_ended(sock, connection, 3)
+
+    assert b"unauthenticated" in refused
+    assert b"SERVING" in after
+    assert_no_traceback(server)
+
+
+def h2_read_until_ended(sock: socket.socket, connection: h2.connection.H2Connection, stream_id: int) -> bytes:
+    """The body of one stream's answer, read until the stream ends (bounded by the socket's timeout)."""
+    received = b""
+    while chunk := sock.recv(65536):
+        for event in connection.receive_data(chunk):
+            if isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
+                received += event.data
+                connection.acknowledge_received_data(event.flow_controlled_length, stream_id)
+            if isinstance(event, h2.events.StreamEnded | h2.events.StreamReset) and event.stream_id == stream_id:
+                sock.sendall(connection.data_to_send())
+                return received
+        sock.sendall(connection.data_to_send())
+    return received

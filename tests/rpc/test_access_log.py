@@ -79,11 +79,11 @@ async def test_refused_calls_are_logged_with_their_final_code(
     assert (malformed["code"], malformed["principal"]) == ("invalid_argument", "alice")
 
 
-async def test_calls_the_edge_refuses_are_logged_too(
-    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+async def test_calls_the_front_refuses_are_logged_too(
+    client: httpx.AsyncClient, world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     big = {"vaultId": "v", "itemId": "x" * 70_000, "baseVersion": "1"}
-    await client.post(VAULT_DELETE, json=big, headers=headers(JSON))
+    await client.post(VAULT_DELETE, json=big, headers=headers(JSON, world.token("alice")))
     await client.post(VAULT_DELETE, content=b"", headers={"Content-Type": "application/grpc"})  # over HTTP/1.1
     await client.post("/no.such.Service/Method", json={}, headers=headers(JSON))
 

@@ -20,13 +20,12 @@ from google.rpc import error_details_pb2
 from tests.actors import OPERATOR
 from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
 from tests.world import BASE_URL, PEPPER, FakeClock, World
-from zkplatform.app import create_app
+from zkplatform.app import Server, create_app
 from zkplatform.config import Settings
 from zkplatform.domain.auth import Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.models import Scope
 from zkplatform.domain.sync import WatchPolicy
-from zkplatform.rpc.edge import Edge
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import vault_pb2
@@ -45,12 +44,12 @@ def platform(clock: FakeClock) -> Platform:
 
 
 @pytest.fixture
-def app(platform: Platform) -> Edge:
+def app(platform: Platform) -> Server:
     return create_app(Settings(), platform=platform)
 
 
 @pytest.fixture
-async def client(app: Edge, world: World) -> AsyncIterator[httpx.AsyncClient]:
+async def client(app: Server, world: World) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
         yield client
 
@@ -284,7 +283,7 @@ async def test_a_watch_whose_request_breaks_the_field_rules_ends_invalid_argumen
 
 
 async def test_a_server_shutting_down_ends_a_watch_unavailable(
-    app: Edge, client: httpx.AsyncClient, world: World
+    app: Server, client: httpx.AsyncClient, world: World
 ) -> None:
     watching = asyncio.ensure_future(watch(client, JSON, world.token("bob"), since=SEEDED))
     await until(lambda: world.platform.sync.slots.total == 1)

@@ -75,11 +75,11 @@ async def test_unsupported_content_type_is_415(client: httpx.AsyncClient, conten
     assert response.status_code == 415
 
 
-async def test_body_over_limit_is_resource_exhausted_before_anything_else(
-    client: httpx.AsyncClient, codec: Codec
+async def test_body_over_limit_is_resource_exhausted_before_it_is_decoded(
+    client: httpx.AsyncClient, codec: Codec, world: World
 ) -> None:
-    # No protocol header and no token: the size is still what answers first.
-    request_headers = {"Content-Type": codec.content_type}
+    # Not a message at all: the size is what answers, once the caller is known.
+    request_headers = headers(codec, world.token("alice"))
 
     response = await client.post(VAULT_DELETE, content=b"x" * (64 * 1024 + 1), headers=request_headers)
 
@@ -87,12 +87,20 @@ async def test_body_over_limit_is_resource_exhausted_before_anything_else(
     assert error_of(response)["code"] == "resource_exhausted"
 
 
-async def test_streamed_body_over_limit_without_content_length_is_refused(client: httpx.AsyncClient) -> None:
+async def test_body_over_limit_from_an_unknown_caller_is_unauthenticated(client: httpx.AsyncClient) -> None:
+    response = await client.post(VAULT_DELETE, content=b"x" * (64 * 1024 + 1), headers=headers(JSON))
+
+    assert response.status_code == 401  # an unauthenticated caller learns nothing of the limits
+
+
+async def test_streamed_body_over_limit_without_content_length_is_refused(
+    client: httpx.AsyncClient, world: World
+) -> None:
     async def chunks() -> AsyncIterator[bytes]:
         for _ in range(100):
             yield b"x" * 1024
 
-    response = await client.post(VAULT_DELETE, content=chunks(), headers=headers(JSON))
+    response = await client.post(VAULT_DELETE, content=chunks(), headers=headers(JSON, world.token("alice")))
 
     assert "content-length" not in response.request.headers
     assert response.status_code == 429
@@ -110,10 +118,11 @@ async def test_body_at_the_limit_is_read(client: httpx.AsyncClient, world: World
     assert error_of(response)["code"] == "permission_denied"  # got past the edge, auth and validation
 
 
-async def test_limit_is_configurable(platform: Platform) -> None:
+async def test_limit_is_configurable(platform: Platform, world: World) -> None:
     app = create_app(Settings(max_body_bytes=100), platform=platform)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
-        response = await client.post(VAULT_DELETE, content=b"{" + b" " * 100 + b"}", headers=headers(JSON))
+        body = b"{" + b" " * 100 + b"}"
+        response = await client.post(VAULT_DELETE, content=body, headers=headers(JSON, world.token("alice")))
 
     assert error_of(response)["code"] == "resource_exhausted"
 

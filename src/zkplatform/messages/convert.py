@@ -187,7 +187,7 @@ def token_info_to_proto(
 
 
 def tokens_response(page: TokenPage) -> broker_pb2.ListTokensResponse:
-    """A page of ListTokens, each token filled in place (407 -> 243 us for 100 tokens, timeit)."""
+    """A page of ListTokens, each token filled in place rather than built and copied in."""
     response = broker_pb2.ListTokensResponse(next_page_token=page.next_page_token)
     add = response.tokens.add
     for listed in page.tokens:

@@ -1,9 +1,9 @@
 """What the server tells its operator: metrics, traces and the access log.
 
-- calls.py: one record per HTTP call, kept by the edge (procedure, protocol,
-  final code, principal, request id), ending in an access line and metrics;
-  the error mapping (rpc/errors.py) writes the final code into it,
-  authentication (rpc/auth.py) the principal;
+- calls.py: the one record of each HTTP call and the outermost middleware that
+  keeps it (procedure, protocol, final code, principal, request id), ending in
+  an access line and metrics; the error mapping (rpc/errors.py) writes the
+  final code into it, authentication (rpc/auth.py) the caller;
 - interceptor.py: with tracing on, the metadata interceptor that writes the
   final code and the principal onto the call's span;
 - metrics.py: the Prometheus series and their own listener;

@@ -1,14 +1,15 @@
-"""One record per HTTP call, kept by the edge: the access line and the call metrics.
+"""The one record of each HTTP call, and the outermost middleware that keeps it.
 
-The edge hands every request to `Observer`, which times it, takes or makes its
-request id (echoed in the answer's `X-Request-Id`), and watches the answer go
-out. The final code is written into the record by whoever knows it (`note_code`):
-the error mapping (rpc/errors.py), the one place that makes Connect errors,
-for calls connectrpc served; the edge for calls it refused itself; otherwise
-the answer's grpc-status or HTTP status tells. Authentication (rpc/auth.py)
-writes who called (`note_caller`). The access line then names the procedure, protocol, code,
-duration, principal, token id, request id and peer: never the URL's query, a
-header's value other than the request id, a token or a payload.
+`ObserveCalls` times every request, takes or makes its request id (echoed in the
+answer's `X-Request-Id`), and watches the answer go out. The record (`Call`) is
+the only per-call state of the server, in one ContextVar: whoever learns
+something of the call writes it there. The error mapping (rpc/errors.py) and the
+front's refusals write the final code (`note_code`); authentication writes the
+caller and the proof (rpc/auth.py); the mint attempt count its attempt
+(rpc/broker.py). Otherwise the answer's grpc-status or HTTP status tells the
+code. The access line then names the procedure, protocol, code, duration,
+principal, token id, request id and peer: never the URL's query, a header's
+value other than the request id, a token or a payload.
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from contextvars import ContextVar
 from typing import Any, Final
 
 from connectrpc.code import Code
 
-from zkplatform.asgi import Message, Receive, Scope, Send
+from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.metrics import Metrics, refusal_reason
-
-Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("zkplatform.access")
 
@@ -63,12 +62,16 @@ class Call:
     """What is known of one call so far."""
 
     __slots__ = (
-        "code", "grpc_status", "http_status", "message", "principal_id", "procedure", "request_id", "token_id",
+        "authenticated", "code", "grpc_status", "http_status", "message", "mint_attempt", "principal_id",
+        "procedure", "request_id", "scope", "token_id",
     )  # fmt: skip
 
-    def __init__(self, procedure: str, request_id: str) -> None:
+    def __init__(self, procedure: str, request_id: str, scope: Scope) -> None:
         self.procedure = procedure
         self.request_id = request_id
+        self.scope = scope  # the HTTP request, for what connectrpc's context does not carry (its URL)
+        self.authenticated: Any = None  # rpc/auth.py's (caller, proof), once authenticated
+        self.mint_attempt: Any = None  # rpc/broker.py's counted attempt, for a mint
         self.code: Code | None = None
         self.message = ""  # the error's, read only to label an authentication refusal (metrics.refusal_reason)
         self.grpc_status: str | None = None
@@ -92,42 +95,53 @@ class Call:
 _ID_PREFIX: Final = secrets.token_hex(4)
 _ids = itertools.count()
 
-current_call: ContextVar[Call | None] = ContextVar("current_call", default=None)
+_current: ContextVar[Call] = ContextVar("call")
+
+
+def current_call() -> Call:
+    """The record of the call being served (LookupError outside one)."""
+    return _current.get()
 
 
 def request_id() -> str:
-    """The id of the request being served ("" outside one, or when calls are not observed)."""
-    call = current_call.get()
+    """The id of the request being served ("" outside one)."""
+    call = _current.get(None)
     return "" if call is None else call.request_id
 
 
 def note_code(code: Code, message: str = "") -> None:
     """The call being served ends with `code` and that error message."""
-    if (call := current_call.get()) is not None:
+    if (call := _current.get(None)) is not None:
         call.code, call.message = code, message
 
 
 def note_caller(principal_id: str, token_id: str) -> None:
     """The call being served authenticated as that principal, with that token."""
-    if (call := current_call.get()) is not None:
+    if (call := _current.get(None)) is not None:
         call.principal_id, call.token_id = principal_id, token_id
 
 
-class Observer:
-    """Wraps the edge's routing of every HTTP request: the record, the access line, the metrics."""
+class ObserveCalls:
+    """Middleware around every HTTP request: the record, the access line, the metrics."""
 
-    def __init__(self, metrics: Metrics | None, procedures: Collection[str], streams: Collection[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, metrics: Metrics | None, procedures: Collection[str], streams: Collection[str]
+    ) -> None:
+        self._app = app
         self._metrics = metrics
         self._procedures = frozenset(procedures)
         self._streams = frozenset(streams)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: Route) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
         started = time.perf_counter()
         path = scope["path"]
         procedure = path[1:] if path in self._procedures else HEALTHZ if path == "/healthz" else UNKNOWN_PROCEDURE
         request_id, protocol = _read_headers(scope)
-        call = Call(procedure, request_id)
-        current_call.set(call)
+        call = Call(procedure, request_id, scope)
+        _current.set(call)
         echoed = (REQUEST_ID_HEADER, call.request_id.encode())
         grpc = protocol != "connect"  # only gRPC and gRPC-Web answers carry a grpc-status
 
@@ -150,7 +164,7 @@ class Observer:
             if stream:
                 metrics.streams.inc()
         try:
-            await route(scope, receive, observed)
+            await self._app(scope, receive, observed)
         finally:
             seconds = time.perf_counter() - started
             code = call.final_code()

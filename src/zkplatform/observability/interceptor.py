@@ -1,8 +1,8 @@
 """The metadata interceptor that writes a call's outcome onto its span, when tracing is on.
 
-It comes before the Gate (rpc/gate.py) in the list, so its on_end runs after the Gate's,
-which has written the final code into the call's record (calls.py) by then; it
-never raises. Without tracing it is not mounted: the record needs no interceptor.
+It comes before the error mapping (rpc/errors.py) in the list, so its on_end runs
+after the mapping's, which has written the final code into the call's record
+(calls.py) by then; it never raises. Without tracing it is not mounted: the record needs no interceptor.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ class SpanOutcome:
         return None
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        call = current_call.get()
+        call = current_call()
         span = trace.get_current_span()
-        code = None if call is None else call.code
+        code = call.code
         span.set_attribute("rpc.response.status_code", code.value if code is not None else "ok")
-        if call is not None and call.principal_id:
+        if call.principal_id:
             span.set_attribute("enduser.id", call.principal_id)
             span.set_attribute("zkplatform.token_id", call.token_id)
         carrier: dict[str, str] = {}

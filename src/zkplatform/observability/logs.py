@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
+import queue
 from datetime import UTC, datetime
+from logging.handlers import QueueHandler, QueueListener
 from typing import Final, TextIO
 
 LOG_FORMATS: Final = ("text", "json")
 TEXT_FORMAT: Final = "%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s"
 TEXT_DATE_FORMAT: Final = "%Y-%m-%dT%H:%M:%S%z"
 ACCESS_LOGGER: Final = "zkplatform.access"
-FLUSH_INTERVAL_SECONDS: Final = 0.2
-_PENDING_LIMIT: Final = 64 * 1024  # characters of access lines held back, at most
 
 
 class JSONFormatter(logging.Formatter):
@@ -43,60 +41,30 @@ def formatter(log_format: str) -> logging.Formatter:
     return logging.Formatter(TEXT_FORMAT, datefmt=TEXT_DATE_FORMAT)
 
 
-class BatchingHandler(logging.StreamHandler[TextIO]):
-    """Writes access lines in batches, everything else at once.
+class _QueuedHandler(QueueHandler):
+    """Queues records for its listener's thread, which writes them; closing it (as
+    logging.shutdown does at the process's exit) writes what is still queued."""
 
-    A line per call, each written by a system call of its own, cost the server about
-    5 microseconds a call (bench/analysis.md). Access lines are held back and written
-    together: every FLUSH_INTERVAL_SECONDS (by a thread of the handler's), when 64 KiB
-    are waiting, before any other record (so the log keeps its order), and when logging
-    shuts down at the process's exit (logging.shutdown flushes every handler), so none
-    is lost when the server stops."""
+    def __init__(self, records: queue.SimpleQueue[logging.LogRecord], output: logging.Handler) -> None:
+        super().__init__(records)
+        self._listener: QueueListener | None = QueueListener(records, output)
+        self._listener.start()
 
-    def __init__(self, stream: TextIO | None = None, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
-        super().__init__(stream)
-        self._pending: list[str] = []
-        self._pending_size = 0
-        self._interval = interval
-        self._flusher: threading.Thread | None = None
-        self._stop_flushing = threading.Event()
-        # A forked worker has no flusher thread, whatever its parent had: it starts its own.
-        os.register_at_fork(after_in_child=self._forget_flusher)
-
-    def _forget_flusher(self) -> None:
-        self._flusher = None
-
-    def emit(self, record: logging.LogRecord) -> None:  # called with the handler's lock held
-        try:
-            line = self.format(record) + self.terminator
-        except Exception:  # noqa: BLE001 # logging's own contract: report and carry on
-            self.handleError(record)
-            return
-        self._pending.append(line)
-        self._pending_size += len(line)
-        if record.name != ACCESS_LOGGER or self._pending_size >= _PENDING_LIMIT:
-            self.flush()
-        elif self._flusher is None:
-            self._flusher = threading.Thread(target=self._flush_periodically, name="log-flusher", daemon=True)
-            self._flusher.start()
-
-    def flush(self) -> None:
-        with self.lock:  # type: ignore[union-attr] # created by Handler.__init__
-            if self._pending:
-                lines, self._pending, self._pending_size = "".join(self._pending), [], 0
-                try:
-                    self.stream.write(lines)
-                    self.stream.flush()
-                except Exception:  # noqa: BLE001 # as StreamHandler.emit: a log that cannot be written stops nothing
-                    self.handleError(logging.makeLogRecord({"msg": "access lines could not be written"}))
-            elif self.stream and hasattr(self.stream, "flush"):
-                self.stream.flush()
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        # The listener runs in this process: the record need not be flattened to text, and
+        # its formatter still sees the exception and an access line's fields apart.
+        return record
 
     def close(self) -> None:
-        self._stop_flushing.set()
-        self.flush()
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            listener.stop()
         super().close()
 
-    def _flush_periodically(self) -> None:
-        while not self._stop_flushing.wait(self._interval):
-            self.flush()
+
+def queued_handler(log_format: str, stream: TextIO | None = None) -> QueueHandler:
+    """A handler that only queues: a thread of its own writes the records, so that no
+    call waits for the log's writes."""
+    output = logging.StreamHandler(stream)
+    output.setFormatter(formatter(log_format))
+    return _QueuedHandler(queue.SimpleQueue(), output)

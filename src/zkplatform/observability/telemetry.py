@@ -25,7 +25,7 @@ class Telemetry:
         return cls(Metrics(REGISTRY) if metrics else None, tracing.provider_from_env())
 
     def interceptors(self) -> list[Interceptor]:
-        """The interceptors that come before the Gate (rpc/gate.py), with tracing on: the span first, so
+        """The interceptors that come before the error mapping, with tracing on: the span first, so
         that it encloses everything, then what writes the outcome onto it. None without
         tracing: the call's record and its metrics need no interceptor (calls.py)."""
         if self.tracer_provider is None:

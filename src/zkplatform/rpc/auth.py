@@ -1,15 +1,14 @@
-"""Authentication at the edge of every RPC, before the body is parsed.
+"""Authentication of every platform RPC, before its body is read.
 
 The Authorization header must carry exactly one live token, with a DPoP proof
-when the token is key-bound (a token in the URL was refused earlier, by the
-edge). The caller and the request's proof are then available to servicers
-through `current_caller()` and `current_proof()`.
+when the token is key-bound (a token in the URL was refused earlier, at the
+front). The caller and the request's proof are then kept in the call's record,
+where servicers find them through `current_caller()` and `current_proof()`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any
 
 from connectrpc.request import RequestContext
@@ -17,40 +16,43 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
-from zkplatform.observability.calls import note_caller, request_id
-from zkplatform.rpc.edge import request_facts
-
-# The caller and the proof of the call being served, in one variable: one set per call.
-_authenticated: ContextVar[tuple[Caller, ProofRequest]] = ContextVar("authenticated")
-
-# What a call without a DPoP header proves, by HTTP method: made once, not per call.
-_NO_PROOF = {method: ProofRequest(proof=None, htm=method, htu="") for method in ("POST", "GET")}
+from zkplatform.observability.calls import current_call, note_caller
+from zkplatform.rpc.origin import Origin
 
 
 def current_caller() -> Caller:
     """The authenticated caller of the RPC being served."""
-    return _authenticated.get()[0]
+    caller: Caller = current_call().authenticated[0]
+    return caller
 
 
 def current_proof() -> ProofRequest:
     """The DPoP proof the RPC being served carried, with the request it must describe."""
-    return _authenticated.get()[1]
+    proof: ProofRequest = current_call().authenticated[1]
+    return proof
 
 
-async def authenticate(authenticator: Authenticator, ctx: RequestContext[Any, Any]) -> Caller:
-    """The caller of this call, from its headers; refused with Unauthenticated otherwise."""
-    presented = presented_token(ctx.request_headers.getall("authorization"))
-    proofs = ctx.request_headers.getall("dpop")
-    if len(proofs) > 1:
-        raise Unauthenticated("DPoP proof: more than one DPoP header")
-    if proofs:  # only then is there an htu to compare: building the URL is a tenth of this check
-        proof = ProofRequest(proof=proofs[0], htm=ctx.http_method, htu=request_facts.get().url)
-    else:
-        proof = _NO_PROOF.get(ctx.http_method) or ProofRequest(proof=None, htm=ctx.http_method, htu="")
-    caller = await authenticator.authenticate(presented, proof, request_id())
-    _authenticated.set((caller, proof))
-    note_caller(caller.principal.principal_id, caller.token.token_id)
-    return caller
+class Authenticate:
+    """Metadata interceptor: refuses a call without one live token (and its proof) as `unauthenticated`."""
+
+    def __init__(self, authenticator: Authenticator, origin: Origin) -> None:
+        self._authenticator = authenticator
+        self._origin = origin  # what a DPoP proof's htu must name: see rpc/origin.py
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        call = current_call()
+        presented = presented_token(ctx.request_headers.getall("authorization"))
+        proofs = ctx.request_headers.getall("dpop")
+        if len(proofs) > 1:
+            raise Unauthenticated("DPoP proof: more than one DPoP header")
+        htu = self._origin.url(call.scope) if proofs else ""  # only a proof has an htu to compare
+        proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
+        caller = await self._authenticator.authenticate(presented, proof, call.request_id)
+        call.authenticated = (caller, proof)
+        note_caller(caller.principal.principal_id, caller.token.token_id)
+
+    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
+        return None
 
 
 def presented_token(authorizations: Sequence[str]) -> Presented:

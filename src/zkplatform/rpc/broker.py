@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any
 
 from connectrpc.request import RequestContext
 
-from zkplatform.domain.auth import Caller
 from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
 from zkplatform.domain.models import Scope
 from zkplatform.messages.convert import token_to_proto, tokens_response
+from zkplatform.observability.calls import current_call
 from zkplatform.rpc.auth import current_caller, current_proof
 from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService
 
-_attempt: ContextVar[MintAttempt] = ContextVar("mint_attempt")
-
 
 class CountMintAttempts:
-    """The Gate's check after authentication (rpc/gate.py): every authenticated mint
-    attempt counts against the rate, even one whose body turns out malformed. Listing
-    and revoking tokens are not mints: they never count."""
+    """Metadata interceptor after authentication: every authenticated mint attempt
+    counts against the rate, even one whose body turns out malformed, so it is
+    counted before the body is read. Listing and revoking tokens are not mints."""
 
     def __init__(self, use_cases: BrokerUseCases) -> None:
         self._use_cases = use_cases
 
-    async def __call__(self, ctx: RequestContext[Any, Any], caller: Caller) -> None:
-        if ctx.method.name == "MintUserApiToken":
-            _attempt.set(await self._use_cases.count_attempt(caller))
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        if ctx.method.input is broker_pb2.MintUserApiTokenRequest:
+            current_call().mint_attempt = await self._use_cases.count_attempt(current_caller())
+
+    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
+        return None
 
 
 class BrokerServicer(BrokerService):
@@ -46,7 +46,8 @@ class BrokerServicer(BrokerService):
             pop_key_id=request.pop_key_id,
             proof=current_proof(),
         )
-        issued = await self._use_cases.mint(caller, mint, _attempt.get())
+        attempt: MintAttempt = current_call().mint_attempt
+        issued = await self._use_cases.mint(caller, mint, attempt)
         response = broker_pb2.MintUserApiTokenResponse()
         token_to_proto(issued, caller.principal.role, response.token)  # in place: no copy of the token
         return response

@@ -1,9 +1,10 @@
 """The one place that turns failures into Connect errors.
 
-Every RPC runs inside an ErrorMapping: the platform's services inside the Gate
-(rpc/gate.py), which is one, health inside a plain one. Domain errors get their
-code and google.rpc details here, and anything unexpected becomes `internal`
-with a generic message, its details going only to the server log.
+ErrorMapping is the first interceptor of every service, so its on_end sees the
+failure of every later interceptor, of the body's decoding and of the servicer.
+Domain errors get their code and google.rpc details here, and anything
+unexpected becomes `internal` with a generic message, its details going only
+to the server log.
 """
 
 from __future__ import annotations

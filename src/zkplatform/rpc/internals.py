@@ -4,11 +4,11 @@ Pinned: connectrpc 0.13.0 and protobuf-py 0.7.0 (its protobuf runtime). On an
 upgrade, this module is the one to check; nothing else may import a private
 name (ruff PLC2701 and the import contracts in pyproject.toml enforce it).
 
-- The edge answers some calls before connectrpc sees them (a body over the
-  limit, a missing protocol header, a token in the URL) and must answer them in
-  the request's own protocol: connectrpc's wire error and its protocol
-  negotiation are what render a Connect, gRPC or gRPC-Web error exactly as
-  connectrpc itself would. connectrpc 0.13 exposes no public API for that.
+- At shutdown, the open streams are ended with `unavailable` in their own
+  protocol (rpc/front/streams.py): connectrpc's wire error, its protocol
+  negotiation and its end-of-stream writer are what write that end exactly as
+  connectrpc itself would. connectrpc 0.13 exposes no public API for that. The
+  front's few refusals before connectrpc (rpc/front/answers.py) use the same.
 - connectrpc renders error details and serves reflection through protobuf-py,
   into which our Google-generated descriptors must be loaded; `file_desc` is
   the loader protobuf-py's own generated code calls.

@@ -22,12 +22,12 @@ from zkplatform.asgi import ASGIApp
 from zkplatform.rpc.descriptors import load
 
 
-def reflection_routes(files: Iterable[FileDescriptor]) -> dict[str, ASGIApp]:
+def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -> dict[str, ASGIApp]:
     """The reflection procedures, describing the services of these files."""
     loaded: dict[str, DescFile] = {}
     descs = [load(file, loaded=loaded) for file in files]
     apps: list[ASGIApp] = [
-        ServerReflectionASGIApplication(ServerReflectionService(*descs)),
-        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*descs)),
+        ServerReflectionASGIApplication(ServerReflectionService(*descs), read_max_bytes=read_max_bytes),
+        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*descs), read_max_bytes=read_max_bytes),
     ]
     return {f"{app.path}/ServerReflectionInfo": app for app in apps}  # type: ignore[attr-defined]

@@ -14,8 +14,8 @@
   sees the last committed state and never waits for a writer, nor for a batch's
   fsync.
 - Lookups (a row or two by key: the token of every call, a vault, an item) run on a
-  third connection, on the event loop itself: handing one to a thread and back cost
-  25 times the lookup (130 against 5 us of CPU, bench/analysis.md). They wait for
+  third connection, on the event loop itself: handing one to a thread and back costs
+  far more than the lookup itself. They wait for
   nothing either: in WAL mode the only wait left to a reader is another connection
   recovering the WAL after a crash, as long as reading the WAL once.
 """

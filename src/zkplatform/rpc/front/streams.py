@@ -1,81 +1,86 @@
-"""Streaming calls in flight, so that a server shutting down ends them at once.
+"""Streaming calls in flight: how many may be open, and ending them at shutdown.
 
-A stream (a health Watch, a reflection session, later the vault's watches)
-may stay open for as long as its client likes: left alone, it would hold a
-graceful shutdown for the whole grace period and then be cut without a
-status. At shutdown each open stream is ended with `unavailable` instead, in
-its own protocol (an end-of-stream message for Connect, trailers for gRPC and
-gRPC-Web), and a stream that arrives afterwards is answered so at once:
-clients take `unavailable` as "retry elsewhere", which the load balancer
-routes to a server that stays.
+A stream (WatchChanges, a health Watch, a reflection session) may stay open for
+as long as its client likes. Each holds a task and its buffers, so there are at
+most `max_streams` at once; beyond, a stream answers `resource_exhausted` with
+RetryInfo. Left alone at shutdown, a stream would hold a graceful shutdown for
+the whole grace period and then be cut without a status. `end_all()` ends each
+open stream with `unavailable` instead, in its own protocol (an end-of-stream
+message for Connect, trailers for gRPC and gRPC-Web), and a stream that arrives
+afterwards is answered so at once: clients take `unavailable` as "retry
+elsewhere", which the load balancer routes to a server that stays.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable
 
 from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
 from connectrpc.request import Headers
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.calls import note_code
+from zkplatform.rpc.details import error_detail
+from zkplatform.rpc.front.answers import content_type_of, send_error
 from zkplatform.rpc.internals import ConnectWireError, negotiate_server_protocol
 
 _END_TIMEOUT_S = 2.0
 SHUTTING_DOWN = "the server is shutting down; call again (another server will answer)"
 
 
-class OpenStreams:
-    """The streaming calls being served; `end_all()` ends them, and refuses those still to come."""
+class StreamLimits:
+    """Middleware in front of the streaming procedures."""
 
-    def __init__(self) -> None:
+    def __init__(self, app: ASGIApp, max_streams: int) -> None:
+        self._app = app
+        self._max_streams = max_streams
         self._calls: dict[asyncio.Task[None], _Call] = {}
         self._closing = False
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    async def serve(
-        self,
-        app: ASGIApp,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        *,
-        client_gone: Callable[[], Coroutine[Any, Any, None]] | None = None,
-    ) -> None:
-        """Serve the stream until it ends, its client leaves (`client_gone` returns), or the server stops."""
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = _Call(scope, send)
         if self._closing:
             await _bounded(call.end())
             return
+        if len(self._calls) >= self._max_streams:
+            retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=1))
+            message = f"too many open streaming calls (at most {self._max_streams}); retry later"
+            await send_error(send, scope, ConnectError(Code.RESOURCE_EXHAUSTED, message, [error_detail(retry)]))
+            return
+
+        async def receive_until_gone() -> Message:
+            # When an HTTP/2 client leaves, connectrpc learns it here and ends the stream,
+            # but a write to a stream of a closed connection never returns: nothing more is
+            # written, and the stream is cancelled, so that its place is free at once.
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                call.client_left = True
+                served.cancel()
+            return message
 
         # The application runs in a task of its own, so that ending the stream
         # cancels the application and not the server's task, which then writes the end.
         async def run() -> None:
-            await app(scope, receive, call.send)
+            await self._app(scope, receive_until_gone, call.send)
 
         served = asyncio.create_task(run())
         self._calls[served] = call
-        left: asyncio.Task[None] | None = asyncio.create_task(client_gone()) if client_gone is not None else None
         try:
-            if left is not None:
-                await asyncio.wait((served, left), return_when=asyncio.FIRST_COMPLETED)
-                if left.done() and not served.done():
-                    served.cancel()  # nobody to answer: the stream's place is free at once
-            await served  # a cancellation of ours (the client left) cancels it too
+            await served  # a cancellation of the server's task cancels it too
         except asyncio.CancelledError:
-            if not (call.ending or (left is not None and left.done())) or _being_cancelled():
+            if not (call.ending or call.client_left) or _being_cancelled():
                 raise
         finally:
             self._calls.pop(served, None)
-            if left is not None:
-                left.cancel()
         if call.ending:
             await _bounded(call.end())
 
@@ -104,7 +109,7 @@ class _Call:
     """A stream's response as it is written: how far it got, and the send in flight,
     which a cancellation must not cut half-way through a message."""
 
-    __slots__ = ("_pending", "_scope", "_send", "body_done", "ended", "ending", "started", "trailers")
+    __slots__ = ("_pending", "_scope", "_send", "body_done", "client_left", "ended", "ending", "started", "trailers")
 
     def __init__(self, scope: Scope, send: Send) -> None:
         self._scope = scope
@@ -115,9 +120,10 @@ class _Call:
         self.body_done = False
         self.ended = False
         self.ending = False
+        self.client_left = False
 
     async def send(self, message: Message) -> None:
-        if self.ending:
+        if self.ending or self.client_left:
             return  # the application being cancelled tries to end the stream its own way
         kind = message["type"]
         if kind == "http.response.start":
@@ -139,11 +145,11 @@ class _Call:
             return
         self.ended = True
         note_code(Code.UNAVAILABLE)
-        content_type = next((v for k, v in self._scope.get("headers", ()) if k == b"content-type"), b"")
-        protocol = negotiate_server_protocol(content_type.decode("latin-1"))
+        content_type = content_type_of(self._scope)
+        protocol = negotiate_server_protocol(content_type)
         if not self.started:
             self.trailers = protocol.uses_trailers()
-            headers = [(b"content-type", content_type or b"application/grpc")]
+            headers = [(b"content-type", content_type.encode("latin-1") or b"application/grpc")]
             await self._send(
                 {"type": "http.response.start", "status": 200, "headers": headers, "trailers": self.trailers}
             )

@@ -1,0 +1,1 @@
+"""The HTTP front: the ASGI middlewares a request passes before connectrpc (app.py stacks them)."""

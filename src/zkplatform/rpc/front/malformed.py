@@ -1,0 +1,46 @@
+"""Requests connectrpc would answer with a 500 and a traceback, refused in a sentence instead.
+
+connectrpc decodes every header as UTF-8 and needs HTTP trailers for gRPC, which
+HTTP/1.1 does not have: both fail inside it as unexpected exceptions.
+"""
+
+from __future__ import annotations
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+
+from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.rpc.front.answers import content_type_of, send_error
+
+_GRPC_NEEDS_HTTP2 = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
+
+
+class RefuseMalformed:
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (refusal := _malformed(scope)) is not None:
+            await send_error(send, scope, refusal)
+            return
+        await self._app(scope, receive, send)
+
+
+def _malformed(scope: Scope) -> ConnectError | None:
+    for key, value in scope["headers"]:
+        if not (key.isascii() and value.isascii()) and not _is_utf8(key + value):
+            name = key.decode("latin-1") if key.isascii() else "a request header"
+            return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {name} is not valid UTF-8")
+    if scope["http_version"] != "2":
+        content_type = content_type_of(scope)
+        if content_type.startswith("application/grpc") and not content_type.startswith("application/grpc-web"):
+            return ConnectError(Code.UNIMPLEMENTED, _GRPC_NEEDS_HTTP2)
+    return None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

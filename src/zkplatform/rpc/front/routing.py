@@ -1,0 +1,60 @@
+"""Which application answers a path, and which HTTP methods each procedure takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+
+from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.rpc.front.answers import send_error, send_plain
+
+POST_ONLY = ("POST",)
+GET_OR_POST = ("GET", "POST")  # procedures declared without side effects: the Connect GET form
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    app: ASGIApp
+    methods: tuple[str, ...] = POST_ONLY
+
+
+class Routes:
+    """Procedure paths to their applications; `GET /healthz` answers `ok` (liveness).
+
+    Any other path answers 404 `unimplemented`, the status Connect clients expect. A
+    method a procedure does not take answers 405 with `Allow`, before its body is read:
+    connectrpc would treat any method but GET as a POST."""
+
+    def __init__(self, routes: Mapping[str, Route]) -> None:
+        self._routes = dict(routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        route = self._routes.get(path)
+        if route is None:
+            if path == "/healthz" and method in ("GET", "HEAD"):
+                await send_plain(send, 200, b"ok\n")
+                return
+            await send_error(
+                send, scope, ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}"), http_status=404
+            )
+            return
+        if method not in route.methods:
+            allowed = ", ".join(route.methods)
+            refused = ConnectError(Code.UNIMPLEMENTED, f"{method} is not allowed: this procedure takes {allowed}")
+            await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
+            return
+        await route.app(scope, receive, send)
+
+
+class Dispatch:
+    """Several procedures' applications behind one middleware: each path to its own."""
+
+    def __init__(self, apps: Mapping[str, ASGIApp]) -> None:
+        self._apps = dict(apps)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._apps[scope["path"]](scope, receive, send)
