@@ -37,10 +37,10 @@ REVOKE_RATE = {"memory": 5_000}
 # The owner's tokens besides the one the loads present, where ListTokens lists them: a full
 # 100-token page, and a next one.
 LISTED_TOKENS = 100
-# The code before the second pass of the per-call work (issue 18; the first started from 8890b82):
+# The code before the HTTP front was rebuilt as middlewares and interceptors (issue 27):
 # served beside the working tree's and the no-op handler, so that the ratios before and after come
 # from one run.
-BEFORE_PER_CALL = "82e0ac6"
+BEFORE_PER_CALL = "1f238e9"
 BENCH_APPS = {
     "raw": "bench.apps:raw_app",
     "noop": "bench.apps:noop_app()",
