@@ -71,9 +71,9 @@ breaking: $(STAMP) ## buf breaking against the main branch
 	  buf breaking --against '.git#branch=main' && echo "breaking: no breaking change against main"; \
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
+# The client builds are made by the tests that need them (tests/builds.py), when they run.
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) clients ## Run the test suite only
-	npm run --prefix clients/ts --silent build
+pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
 	pytest $(ARGS)
 
 .PHONY: test
@@ -110,6 +110,15 @@ $(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
 .PHONY: clients
 clients: $(CLIENTS_DIR)/.python-wheel $(CLIENTS_DIR)/.ts-package ## Build the client packages into build/clients/ (npm tarball, wheel)
 	@ls $(CLIENTS_DIR)
+
+# The client, its demo and examples compiled in place, for the tests that run them with node.
+TS_BUILD_STAMP := clients/ts/dist/.built
+$(TS_BUILD_STAMP): $(NODE_STAMP) $(TS_CLIENT_SOURCES)
+	npm run --prefix clients/ts --silent build
+	@touch $@
+
+.PHONY: ts-build
+ts-build: $(TS_BUILD_STAMP) ## Compile the TypeScript client, its demo and examples into clients/ts/dist/
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)

@@ -10,7 +10,7 @@ from tests.world import PEPPER, FakeClock, World, serve_in_process
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 
-pytest_plugins = ["tests.pg"]
+pytest_plugins = ["tests.pg", "tests.builds"]
 
 
 @pytest.fixture(params=CODECS, ids=lambda codec: codec.name)
