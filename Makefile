@@ -71,10 +71,15 @@ breaking: $(STAMP) ## buf breaking against the main branch
 	  buf breaking --against '.git#branch=main' && echo "breaking: no breaking change against main"; \
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
-# The client builds are made by the tests that need them (tests/builds.py), when they run.
+# Markers (pyproject.toml): e2e starts processes, postgres needs the server, packages
+# needs the client builds, which its tests make (tests/builds.py) only when they run.
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) ## Run the test suite only
+pytest: $(STAMP) $(NODE_STAMP) ## Run the whole test suite, every marker
 	pytest $(ARGS)
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## Tests in process only: no servers, subprocesses, PostgreSQL, Node or builds
+	pytest -m 'not e2e and not postgres and not packages' $(ARGS)
 
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs

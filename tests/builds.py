@@ -4,7 +4,8 @@
 examples); `client_packages` is `make clients` (build/clients: the wheel and the
 npm tarball). Both targets are stamped, so a second call changes nothing; a file
 lock keeps parallel workers (pytest-xdist) from building at the same time, so no
-test reads a file that another worker is rewriting.
+test reads a file that another worker is rewriting. A test that asks for either
+fixture is marked `packages` (tests/conftest.py).
 """
 
 from __future__ import annotations
