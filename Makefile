@@ -71,10 +71,15 @@ breaking: $(STAMP) ## buf breaking against the main branch
 	  buf breaking --against '.git#branch=main' && echo "breaking: no breaking change against main"; \
 	else echo "breaking: skipped, main has no proto/ yet"; fi
 
+# Markers (pyproject.toml): e2e starts processes, postgres needs the server, packages
+# needs the client builds, which its tests make (tests/builds.py) only when they run.
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) clients ## Run the test suite only
-	npm run --prefix clients/ts --silent build
+pytest: $(STAMP) $(NODE_STAMP) ## Run the whole test suite, every marker
 	pytest $(ARGS)
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## Tests in process only: no servers, subprocesses, PostgreSQL, Node or builds
+	pytest -m 'not e2e and not postgres and not packages' $(ARGS)
 
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
@@ -110,6 +115,15 @@ $(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
 .PHONY: clients
 clients: $(CLIENTS_DIR)/.python-wheel $(CLIENTS_DIR)/.ts-package ## Build the client packages into build/clients/ (npm tarball, wheel)
 	@ls $(CLIENTS_DIR)
+
+# The client, its demo and examples compiled in place, for the tests that run them with node.
+TS_BUILD_STAMP := clients/ts/dist/.built
+$(TS_BUILD_STAMP): $(NODE_STAMP) $(TS_CLIENT_SOURCES)
+	npm run --prefix clients/ts --silent build
+	@touch $@
+
+.PHONY: ts-build
+ts-build: $(TS_BUILD_STAMP) ## Compile the TypeScript client, its demo and examples into clients/ts/dist/
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)

@@ -122,12 +122,19 @@ def postgres_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
+def postgres_url(request: pytest.FixtureRequest, postgres_server: str) -> Iterator[str]:
     """The URL of a new, empty database, dropped (even with connections left open) after the test.
 
     Synchronous on purpose: async fixtures (tests/contract's `store`) ask for it with
     request.getfixturevalue, which cannot run an async fixture inside the running loop.
     """
+    if request.node.get_closest_marker("postgres") is None:
+        # `-m "not postgres"` (make test-fast) must not select a test that needs the server.
+        pytest.fail(
+            f"{request.node.nodeid} uses PostgreSQL without the postgres marker: ask for postgres_url by name, "
+            "give its parameter the value 'postgresql' (tests/conftest.py), or add @pytest.mark.postgres",
+            pytrace=False,
+        )
     name = f"zk_test_{secrets.token_hex(6)}"
     with psycopg.connect(postgres_server, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

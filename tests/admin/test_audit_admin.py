@@ -157,6 +157,7 @@ def lengthen(url: str, events: int) -> None:
         db.execute("UPDATE audit_heads SET sequence = ?, hash = ? WHERE tenant_id = 'beta'", (n, previous))
 
 
+@pytest.mark.e2e  # runs the console script
 def test_export_stops_quietly_when_its_reader_does(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     operate(url, capsys)
     lengthen(url, 2000)  # some 400 KB: more than a pipe holds, so the export is still writing

@@ -61,6 +61,7 @@ def test_the_bootstrap_works_on_postgresql(
     assert set(asyncio.run(stored_items(postgres_url))) == {"i1"}
 
 
+@pytest.mark.e2e  # runs a real server
 def test_a_token_issued_by_admin_works_with_the_server(
     bootstrapped: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,6 +16,7 @@ from zkplatform.admin import main
 from zkplatform.admin.arguments import build_parser
 
 
+@pytest.mark.e2e  # runs the console script
 def test_help_through_the_console_script() -> None:
     for args in (["admin", "--help"], ["admin", "token", "issue", "--help"]):
         result = subprocess.run([zkplatform_command(), *args], capture_output=True, text=True, timeout=60, check=False)

@@ -17,8 +17,6 @@ import pytest
 from tests.e2e.server import Server, serving
 from tests.e2e.test_sync_client import ROOT, TS_CLIENT, VAULT, call, content, listed, state, syncing
 
-CLIENTS = ROOT / "build" / "clients"
-
 # The packages' own entry points, as a consumer imports them; it prints what test_sync_client reads.
 NODE_SCRIPT = """\
 import { VaultSync, bearer, clients } from "zkplatform-client";
@@ -79,11 +77,10 @@ TSCONFIG = {
 
 
 @pytest.fixture(scope="module")
-def packages() -> tuple[Path, Path]:
-    """`make clients` (make pytest has built them already; up to date, it does nothing)."""
-    subprocess.run(["make", "--no-print-directory", "-s", "clients"], cwd=ROOT, check=True, timeout=600)
-    (wheel,) = CLIENTS.glob("zkplatform_client-*.whl")
-    (tarball,) = CLIENTS.glob("zkplatform-client-*.tgz")
+def packages(client_packages: Path) -> tuple[Path, Path]:
+    """The wheel and the npm tarball, as `make clients` builds them."""
+    (wheel,) = client_packages.glob("zkplatform_client-*.whl")
+    (tarball,) = client_packages.glob("zkplatform-client-*.tgz")
     return wheel, tarball
 
 

@@ -4,7 +4,6 @@ against a real server over Connect JSON, Connect binary, gRPC and gRPC-Web."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,18 +12,11 @@ import pytest
 
 from tests.e2e.server import Server, serving
 
-CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ts"
-
 
 @pytest.fixture(scope="module")
-def demo() -> Path:
-    """The compiled demo script (make pytest builds it; built here too when run alone)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    assert node, "node is needed: install Node 20"
-    assert npm, "npm is needed: install Node 20"
-    assert (CLIENT / "node_modules").is_dir(), "run `make install` for the client's Node packages"
-    subprocess.run([npm, "run", "--silent", "build"], cwd=CLIENT, check=True, timeout=300)
-    return CLIENT / "dist" / "demo.js"
+def demo(ts_build: Path) -> Path:
+    """The compiled demo script."""
+    return ts_build / "demo.js"
 
 
 @pytest.fixture(scope="module")

@@ -159,19 +159,10 @@ def content(note: str) -> dict[str, Any]:
     }
 
 
-def ts_built() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    assert node, "node is needed: install Node 20"
-    assert npm, "npm is needed: install Node 20"
-    assert (TS_CLIENT / "node_modules").is_dir(), "run `make install` for the client's Node packages"
-    subprocess.run([npm, "run", "--silent", "build"], cwd=TS_CLIENT, check=True, timeout=300)
-    return TS_CLIENT / "dist" / "sync-example.js"
-
-
 @pytest.fixture(scope="module")
-def ts_example() -> Path:
-    """The compiled TS example (make pytest builds it; built here too when run alone)."""
-    return ts_built()
+def ts_example(ts_build: Path) -> Path:
+    """The compiled TS example."""
+    return ts_build / "sync-example.js"
 
 
 def example_command(client: str, ts_example: Path, base_url: str, token: str, mode: str) -> list[str]:

@@ -218,10 +218,9 @@ def test_buf_curl_with_the_ca(server: Server, pki: Pki, alice: str, protocol: st
 def _node_demo(
     server: Server, alice: str, item: str, other: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
+    """The TypeScript demo (its callers ask for the ts_build fixture, which compiles it)."""
     node = shutil.which("node")
     assert node, "node is needed: install Node 20"
-    if not DEMO.exists():
-        subprocess.run(["npm", "run", "--silent", "build"], cwd=DEMO.parents[1], check=True, timeout=300)
     return subprocess.run(
         [node, str(DEMO), server.base_url, "grpc", alice, "acme-shared", item, other],
         capture_output=True,
@@ -232,7 +231,7 @@ def _node_demo(
     )
 
 
-def test_the_node_client_over_https_with_http2(server: Server, pki: Pki, alice: str) -> None:
+def test_the_node_client_over_https_with_http2(server: Server, pki: Pki, alice: str, ts_build: Path) -> None:
     # gRPC in Connect for Node is HTTP/2 only; Node trusts the CA through NODE_EXTRA_CA_CERTS.
     result = _node_demo(server, alice, "item-1", "item-2", {"NODE_EXTRA_CA_CERTS": str(pki.ca)})
 
@@ -243,7 +242,7 @@ def test_the_node_client_over_https_with_http2(server: Server, pki: Pki, alice: 
     assert report["conflict"]["code"] == "Aborted"
 
 
-def test_the_node_client_refuses_a_server_it_does_not_trust(server: Server, alice: str) -> None:
+def test_the_node_client_refuses_a_server_it_does_not_trust(server: Server, alice: str, ts_build: Path) -> None:
     result = _node_demo(server, alice, "item-3", "item-4", {})
 
     assert result.returncode != 0

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-CLIENT = Path(__file__).resolve().parents[2] / "clients" / "ts"
-SOURCE, BUILT = CLIENT / "src" / "demo.ts", CLIENT / "dist" / "demo.js"
-
 
 @pytest.fixture(scope="module")
-def demo() -> Path:
-    """The compiled demo (make pytest builds it first); built here when missing or older than its source."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    assert node, "node is needed: install Node 20"
-    assert npm, "npm is needed: install Node 20"
-    if not BUILT.exists() or BUILT.stat().st_mtime < SOURCE.stat().st_mtime:
-        assert (CLIENT / "node_modules").is_dir(), "run `make install` for the client's Node packages"
-        subprocess.run([npm, "run", "--silent", "build"], cwd=CLIENT, check=True, timeout=300)
-    return BUILT
+def demo(ts_build: Path) -> Path:
+    """The compiled demo."""
+    return ts_build / "demo.js"
 
 
 @pytest.mark.parametrize(
