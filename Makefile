@@ -73,13 +73,18 @@ breaking: $(STAMP) ## buf breaking against the main branch
 
 # Markers (pyproject.toml): e2e starts processes, postgres needs the server, packages
 # needs the client builds, which its tests make (tests/builds.py) only when they run.
+# Parallel workers (pytest-xdist), one test file each, so a module's server starts once;
+# WORKERS=0 runs in this process, e.g. for a debugger.
+WORKERS ?= auto
+XDIST = -n $(WORKERS) --dist loadfile
+
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) ## Run the whole test suite, every marker
-	pytest $(ARGS)
+pytest: $(STAMP) $(NODE_STAMP) ## Run the whole test suite, every marker (WORKERS=0 for one process)
+	pytest $(XDIST) $(ARGS)
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## Tests in process only: no servers, subprocesses, PostgreSQL, Node or builds
-	pytest -m 'not e2e and not postgres and not packages' $(ARGS)
+	pytest $(XDIST) -m 'not e2e and not postgres and not packages' $(ARGS)
 
 .PHONY: test
 test: lint typecheck check-gen-clean breaking pytest ## Everything CI runs
