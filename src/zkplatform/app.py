@@ -2,7 +2,7 @@
 
 The request path, outermost first (docs/architecture.md describes it):
 ObserveCalls -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
--> BodyTimeout -> the service's Connect application, whose interceptors run
+-> RequestBody -> the service's Connect application, whose interceptors run
 ErrorMapping -> [tracing] -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
 """
@@ -29,9 +29,9 @@ from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.errors import ErrorMapping
-from zkplatform.rpc.front.body_timeout import BodyTimeout
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
+from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
 from zkplatform.rpc.front.streams import StreamLimits
 from zkplatform.rpc.health import HealthServicer
@@ -203,7 +203,7 @@ def build_front(
         (broker_pb2.DESCRIPTOR, broker_app),
         (health_pb2.DESCRIPTOR, health_app),
     ):
-        timed = BodyTimeout(service_app, settings.body_read_timeout_seconds)
+        timed = RequestBody(service_app, settings.body_read_timeout_seconds)
         for path, methods, stream in _procedures(file):
             if stream:
                 streaming[path] = timed

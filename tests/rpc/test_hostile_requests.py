@@ -220,6 +220,36 @@ async def test_a_body_that_stalls_is_refused_at_the_body_read_timeout(platform: 
     }
 
 
+async def test_a_call_refused_before_its_body_is_answered_only_once_the_body_has_arrived(
+    platform: Platform, world: World
+) -> None:
+    """No token: refused before the body is read, but answered only after it, whatever its size:
+    an HTTP/1.1 client still sending its body takes an early answer for a broken connection."""
+    app = create_app(Settings(), platform=platform)
+    scope: dict[str, Any] = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": VAULT_DELETE,
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"connect-protocol-version", b"1")],
+    }
+    chunks = [b'{"vaultId": "acme-private", ', b'"itemId": "item-1", "baseVersion": "1"}']
+    events: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        events.append("body chunk")
+        return {"type": "http.request", "body": chunks.pop(0), "more_body": bool(chunks)}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        events.append(message["type"])
+
+    await app(scope, receive, send)
+
+    assert events[:3] == ["body chunk", "body chunk", "http.response.start"]
+
+
 def bearer(world: World) -> dict[str, str]:
     """The body is read once the caller is known (docs/api.md, the order of checks)."""
     return {"authorization": f"Bearer {world.token('alice')}"}
