@@ -205,6 +205,35 @@ async def test_a_disabled_principal_ends_the_watch_unauthenticated(quick: World)
     assert isinstance(error, Unauthenticated)
 
 
+async def nothing_after(world: World, bob: Caller, change: object) -> BaseException:
+    """What bob's live watch answers to the next change of the vault, once `change` has run.
+    The heartbeat period is an hour: only the check before each page can end it."""
+    watch = world.platform.sync.watch_changes(bob, VAULT, 0)
+    try:
+        assert len((await next_of(watch)).changes) == SEEDED  # live
+        await change  # type: ignore[misc]
+        pending = asyncio.ensure_future(next_of(watch))
+        alice = await caller(world, "alice")
+        await world.platform.vault.create_item(alice, VAULT, "after", content())
+        with pytest.raises((Unauthenticated, PermissionDenied)) as ended:
+            await pending
+        return ended.value
+    finally:
+        await watch.aclose()
+
+
+async def test_a_change_after_a_revocation_is_not_sent(world: World) -> None:
+    bob = await caller(world, "bob")
+    error = await nothing_after(world, bob, world.platform.store.revoke_token_tree(bob.token.token_id, OPERATOR))
+    assert str(error) == "token revoked"
+
+
+async def test_a_change_after_a_removal_from_the_vault_is_not_sent(world: World) -> None:
+    bob = await caller(world, "bob")
+    error = await nothing_after(world, bob, world.platform.store.remove_vault_member(VAULT, "bob", OPERATOR))
+    assert isinstance(error, PermissionDenied)
+
+
 async def slots_taken(sync: SyncUseCases, count: int) -> None:
     async with asyncio.timeout(STEP):
         while sync.slots.total < count:

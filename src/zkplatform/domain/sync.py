@@ -123,7 +123,8 @@ class SyncUseCases:
     ) -> AsyncGenerator[ListedChanges, None]:
         """The changes after `since_sequence` as pages, then each change as it commits, with a
         heartbeat (a page without changes) when nothing was sent for a heartbeat period; the token
-        and the membership are checked again at every heartbeat period. Ends only by raising."""
+        and the membership are checked again before every page and at every heartbeat period.
+        Ends only by raising."""
         await self._check_caller(caller, vault_id)
         _check_since(since_sequence)
         with self.slots.take(caller.principal.principal_id):
@@ -157,6 +158,8 @@ class SyncUseCases:
                 if page.changes:
                     if live and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
+                    # Nothing reaches a caller whose token or membership went since the last check.
+                    await self._recheck(caller, vault_id)
                     listed = _listed(page, cursor, DEFAULT_PAGE_SIZE)
                     cursor, sent = listed.cursor, True
                     yield listed
@@ -183,7 +186,7 @@ class SyncUseCases:
     async def _recheck(self, caller: Caller, vault_id: str) -> None:
         """What may have changed since the watch opened: the token (revoked, expired; disabling
         a principal revokes its tokens in the same transaction) and the membership. Two reads
-        a heartbeat period per watch."""
+        by key, before each page and once a quiet heartbeat period."""
         token = await self._tokens.get_token(caller.token.token_id)
         if token is None or token.revoked:
             raise Unauthenticated("token revoked")
