@@ -1,7 +1,7 @@
 """Composition root: builds the platform from settings and the one ASGI app around it.
 
 The request path, outermost first (docs/architecture.md describes it):
-ObserveCalls -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
+ObserveCalls -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
 -> RequestBody -> the service's Connect application, whose interceptors run
 ErrorMapping -> [tracing] -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
@@ -29,6 +29,7 @@ from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.request_body import RequestBody
@@ -216,6 +217,7 @@ def build_front(
     app: ASGIApp = Routes(routes)
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
+    app = ClientGone(app)
     app = ObserveCalls(app, telemetry.metrics, routes, streaming)
     return Front(app, streams)
 

@@ -10,6 +10,7 @@ import json
 import signal
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,42 @@ def h2_read_until_ended(sock: socket.socket, connection: h2.connection.H2Connect
                 return received
         sock.sendall(connection.data_to_send())
     return received
+
+
+def test_an_http2_call_whose_client_leaves_mid_body_ends(server: Server, alice: str) -> None:
+    """A unary call whose body never completes, its connection then closed: the call ends
+    (its access line is written) instead of waiting forever for the rest of the body."""
+    sock = socket.create_connection(address(server), timeout=WAIT_S)
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    request_id = "left-mid-body"
+    connection.send_headers(
+        1,
+        [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", "test"),
+            (":path", "/platform.v1.VaultService/GetItem"),
+            ("content-type", "application/json"),
+            ("connect-protocol-version", "1"),
+            ("content-length", "100"),
+            ("authorization", f"Bearer {alice}"),
+            ("x-request-id", request_id),
+        ],
+    )
+    connection.send_data(1, b'{"vaultId":')  # 11 of the 100 bytes
+    sock.sendall(connection.data_to_send())
+    sock.close()
+
+    assert _eventually_logged(server, f"request_id={request_id}"), server.log()
+    assert_no_traceback(server)
+
+
+def _eventually_logged(server: Server, text: str) -> bool:
+    """Whether the server's log comes to hold the text (bounded; the log is written by a thread)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if text in server.log():
+            return True
+        time.sleep(0.05)
+    return False

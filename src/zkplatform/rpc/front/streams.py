@@ -57,27 +57,17 @@ class StreamLimits:
             await send_error(send, scope, ConnectError(Code.RESOURCE_EXHAUSTED, message, [error_detail(retry)]))
             return
 
-        async def receive_until_gone() -> Message:
-            # When an HTTP/2 client leaves, connectrpc learns it here and ends the stream,
-            # but a write to a stream of a closed connection never returns: nothing more is
-            # written, and the stream is cancelled, so that its place is free at once.
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                call.client_left = True
-                served.cancel()
-            return message
-
         # The application runs in a task of its own, so that ending the stream
         # cancels the application and not the server's task, which then writes the end.
         async def run() -> None:
-            await self._app(scope, receive_until_gone, call.send)
+            await self._app(scope, receive, call.send)
 
         served = asyncio.create_task(run())
         self._calls[served] = call
         try:
             await served  # a cancellation of the server's task cancels it too
         except asyncio.CancelledError:
-            if not (call.ending or call.client_left) or _being_cancelled():
+            if not call.ending or _being_cancelled():
                 raise
         finally:
             self._calls.pop(served, None)
@@ -109,7 +99,7 @@ class _Call:
     """A stream's response as it is written: how far it got, and the send in flight,
     which a cancellation must not cut half-way through a message."""
 
-    __slots__ = ("_pending", "_scope", "_send", "body_done", "client_left", "ended", "ending", "started", "trailers")
+    __slots__ = ("_pending", "_scope", "_send", "body_done", "ended", "ending", "started", "trailers")
 
     def __init__(self, scope: Scope, send: Send) -> None:
         self._scope = scope
@@ -120,10 +110,9 @@ class _Call:
         self.body_done = False
         self.ended = False
         self.ending = False
-        self.client_left = False
 
     async def send(self, message: Message) -> None:
-        if self.ending or self.client_left:
+        if self.ending:
             return  # the application being cancelled tries to end the stream its own way
         kind = message["type"]
         if kind == "http.response.start":
