@@ -1,6 +1,6 @@
-"""A fix for hypercorn 0.18.0's HTTP/2 code, until a release carries it.
+"""Fixes for hypercorn 0.18.0's HTTP/2 code, until a release carries them.
 
-When the application answers a call before the client has sent all of its
+Data for a closed stream. When the application answers a call before the client has sent all of its
 body (connectrpc refuses a body over the size limit as soon as it passes the
 limit, authentication refuses a call before its body is read, and a body that
 arrives too slowly is refused at its bound), the rest of the body reaches a
@@ -9,6 +9,14 @@ stream up without a guard, the KeyError kills the whole connection with a
 traceback in the log, and every other call on that connection fails with it
 (hypercorn issue 329; the fix upstream, pull requests 334 and 365, ignores such
 data and still acknowledges it for flow control, as done here).
+
+Idle cleartext HTTP/2 connections. A connection is closed once it has been idle
+for the keep-alive timeout, but a cleartext HTTP/2 connection with prior
+knowledge starts as HTTP/1.1: reading its preface as a request marks the
+connection busy, and the switch to HTTP/2 never marks it idle again until a
+stream has come and gone. A client that sends only the preface and SETTINGS
+kept its connection (and a descriptor) for good. The HTTP/2 side now says it is
+idle as it starts, as the TLS path, which starts in HTTP/2, already is.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import logging
 from importlib.metadata import version
 
 import h2.events
+from hypercorn.events import Updated
 from hypercorn.protocol.h2 import H2Protocol
 
 log = logging.getLogger(__name__)
@@ -26,12 +35,15 @@ _applied = False
 
 
 def apply() -> None:
-    """Guard hypercorn's HTTP/2 event loop against data for closed streams (idempotent)."""
+    """Guard hypercorn's HTTP/2 event loop against data for closed streams, and let idle
+    cleartext HTTP/2 connections close (idempotent)."""
     global _applied  # noqa: PLW0603 # the class is patched once per process
     if _applied:
         return
     if version("hypercorn") != FIXED_VERSION:
-        log.warning("hypercorn is not %s: its HTTP/2 fix is not applied; check hypercorn issue 329", FIXED_VERSION)
+        log.warning(
+            "hypercorn is not %s: its HTTP/2 fixes are not applied; see zkplatform/hypercorn_fix.py", FIXED_VERSION
+        )
         return
     original = H2Protocol._handle_events  # noqa: SLF001 # the method being fixed
 
@@ -47,4 +59,15 @@ def apply() -> None:
             await original(self, [event])
 
     H2Protocol._handle_events = handle_events  # type: ignore[method-assign] # noqa: SLF001
+
+    initiate = H2Protocol.initiate
+
+    async def initiate_idle(
+        self: H2Protocol, headers: list[tuple[bytes, bytes]] | None = None, settings: bytes | None = None
+    ) -> None:
+        await initiate(self, headers, settings)
+        if not self.streams:  # an upgrade from HTTP/1.1 starts with its request's stream
+            await self.send(Updated(idle=True))
+
+    H2Protocol.initiate = initiate_idle  # type: ignore[method-assign]
     _applied = True

@@ -344,3 +344,17 @@ def _eventually_logged(server: Server, text: str) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_an_idle_cleartext_http2_connection_is_closed(server: Server) -> None:
+    """Only the preface and SETTINGS, then nothing: closed after the keep-alive timeout (5 s),
+    as idle HTTP/1.1 and TLS connections are (hypercorn_fix.py)."""
+    with socket.create_connection(address(server), timeout=WAIT_S) as sock:
+        connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        connection.initiate_connection()
+        sock.sendall(connection.data_to_send())
+        received = b""
+        while chunk := sock.recv(65536):  # the server's SETTINGS, then the end of the connection
+            received += chunk
+
+    assert received  # it spoke HTTP/2 first
