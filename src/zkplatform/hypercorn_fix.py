@@ -17,6 +17,15 @@ connection busy, and the switch to HTTP/2 never marks it idle again until a
 stream has come and gone. A client that sends only the preface and SETTINGS
 kept its connection (and a descriptor) for good. The HTTP/2 side now says it is
 idle as it starts, as the TLS path, which starts in HTTP/2, already is.
+
+Unbounded response buffers. A stream's writes wait once its buffer holds two
+frames, until the sender takes data out of it. But the sender also "takes"
+nothing from a stream whose client grants no window (a stalled reader), and
+that empty take released the waiting writer all the same. Each window update
+for the connection (any other stream of it being read) retried every stalled
+stream, so each let one more message into its buffer: stalled HTTP/2 watchers
+made the server buffer every change. A writer is now released only once the
+buffer has drained below its low-water mark.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from importlib.metadata import version
 
 import h2.events
 from hypercorn.events import Updated
-from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.protocol.h2 import BUFFER_LOW_WATER, H2Protocol, StreamBuffer
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +44,8 @@ _applied = False
 
 
 def apply() -> None:
-    """Guard hypercorn's HTTP/2 event loop against data for closed streams, and let idle
-    cleartext HTTP/2 connections close (idempotent)."""
+    """Guard hypercorn's HTTP/2 event loop against data for closed streams, let idle
+    cleartext HTTP/2 connections close, and bound each stream's response buffer (idempotent)."""
     global _applied  # noqa: PLW0603 # the class is patched once per process
     if _applied:
         return
@@ -70,4 +79,17 @@ def apply() -> None:
             await self.send(Updated(idle=True))
 
     H2Protocol.initiate = initiate_idle  # type: ignore[method-assign]
+    StreamBuffer.pop = _pop  # type: ignore[method-assign]
     _applied = True
+
+
+async def _pop(self: StreamBuffer, max_length: int) -> bytes:
+    """StreamBuffer.pop, releasing a waiting writer only once the buffer is below its low-water mark."""
+    length = min(len(self.buffer), max_length)
+    data = bytes(self.buffer[:length])
+    del self.buffer[:length]
+    if len(self.buffer) < BUFFER_LOW_WATER:
+        await self._paused.set()  # the class being fixed
+    if len(self.buffer) == 0:
+        await self._is_empty.set()
+    return data
