@@ -6,7 +6,7 @@
   ceiling of the Connect runtime. WatchChanges, a stream, is left out.
 - `platform_app()`: the real application on the memory store, seeded as
   bench/seed.py describes (sizes from BENCH_* variables), its tokens written
-  to BENCH_TOKEN_FILE. With `servicers=False`, every layer of it (the edge,
+  to BENCH_TOKEN_FILE. With `servicers=False`, every layer of it (the front,
   the call record, authentication, the field rules) in front of the no-op
   handler's servicers: what the checks cost before any use case runs. The
   durable stores are seeded by the harness and served by the real

@@ -211,8 +211,8 @@ class _Report:
                 self._judge_over_noop(rpc, codec, _ratio(now, noop), " (per-call group)")
         note = (
             "hypercorn, one worker, the memory store: the no-op Connect handler, this code, the code of commit"
-            f" {BEFORE_PER_CALL} (before the second pass of the per-call work, bench/analysis.md), and this"
-            " code's layers and checks (the edge, the call record, authentication, the field rules, a mint's"
+            f" {BEFORE_PER_CALL} (before the HTTP front was rebuilt, bench/analysis.md), and this"
+            " code's layers and checks (the front's middlewares, the call record, authentication, the field rules, a mint's"
             " rate count) in front of the no-op handler's servicers, which answer with its fixed messages: the"
             " most that tuning the layers could reach, before any use case runs. Side by side,"
             f" {OVERHEAD_ROUNDS} rounds of each call; each figure is the median round."
@@ -464,7 +464,7 @@ class _Report:
             " and with no metrics, tracing or interceptor of theirs at all (bench/apps.py);"
             f" {AUTH_ROUNDS} rounds, each figure the median round. None writes an access line (hypercorn"
             " serving bench.apps configures no logging). With tracing off the app mounts no interceptor of"
-            " its own for observing (the call's record is written by the Gate, rpc/gate.py), so"
+            " its own for observing (the call's record is written by the error mapping, rpc/errors.py), so"
             " 'as served' and 'no instrumentation' run the same code per call: their ratio is the"
             " harness's noise between two identical servers."
         )
