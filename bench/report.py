@@ -212,9 +212,9 @@ class _Report:
         note = (
             "hypercorn, one worker, the memory store: the no-op Connect handler, this code, the code of commit"
             f" {BEFORE_PER_CALL} (before the HTTP front was rebuilt, bench/analysis.md), and this"
-            " code's layers and checks (the front's middlewares, the call record, authentication, the field rules, a mint's"
-            " rate count) in front of the no-op handler's servicers, which answer with its fixed messages: the"
-            " most that tuning the layers could reach, before any use case runs. Side by side,"
+            " code's layers and checks (the front's middlewares, the call record, authentication, the field"
+            " rules, a mint's rate count) in front of the no-op handler's servicers, which answer with its"
+            " fixed messages: the most that tuning the layers could reach, before any use case runs. Side by side,"
             f" {OVERHEAD_ROUNDS} rounds of each call; each figure is the median round."
         )
         if len(table.lines) > 2:  # more than its header and rule: something was measured
