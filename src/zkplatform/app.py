@@ -1,7 +1,7 @@
 """Composition root: builds the platform from settings and the one ASGI app around it.
 
 The request path, outermost first (docs/architecture.md describes it):
-ObserveCalls -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
+ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
 -> RequestBody -> the service's Connect application, whose interceptors run
 ErrorMapping -> [tracing] -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
@@ -34,6 +34,7 @@ from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
+from zkplatform.rpc.front.stopping import CloseWhenStopping
 from zkplatform.rpc.front.streams import StreamLimits
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin
@@ -78,6 +79,7 @@ class Front:
 
     app: ASGIApp
     streams: StreamLimits
+    connections: CloseWhenStopping
 
 
 class Server:
@@ -130,6 +132,13 @@ class Server:
         """At shutdown: end the open streaming calls with `unavailable`, and refuse new ones so."""
         if self._front is not None:
             self._front.streams.end_all()
+
+    def stop(self) -> None:
+        """The server stops: calls in flight finish, their HTTP/1.1 connections closing after
+        the answer; open streams end at once."""
+        if self._front is not None:
+            self._front.connections.stopping = True
+        self.end_streams()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -218,8 +227,9 @@ def build_front(
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ClientGone(app)
+    app = connections = CloseWhenStopping(app)
     app = ObserveCalls(app, telemetry.metrics, routes, streaming)
-    return Front(app, streams)
+    return Front(app, streams, connections)
 
 
 def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]:

@@ -464,7 +464,8 @@ async def _serve_app(
 
     async def stopped() -> None:
         await stopping.wait()
-        app.end_streams()
+        log.info("stopping: calls in flight finish within %g s; open streams end now", listener.graceful_timeout)
+        app.stop()
 
     try:
         if stopping.is_set():

@@ -5,8 +5,10 @@ with every worker. What was answered was applied; what was not is safe to repeat
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -203,3 +205,31 @@ def test_open_streams_end_with_unavailable_at_once(tmp_path: Path, workers: str)
     assert code == 0
     assert took < 10
     assert "Traceback" not in server.log()
+
+
+def test_a_call_in_flight_at_sigterm_is_answered_and_its_connection_closed(tmp_path: Path) -> None:
+    """Its answer says `Connection: close`, so the client sends nothing more on a connection the
+    stopping server is about to close (a request sent there would be lost unanswered)."""
+    with serving(tmp_path, "--dev") as server:
+        credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
+        alice = next(p["token"] for p in credentials["tenants"][0]["principals"] if p["principalId"] == "alice")
+        body = json.dumps({"vaultId": "acme-private", "itemId": "item-1", "baseVersion": "1"}).encode()
+        head = (
+            f"POST {VAULT_DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            f"Connect-Protocol-Version: 1\r\nAuthorization: Bearer {alice}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        host, port = server.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=GRACE_S) as sock:
+            sock.sendall(head.encode() + body[:10])  # in flight: its body has not all arrived
+            server.process.send_signal(signal.SIGTERM)
+            _wait_for(lambda: "stopping:" in server.log(), GRACE_S)
+            sock.sendall(body[10:])
+            answer = b""
+            while chunk := sock.recv(65536):  # until the server closes the connection
+                answer += chunk
+        code = server.process.wait(timeout=GRACE_S)
+
+    head_of_answer = answer.split(b"\r\n\r\n", 1)[0].lower()
+    assert head_of_answer.startswith(b"http/1.1 200"), answer
+    assert b"\r\nconnection: close" in head_of_answer, answer
+    assert code == 0
