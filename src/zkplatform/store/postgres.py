@@ -460,7 +460,7 @@ class PostgresStore:
         return None if row is None else rows.token_from_row(row)
 
     async def revoke_token_tree(
-        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
         async def revoke(conn: Conn) -> list[str] | None:
             row = await _fetchone(conn, "SELECT principal_id, tenant_id FROM tokens WHERE token_id = %s", (token_id,))
@@ -472,7 +472,8 @@ class PostgresStore:
             await _lock_principal(conn, row[0])
             cursor = await conn.execute(SQL.revoke_tree, (token_id,))
             revoked = sorted(r[0] for r in await cursor.fetchall())
-            await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
+            if audited:
+                await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
             return revoked
 
         return await self._tx(revoke)
