@@ -486,7 +486,8 @@ class MemoryStore:
     async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
         self._chain()
         records = self._audit.get(tenant_id, [])
-        return records[after : after + limit]  # sequence n is at index n - 1
+        start = max(after, 0)  # nothing is numbered below 1 here: after may be audit.BEFORE_ALL
+        return records[start : start + limit]  # sequence n is at index n - 1
 
     # limits
 

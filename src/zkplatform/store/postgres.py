@@ -509,7 +509,7 @@ class PostgresStore:
 
     async def audit_head(self, tenant_id: str) -> Head | None:
         row = await self._one(SQL.audit_head, (tenant_id,))
-        return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))
+        return rows.audit_head_from_row(row, tenant_id)
 
     async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
         return [
@@ -669,7 +669,7 @@ async def _record(conn: Conn, events: Iterable[Event]) -> None:
         await conn.execute(_NEW_AUDIT_HEAD, (tenant_id, audit.GENESIS))
         row = await _fetchone(conn, SQL.audit_head + " FOR UPDATE", (tenant_id,))
         assert row is not None  # made above
-        records = list(audit.appended(Head(tenant_id, int(row[0]), bytes(row[1])), tenant_id, appended))
+        records = list(audit.appended(rows.audit_head_from_row(row, tenant_id), tenant_id, appended))
         async with conn.cursor() as cursor:
             await cursor.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
         await conn.execute(SQL.set_audit_head, (tenant_id, records[-1].sequence, records[-1].hash))

@@ -654,7 +654,7 @@ def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:
 
 
 def _head(row: tuple[object, ...] | None, tenant_id: str) -> Head | None:
-    return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))  # type: ignore[call-overload]
+    return rows.audit_head_from_row(row, tenant_id)
 
 
 def _vault_tenant(conn: sqlite3.Connection, vault_id: str) -> str:
