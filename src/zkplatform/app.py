@@ -106,6 +106,11 @@ class Server:
     def _build(self, platform: Platform) -> Front:
         return build_front(self._settings, platform, self._telemetry, *self._servicers)
 
+    @property
+    def platform(self) -> Platform | None:
+        """The platform the server runs on, once started."""
+        return self._platform
+
     async def startup(self) -> None:
         """Open the platform and build the request path (once; a second call does nothing)."""
         if self._front is None:

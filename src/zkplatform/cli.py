@@ -43,13 +43,16 @@ from zkplatform.config import (
     check_public_url,
     parse_networks,
 )
+from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.observability.logs import LOG_FORMATS, queued_handler
-from zkplatform.observability.metrics import MetricsListener, multiprocess_registry
+from zkplatform.observability.metrics import MetricsListener, Screen, multiprocess_registry
 from zkplatform.observability.tracing import TracingConfigError, check_env
 from zkplatform.pepper import load_pepper
+from zkplatform.rpc.front.leaked_tokens import leaks_in
 from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
+from zkplatform.wiring import platform_from
 from zkplatform.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
 
 log = logging.getLogger("zkplatform")
@@ -60,6 +63,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_GRACEFUL_TIMEOUT = 30.0
 # What a worker may take beyond the grace period to close its store and exit, before it is killed.
 STOP_MARGIN_S = 15.0
+# How long a metrics request waits for the serving loop to revoke a token in its URL.
+_REVOKE_WAIT_S = 10.0
 
 _MINT = MintPolicy()
 _ENVIRONMENT = {
@@ -392,15 +397,17 @@ def _serve(args: argparse.Namespace) -> int:
             ", development mode" if settings.dev else "",
         )
 
+    revoker = _LeakRevoker(settings)
     # The lock first, so a second server on the port is told so; then the address, bound
     # whatever the worker count, so a taken address fails before anything starts.
     with (
         contextlib.closing(hold_address(args.bind)),
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
-        _metrics_port(settings.metrics_bind, args.workers),
+        _metrics_port(settings.metrics_bind, args.workers, revoker.screen),
     ):
         if args.workers == 1:
-            asyncio.run(_serve_app(sock, args.bind, listener, listening, (signal.SIGINT, signal.SIGTERM)))
+            signals = (signal.SIGINT, signal.SIGTERM)
+            asyncio.run(_serve_app(sock, args.bind, listener, listening, signals, started=revoker.serving))
             code = 0
         else:  # sock stays bound, never listening: only listening sockets are given connections
             worker = functools.partial(_worker, log_level=args.log_level, log_format=args.log_format, listener=listener)
@@ -410,8 +417,42 @@ def _serve(args: argparse.Namespace) -> int:
     return code
 
 
+class _LeakRevoker:
+    """How the metrics port revokes a token seen in its URL: by the API's own path
+    (Authenticator.revoke_leaked), on the serving loop when the application runs in this
+    process (one worker, the memory store included), else on the store opened for it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._serving: tuple[asyncio.AbstractEventLoop, Authenticator] | None = None
+
+    def serving(self, loop: asyncio.AbstractEventLoop, authenticator: Authenticator) -> None:
+        self._serving = (loop, authenticator)
+
+    def screen(self, path: str, query: bytes) -> bool:
+        """Called on the metrics listener's threads: True when the URL carried a token (revoked)."""
+        places, found = leaks_in(path, query)
+        if found:
+            try:
+                if self._serving is None:
+                    asyncio.run(self._revoke_on_own_store(found))
+                else:
+                    loop, authenticator = self._serving
+                    asyncio.run_coroutine_threadsafe(authenticator.revoke_leaked(found), loop).result(_REVOKE_WAIT_S)
+            except Exception as error:  # noqa: BLE001 # the refusal goes out whatever happened (a stopping loop)
+                log.error("a token sent in a metrics URL could not be revoked (%s)", type(error).__name__)  # noqa: TRY400
+        return bool(places)
+
+    async def _revoke_on_own_store(self, found: list[str]) -> None:
+        platform = await platform_from(self._settings)
+        try:
+            await platform.authenticator.revoke_leaked(found)
+        finally:
+            await platform.store.close()
+
+
 @contextlib.contextmanager
-def _metrics_port(bind: str | None, workers: int) -> Iterator[None]:
+def _metrics_port(bind: str | None, workers: int, screen: Screen | None = None) -> Iterator[None]:
     """The metrics listener, served by this process: with several workers, from
     the files they write into a directory made for this server (removed at exit)."""
     if bind is None:
@@ -420,7 +461,7 @@ def _metrics_port(bind: str | None, workers: int) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         registry = stack.enter_context(multiprocess_registry()) if workers > 1 else REGISTRY
         try:
-            metrics = MetricsListener.start(bind, registry)
+            metrics = MetricsListener.start(bind, registry, screen)
         except OSError as error:
             msg = f"cannot serve metrics on {bind} ({error.strerror or error}): choose another --metrics-bind"
             raise AddressUnavailable(msg) from None
@@ -441,12 +482,14 @@ def _worker(bind: str, ready: Callable[[], None], *, log_level: str, log_format:
         raise SystemExit(2) from None
 
 
-async def _serve_app(
+async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one worker only
     sock: socket.socket,
     bind: str,
     listener: Listener,
     ready: Callable[[], None],
     stop_signals: tuple[signal.Signals, ...],
+    *,
+    started: Callable[[asyncio.AbstractEventLoop, Authenticator], None] | None = None,
 ) -> None:
     """Start the application, then listen, then tell `ready`; serve until a stop signal.
 
@@ -461,6 +504,8 @@ async def _serve_app(
     # The application's start-up (opening the store) runs here, before listening,
     # so that `ready` means both; hypercorn's lifespan then finds nothing left to start.
     await app.startup()
+    if started is not None and app.platform is not None:
+        started(loop, app.platform.authenticator)
 
     async def stopped() -> None:
         await stopping.wait()

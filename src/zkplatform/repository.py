@@ -249,12 +249,15 @@ class TokenRepository(Protocol):
         ...
 
     async def revoke_token_tree(
-        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
         """Revoke the token and every token minted from it, transitively, in one
         transaction; the ids revoked by this call, sorted (already revoked ones are
         not repeated). Each revoked token's event is `action`, with the token and
-        the tree's root as its target. None when there is no such token."""
+        the tree's root as its target. None when there is no such token.
+
+        `audited=False` records no event: only for a leaked token whose audited revocation
+        failed, where leaving the token live would be worse than a gap in the trail."""
         ...
 
     async def list_tokens(

@@ -265,16 +265,30 @@ def append_behind_the_head(url: str, sequence: int) -> None:
     )
 
 
+def add_below_one(url: str, sequence: int) -> None:
+    """An event numbered 0 or below, where no store writes one, and no read "after 0" sees it."""
+    event, hash_ = stored(url, 1)
+    sql(
+        url,
+        "INSERT INTO audit_events (tenant_id, sequence, event, hash) VALUES ('acme', %s, %s, %s)",
+        sequence,
+        event,
+        hash_,
+    )
+
+
 @pytest.mark.parametrize(
     ("tamper", "sequence", "named"),
     [
+        (add_below_one, 0, "event 0 is numbered below 1, where no event can be"),
+        (add_below_one, -3, "event -3 is numbered below 1, where no event can be"),
         (edit, 4, f"event 4 {EDITED}"),
         (edit_and_rehash, 4, f"event 5 {EDITED}"),  # the next event: see edit_and_rehash
         (delete, 6, "event 6 is missing"),
         (delete, 11, "event 11 is missing (the chain's head is at 11)"),  # the last one, the head kept
         (append_behind_the_head, 12, "event 12 was added after the chain's head"),
     ],
-    ids=["edited", "edited-and-rehashed", "middle-deleted", "last-deleted", "appended"],
+    ids=["zero", "negative", "edited", "edited-and-rehashed", "middle-deleted", "last-deleted", "appended"],
 )
 def test_verify_names_where_a_tampered_chain_stops_matching(
     store_url: str,
@@ -304,3 +318,47 @@ def test_verify_finds_a_break_on_a_later_page(
     assert admin(url, "audit", "verify") == 1
 
     assert error_line(capsys) == "zkplatform admin: tenant acme: event 5 is missing\n"
+
+
+def test_verify_finds_a_tenant_whose_whole_trail_was_deleted(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A tenant's first event is its creation, in the same transaction: a tenant of the
+    # directory with neither events nor a head has lost its trail.
+    operate(store_url, capsys)
+    sql(store_url, "DELETE FROM audit_events WHERE tenant_id = 'beta'")
+    sql(store_url, "DELETE FROM audit_heads WHERE tenant_id = 'beta'")
+    named = "zkplatform admin: tenant beta: has no audit trail (no events and no chain head), though it exists\n"
+
+    assert admin(store_url, "audit", "verify") == 1
+    assert capsys.readouterr() == ("", named)
+    assert admin(store_url, "audit", "verify", "--tenant", "beta") == 1
+    assert capsys.readouterr() == ("", named)
+    assert admin(store_url, "audit", "verify", "--tenant", "acme") == 0
+
+
+EVENT_4 = "UPDATE audit_events SET {} WHERE tenant_id = 'acme' AND sequence = 4"
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        (EVENT_4.format("event = CAST(event AS TEXT)"), "event 4 cannot be read: its event holds text, not bytes"),
+        (EVENT_4.format("hash = hex(hash)"), "event 4 cannot be read: its hash holds text, not bytes"),
+        (EVENT_4.format("sequence = 'x'"), "event x cannot be read: its sequence holds text, not an integer"),
+        (
+            "UPDATE audit_heads SET hash = hex(hash) WHERE tenant_id = 'acme'",
+            "the chain's head cannot be read: its hash holds text, not bytes",
+        ),
+    ],
+    ids=["event", "hash", "sequence", "head"],
+)
+def test_verify_names_an_event_whose_column_holds_another_type(
+    url: str, capsys: pytest.CaptureFixture[str], statement: str, named: str
+) -> None:
+    # SQLite keeps whatever a column is given: a value of another type is named, not a TypeError.
+    operate(url, capsys)
+    sql(url, statement)
+
+    assert admin(url, "audit", "verify") == 1
+    assert error_line(capsys) == f"zkplatform admin: tenant acme: {named}\n"

@@ -135,6 +135,21 @@ async def test_token_changes_are_audited_one_event_per_token(seeded: MigratableS
     ]
 
 
+async def test_a_revocation_without_its_event_revokes_the_tree_and_leaves_the_trail_alone(
+    seeded: MigratableStore,
+) -> None:
+    # Only for a leaked token whose audited revocation failed (domain/auth.py).
+    await seeded.add_token(token("tok_root", minted=False), OPERATOR)
+    assert await seeded.add_minted_token(child("tok_a", "tok_root"), 1, BOB) is None
+    before = await seeded.audit_head("t1")
+
+    revoked = await seeded.revoke_token_tree("tok_root", SERVICE, Action.TOKEN_REVOKED_IN_URL, audited=False)
+
+    assert revoked == ["tok_a", "tok_root"]
+    assert [(t := await seeded.get_token(i)) is not None and t.revoked for i in ("tok_a", "tok_root")] == [True, True]
+    assert await seeded.audit_head("t1") == before
+
+
 async def test_concurrent_changes_of_one_tenant_make_one_unbroken_chain(seeded: MigratableStore) -> None:
     await seeded.add_vault(Vault("v2", "t1", frozenset({"p1"})), OPERATOR)
     await asyncio.gather(

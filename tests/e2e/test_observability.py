@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.connect import JSON, VAULT_DELETE, headers
 from tests.e2e.server import Server, free_port, run_serve, serving
-from tests.e2e.test_durable import ENV, seeded
+from tests.e2e.test_durable import ENV, delete, seeded
 from zkplatform.domain import tokens
 
 DELETE = VAULT_DELETE.removeprefix("/")
@@ -124,3 +125,28 @@ def test_spans_go_where_the_otel_variables_say(tmp_path: Path) -> None:
     assert '"enduser.id": "alice"' in log
     assert '"service.name": "vault-e2e"' in log
     assert alice not in log
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])  # revoked on the serving loop; on a store of its own
+def test_a_token_in_a_metrics_url_is_revoked(tmp_path: Path, workers: str) -> None:
+    # A URL is logged and shared, whichever port it was sent to: the token in it has leaked.
+    url = f"sqlite:///{tmp_path}/zk.db"
+    world = seeded(url)
+    alice, bob = world.token("alice"), world.token("bob")
+    metrics_port = free_port()
+    metrics = f"http://127.0.0.1:{metrics_port}"
+    args = ("--store", url, "--workers", workers, "--metrics-bind", f"127.0.0.1:{metrics_port}")
+    with serving(tmp_path, *args, env=ENV) as server:
+        in_query = httpx.get(f"{metrics}/metrics?x={bob}", timeout=30)
+        in_path = httpx.get(f"{metrics}/{alice}", timeout=30)
+        named = httpx.get(f"{metrics}/metrics?access_token=nothing", timeout=30)
+        plain = httpx.get(f"{metrics}/metrics", timeout=30)
+        answers = [delete(server, token, "acme-private", "item-1") for token in (alice, bob)]
+    log = server.log()
+
+    assert [in_query.status_code, in_path.status_code, named.status_code, plain.status_code] == [400, 400, 400, 200]
+    assert "revoked" in in_query.text
+    assert [answer.status_code for answer in answers] == [401, 401]
+    assert log.count("was sent in a URL and has been revoked") == 2
+    assert alice not in log
+    assert bob not in log

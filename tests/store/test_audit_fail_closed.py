@@ -8,6 +8,7 @@ trail takes events.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -19,8 +20,11 @@ from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import content
 from tests.contract.test_store_contract import NOW, item, token
 from tests.store.stores import closing, migrated, sqlite_file
+from tests.world import PEPPER, World, serve_in_process
+from zkplatform.domain import tokens
 from zkplatform.domain.models import Principal, Role, Tenant, Vault
 from zkplatform.store import MigratableStore, open_store
+from zkplatform.wiring import Platform
 
 SQLITE_REFUSE = (
     "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused'); END"
@@ -36,26 +40,30 @@ POSTGRES_ALLOW = "DROP TRIGGER refuse_audit ON audit_events"
 Switch = Callable[[str], None]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def refusing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[MigratableStore, Switch]]:
-    """A seeded store, and a switch that runs SQL on its database from outside the store."""
-    if request.param == "sqlite":
+def database(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Switch, Switch]:
+    """The store's URL, and switches that make its audit writes fail and work again, by SQL run
+    on its database from outside the store."""
+    if kind == "sqlite":
         path = tmp_path / "store.db"
-        url = f"sqlite:///{path}"
 
         def switch(statement: str) -> None:
             with sqlite_file(path) as conn:
                 conn.execute(statement)
 
-        refuse, allow = SQLITE_REFUSE, SQLITE_ALLOW
-    else:
-        url = request.getfixturevalue("postgres_url")
+        return f"sqlite:///{path}", lambda _: switch(SQLITE_REFUSE), lambda _: switch(SQLITE_ALLOW)
+    url: str = request.getfixturevalue("postgres_url")
 
-        def switch(statement: str) -> None:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(statement.encode())
+    def run(statement: str) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(statement.encode())
 
-        refuse, allow = POSTGRES_REFUSE, POSTGRES_ALLOW
+    return url, lambda _: run(POSTGRES_REFUSE), lambda _: run(POSTGRES_ALLOW)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def refusing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[MigratableStore, Switch]]:
+    """A seeded store whose audit writes fail, and a switch that makes them work again."""
+    url, refuse, allow = database(request.param, request, tmp_path)
     await migrated(url)
     async with closing(open_store(url)) as store:
         await store.add_tenant(Tenant("t1"), OPERATOR)
@@ -63,8 +71,8 @@ async def refusing(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         await store.add_vault(Vault("v1", "t1", frozenset({"p1"})), OPERATOR)
         await store.add_items([item("i1"), item("i2")], OPERATOR)
         await store.add_token(token("tok_1"), OPERATOR)
-        switch(refuse)
-        yield store, lambda _: switch(allow)
+        refuse("")
+        yield store, allow
 
 
 DatabaseError = (sqlite3.DatabaseError, psycopg.Error)
@@ -115,3 +123,37 @@ async def test_no_change_is_made_without_its_event(refusing: tuple[MigratableSto
     assert before is not None
     assert head is not None
     assert head.sequence == before.sequence + 1
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_token_in_a_url_is_revoked_even_when_its_event_cannot_be_written(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A leaked token left live is worse than a gap in the trail: the revocation stands without
+    # its event, an error line names the token's id, and the request is refused as always.
+    caplog.set_level(logging.INFO)
+    url, refuse, allow = database(kind, request, tmp_path)
+    await migrated(url)
+    async with closing(open_store(url)) as store:
+        platform = Platform.build(store, PEPPER)
+        world = await World.seed(platform)
+        bob = world.token("bob")
+        before = await store.audit_head("acme")
+        refuse("")
+        try:
+            async with await serve_in_process(platform) as client:
+                answer = await client.get(f"/healthz?x={bob}")
+        finally:
+            allow("")
+        record = await store.find_token(tokens.TokenHasher(PEPPER)(bob))
+
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["code"] == "invalid_argument"
+        assert record is not None
+        assert record.revoked
+        assert await store.audit_head("acme") == before  # no event: the trail says nothing it did not record
+        ours = [r for r in caplog.records if r.name.startswith("zkplatform")]  # httpx logs the URL it was given
+        errors = [r.getMessage() for r in ours if r.levelno >= logging.ERROR]
+        assert any(record.token_id in line and "without its audit event" in line for line in errors), errors
+        assert not [r for r in ours if r.exc_info], "no traceback"
+        assert not [r for r in ours if bob in r.getMessage()]

@@ -189,6 +189,23 @@ def appended(head: Head | None, tenant_id: str, events: Iterable[Event]) -> Iter
         yield AuditRecord(tenant_id, sequence, data, previous)
 
 
+# Below every sequence a store can hold (its columns are 64-bit integers): the events "after"
+# it are all of a tenant's events, those numbered 0 or below included, which no store writes
+# but which verify must see if someone else did.
+BEFORE_ALL = -(2**63)
+
+_KINDS = {str: "text", int: "an integer", float: "a real number", type(None): "NULL"}
+
+
+class UnreadableRecord(Exception):
+    """A stored event or chain head whose columns do not hold what the trail stores (an integer
+    sequence, bytes for the event and its hash): changed behind the store's back."""
+
+    def __init__(self, tenant_id: object, what: str, column: str, value: object, expected: str) -> None:
+        kind = _KINDS.get(type(value), type(value).__name__)
+        super().__init__(f"tenant {tenant_id}: {what} cannot be read: its {column} holds {kind}, not {expected}")
+
+
 @dataclass(frozen=True, slots=True)
 class Break:
     """Where a tenant's chain stops matching what is stored."""
@@ -211,6 +228,8 @@ class ChainCheck:
 
     def check(self, record: AuditRecord) -> Break | None:
         expected = self.sequence + 1
+        if record.sequence < 1:  # read first, in sequence order: before the chain's first event
+            return Break(self.tenant_id, record.sequence, "is numbered below 1, where no event can be")
         if record.sequence != expected:
             return Break(self.tenant_id, expected, "is missing")
         if chain(self._previous, record.event) != record.hash:

@@ -87,19 +87,42 @@ class Authenticator:
         self._clock = clock
 
     async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "") -> None:
-        """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked."""
+        """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked.
+
+        Never raises: the request that carried them is refused the same way whatever happens here.
+        When the audited revocation fails (the audit store refuses its event), the token is revoked
+        without its event, and an error line names the token's id: a leaked token left live is
+        worse than a gap in the trail, and the line says where the gap is."""
         for token in leaked:
-            if (record := await self._tokens.find_token(self._hash(token))) and not record.revoked:
-                # With its whole tree: whoever holds the leaked token could have minted from it.
-                actor = Actor.service(self._clock(), request_id)
-                revoked = (
-                    await self._tokens.revoke_token_tree(record.token_id, actor, Action.TOKEN_REVOKED_IN_URL) or []
-                )
-                log.warning(
-                    "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
-                    record.token_id,
-                    max(len(revoked) - 1, 0),
-                )
+            try:
+                await self._revoke_leaked(token, request_id)
+            except Exception as error:  # noqa: BLE001 # the refusal must go out whatever the store does
+                # One line, no traceback: a driver's message may quote what it was given.
+                log.error("a token sent in a URL could not be revoked: the store failed (%s)", type(error).__name__)  # noqa: TRY400
+
+    async def _revoke_leaked(self, token: str, request_id: str) -> None:
+        record = await self._tokens.find_token(self._hash(token))
+        if record is None or record.revoked:
+            return
+        # With its whole tree: whoever holds the leaked token could have minted from it.
+        actor = Actor.service(self._clock(), request_id)
+        try:
+            revoked = await self._tokens.revoke_token_tree(record.token_id, actor, Action.TOKEN_REVOKED_IN_URL)
+        except Exception as error:  # noqa: BLE001 # whichever store and driver: any failure of the audited write
+            revoked = await self._tokens.revoke_token_tree(
+                record.token_id, actor, Action.TOKEN_REVOKED_IN_URL, audited=False
+            )
+            log.error(  # noqa: TRY400 # one line, as above
+                "token %s was sent in a URL and has been revoked without its audit event"
+                " (the audit write failed: %s); the trail has no record of this revocation",
+                record.token_id,
+                type(error).__name__,
+            )
+        log.warning(
+            "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
+            record.token_id,
+            max(len(revoked or []) - 1, 0),
+        )
 
     async def authenticate(self, presented: Presented, proof: ProofRequest, request_id: str = "") -> Caller:
         """The caller, if the token is live and, when it is key-bound, presented

@@ -14,15 +14,18 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from zkplatform.observability import probes
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 # Calls take from well under a millisecond (memory) to seconds (a store struggling).
@@ -150,24 +153,45 @@ def install(metrics: Metrics | None) -> None:
     probes.install(metrics)
 
 
+# Whether a metrics request must be refused, given its URL's path and query: the caller
+# revokes a token it finds there (a URL is logged and shared: the token has leaked).
+Screen = Callable[[str, bytes], bool]
+_REFUSAL = b"a token must never be sent in the URL; it has been revoked, use the Authorization header\n"
+
+
 class MetricsListener:
-    """The metrics port: Prometheus text at any path, no token needed (it carries no secret)."""
+    """The metrics port: Prometheus text at any path, no token needed (it carries no secret).
+    A URL carrying a token is refused (400) once `screen` has revoked it, as on the API port."""
 
     def __init__(self, server: WSGIServer, thread: threading.Thread) -> None:
         self._server = server
         self._thread = thread
 
     @classmethod
-    def start(cls, bind: str, registry: CollectorRegistry) -> MetricsListener:
+    def start(cls, bind: str, registry: CollectorRegistry, screen: Screen | None = None) -> MetricsListener:
         """Listen on HOST:PORT ([::1]:PORT for IPv6); OSError when the address cannot be had."""
         host, _, port = bind.rpartition(":")
         server, thread = start_http_server(int(port), host.removeprefix("[").removesuffix("]"), registry)
+        app = server.get_app()
+        if screen is not None and app is not None:
+            server.set_app(_screened(app, screen))
         return cls(server, thread)
 
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+def _screened(app: WSGIApplication, screen: Screen) -> WSGIApplication:
+    def screened(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        # wsgiref gives the path percent-decoded as latin-1, the query as sent: as ASGI does.
+        if screen(environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "").encode("latin-1")):
+            start_response("400 Bad Request", [("Content-Type", "text/plain; charset=utf-8")])
+            return [_REFUSAL]
+        return app(environ, start_response)
+
+    return screened
 
 
 @contextmanager

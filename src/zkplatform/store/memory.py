@@ -399,7 +399,7 @@ class MemoryStore:
         return None if secret_hash is None else self._tokens[secret_hash]
 
     async def revoke_token_tree(
-        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
         if token_id not in self._token_ids:
             return None
@@ -409,7 +409,8 @@ class MemoryStore:
             walked += 1
         revoked = self._revoke(tree)
         tenant_id = self._tokens[self._token_ids[token_id]].tenant_id
-        self._record(audit.revoke_events(actor, action, tenant_id, token_id, revoked))
+        if audited:
+            self._record(audit.revoke_events(actor, action, tenant_id, token_id, revoked))
         return revoked
 
     def _revoke(self, token_ids: Iterable[str]) -> list[str]:
@@ -485,7 +486,8 @@ class MemoryStore:
     async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
         self._chain()
         records = self._audit.get(tenant_id, [])
-        return records[after : after + limit]  # sequence n is at index n - 1
+        start = max(after, 0)  # nothing is numbered below 1 here: after may be audit.BEFORE_ALL
+        return records[start : start + limit]  # sequence n is at index n - 1
 
     # limits
 

@@ -460,7 +460,7 @@ class PostgresStore:
         return None if row is None else rows.token_from_row(row)
 
     async def revoke_token_tree(
-        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
         async def revoke(conn: Conn) -> list[str] | None:
             row = await _fetchone(conn, "SELECT principal_id, tenant_id FROM tokens WHERE token_id = %s", (token_id,))
@@ -472,7 +472,8 @@ class PostgresStore:
             await _lock_principal(conn, row[0])
             cursor = await conn.execute(SQL.revoke_tree, (token_id,))
             revoked = sorted(r[0] for r in await cursor.fetchall())
-            await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
+            if audited:
+                await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
             return revoked
 
         return await self._tx(revoke)
@@ -508,7 +509,7 @@ class PostgresStore:
 
     async def audit_head(self, tenant_id: str) -> Head | None:
         row = await self._one(SQL.audit_head, (tenant_id,))
-        return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))
+        return rows.audit_head_from_row(row, tenant_id)
 
     async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
         return [
@@ -668,7 +669,7 @@ async def _record(conn: Conn, events: Iterable[Event]) -> None:
         await conn.execute(_NEW_AUDIT_HEAD, (tenant_id, audit.GENESIS))
         row = await _fetchone(conn, SQL.audit_head + " FOR UPDATE", (tenant_id,))
         assert row is not None  # made above
-        records = list(audit.appended(Head(tenant_id, int(row[0]), bytes(row[1])), tenant_id, appended))
+        records = list(audit.appended(rows.audit_head_from_row(row, tenant_id), tenant_id, appended))
         async with conn.cursor() as cursor:
             await cursor.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
         await conn.execute(SQL.set_audit_head, (tenant_id, records[-1].sequence, records[-1].hash))

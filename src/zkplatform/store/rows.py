@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 from typing import Any
 
-from zkplatform.domain.audit import AuditRecord
+from zkplatform.domain.audit import AuditRecord, Head, UnreadableRecord
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, Vault, WrappedKey
 
 ITEM_COLUMNS = (
@@ -233,4 +233,32 @@ def audit_record_params(record: AuditRecord) -> tuple[Any, ...]:
 
 
 def audit_record_from_row(row: tuple[Any, ...] | Any) -> AuditRecord:
-    return AuditRecord(row[0], int(row[1]), bytes(row[2]), bytes(row[3]))
+    """The record, its columns' types checked (SQLite keeps whatever a column is given): a
+    value of another type is named as an unreadable event, never converted or a TypeError."""
+    tenant_id, sequence = row[0], row[1]
+    what = f"event {sequence}"
+    return AuditRecord(
+        str(tenant_id),
+        _stored_integer(sequence, tenant_id, what),
+        _stored_bytes(row[2], tenant_id, what, "event"),
+        _stored_bytes(row[3], tenant_id, what, "hash"),
+    )
+
+
+def audit_head_from_row(row: tuple[Any, ...] | Any, tenant_id: str) -> Head | None:
+    if row is None:
+        return None
+    what = "the chain's head"
+    return Head(tenant_id, _stored_integer(row[0], tenant_id, what), _stored_bytes(row[1], tenant_id, what, "hash"))
+
+
+def _stored_integer(value: object, tenant_id: object, what: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise UnreadableRecord(tenant_id, what, "sequence", value, "an integer")
+
+
+def _stored_bytes(value: object, tenant_id: object, what: str, column: str) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise UnreadableRecord(tenant_id, what, column, value, "bytes")

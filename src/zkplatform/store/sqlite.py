@@ -443,14 +443,15 @@ class SQLiteStore:
         return None if row is None else rows.token_from_row(row)
 
     async def revoke_token_tree(
-        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED
+        self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
         def revoke(conn: sqlite3.Connection) -> list[str] | None:
             found = conn.execute(SQL.token_tenant, (token_id,)).fetchone()
             if found is None:
                 return None
             revoked = sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)))
-            _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
+            if audited:
+                _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
             return revoked
 
         return await self._write(revoke)
@@ -653,7 +654,7 @@ def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:
 
 
 def _head(row: tuple[object, ...] | None, tenant_id: str) -> Head | None:
-    return None if row is None else Head(tenant_id, int(row[0]), bytes(row[1]))  # type: ignore[call-overload]
+    return rows.audit_head_from_row(row, tenant_id)
 
 
 def _vault_tenant(conn: sqlite3.Connection, vault_id: str) -> str:

@@ -31,7 +31,7 @@ class RevokeLeakedTokens:
         if not query and tokens.PREFIX not in path:  # the common case, at the cost of one substring search
             await self._app(scope, receive, send)
             return
-        places, found = _leaks_in(path, query)
+        places, found = leaks_in(path, query)
         if not places:
             await self._app(scope, receive, send)
             return
@@ -41,7 +41,7 @@ class RevokeLeakedTokens:
         await send_error(send, scope, to_connect_error(refusal))
 
 
-def _leaks_in(path: str, query: bytes) -> tuple[list[str], list[str]]:
+def leaks_in(path: str, query: bytes) -> tuple[list[str], list[str]]:
     """Where the URL carries tokens (query parameter names, or "path"), and the tokens: in the
     path, or in a query parameter's name or value, alone or inside a longer string;
     `access_token` is refused whatever it holds."""
