@@ -29,6 +29,7 @@ from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.front.codings import LowercaseCodings
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.request_body import RequestBody
@@ -213,7 +214,7 @@ def build_front(
     streaming |= reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
     streams = StreamLimits(Dispatch(streaming), settings.max_streams)
     routes = unary | {path: Route(streams) for path in streaming}
-    app: ASGIApp = Routes(routes)
+    app: ASGIApp = LowercaseCodings(Routes(routes))
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ObserveCalls(app, telemetry.metrics, routes, streaming)
