@@ -280,6 +280,7 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     settings = dataclasses.replace(env, base_url=env.public_url or f"{scheme}://{args.bind}")
     if args.store is not None:
         settings = dataclasses.replace(settings, store_url=args.store)
+    kind_of(settings.store_url)  # a malformed or unsupported URL stops here, in one line
     settings = _with_metrics(args, settings)
     if args.dev_credentials is not None and not args.dev:
         raise ConfigError("--dev-credentials only makes sense with --dev")
