@@ -32,7 +32,7 @@ async def client(world: World) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def created(client: httpx.AsyncClient, world: World, item_id: str, title_hash: str) -> httpx.Response:
-    body = {"vaultId": "acme-private", "itemId": item_id, "kind": "note", "titleHash": title_hash}
+    body: dict[str, object] = {"vaultId": "acme-private", "itemId": item_id, "kind": "note", "titleHash": title_hash}
     body |= {"encryptedPayload": PAYLOAD, "wrappedKeys": KEYS}
     return await client.post(f"{VAULT}/CreateItem", json=body, headers=headers(JSON, world.token("alice")))
 

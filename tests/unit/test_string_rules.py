@@ -4,6 +4,7 @@ imported Item) carries refuses U+0000, by a pattern, a list of values or `no_nul
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from google.protobuf import message_factory
@@ -13,22 +14,23 @@ from google.protobuf.message import Message
 from zkplatform.messages.rules import violations_of
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
-CHECKED = [
-    message.DESCRIPTOR
+CHECKED: list[type[Message]] = [
+    message
     for module in (vault_pb2, broker_pb2)
     for message in vars(module).values()
     if isinstance(message, type) and issubclass(message, Message) and message.__name__.endswith("Request")
-] + [vault_pb2.Item.DESCRIPTOR]
+]
+CHECKED.append(vault_pb2.Item)
 
 
-def string_fields(
-    descriptor: Descriptor, path: tuple[FieldDescriptor, ...] = ()
-) -> Iterator[tuple[FieldDescriptor, ...]]:
+def string_fields(descriptor: Any, path: tuple[FieldDescriptor, ...] = ()) -> Iterator[tuple[FieldDescriptor, ...]]:
+    """Every string field of the message type, nested platform.v1 messages included (a descriptor is
+    `Any`: protobuf's stubs type it as a union of its two implementations)."""
     for field in descriptor.fields:
         if field.type == FieldDescriptor.TYPE_STRING:
             yield (*path, field)
-        elif field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.full_name.startswith("platform.v1."):
-            yield from string_fields(field.message_type, (*path, field))
+        elif (nested := field.message_type) is not None and nested.full_name.startswith("platform.v1."):
+            yield from string_fields(nested, (*path, field))
 
 
 def with_value(descriptor: Descriptor, path: tuple[FieldDescriptor, ...], value: str) -> Message:
@@ -49,7 +51,7 @@ def json_path(path: tuple[FieldDescriptor, ...]) -> str:
     return ".".join(f"{f.json_name}[0]" if f.is_repeated else f.json_name for f in path)
 
 
-CASES = [(d, path) for d in CHECKED for path in string_fields(d)]
+CASES = [(m.DESCRIPTOR, path) for m in CHECKED for path in string_fields(m.DESCRIPTOR)]
 
 
 @pytest.mark.parametrize(("descriptor", "path"), CASES, ids=[f"{d.name}.{json_path(p)}" for d, p in CASES])
