@@ -1,9 +1,10 @@
 """Composition root: builds the platform from settings and the one ASGI app around it.
 
 The request path, outermost first (docs/architecture.md describes it):
-ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed -> Routes -> [StreamLimits]
--> RequestBody -> the service's Connect application, whose interceptors run
-ErrorMapping -> [tracing] -> RequireProtocolVersion -> Authenticate ->
+ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
+-> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody -> the service's Connect
+application, whose interceptors run
+[tracing] -> ErrorMapping -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
 """
 
@@ -30,6 +31,7 @@ from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.front.client_gone import ClientGone
+from zkplatform.rpc.front.codings import LowercaseCodings
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.request_body import RequestBody
@@ -228,7 +230,7 @@ def build_front(
     streaming |= reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
     streams = StreamLimits(Dispatch(streaming), settings.max_streams)
     routes = unary | {path: Route(streams) for path in streaming}
-    app: ASGIApp = Routes(routes)
+    app: ASGIApp = LowercaseCodings(Routes(routes))
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ClientGone(app)

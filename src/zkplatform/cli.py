@@ -166,7 +166,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--certfile", type=Path, default=None, metavar="PATH", help="serve TLS with this certificate chain (PEM)"
     )
-    serve.add_argument("--keyfile", type=Path, default=None, metavar="PATH", help="the certificate's private key (PEM)")
+    serve.add_argument(
+        "--keyfile", type=Path, default=None, metavar="PATH", help="the certificate's private key (PEM, unencrypted)"
+    )
     serve.add_argument(
         "--public-url",
         type=_public_url,
@@ -285,6 +287,7 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
     settings = dataclasses.replace(env, base_url=env.public_url or f"{scheme}://{args.bind}")
     if args.store is not None:
         settings = dataclasses.replace(settings, store_url=args.store)
+    kind_of(settings.store_url)  # a malformed or unsupported URL stops here, in one line
     settings = _with_metrics(args, settings)
     if args.dev_credentials is not None and not args.dev:
         raise ConfigError("--dev-credentials only makes sense with --dev")
@@ -337,6 +340,15 @@ async def _prepare_store(url: str, *, migrate: bool) -> None:
     await store.close()
 
 
+class _EncryptedKey(Exception):
+    """Raised by _no_passphrase through OpenSSL, caught by Listener.check."""
+
+
+def _no_passphrase() -> str:
+    """What OpenSSL calls for an encrypted key's passphrase: the server never has one."""
+    raise _EncryptedKey
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Listener:
     """How every worker serves its socket: TLS or not, and the grace period of a stop."""
@@ -353,8 +365,16 @@ class Listener:
         """Load the certificate and key once, so that a bad pair stops the start, in one line."""
         if self.certfile is None or self.keyfile is None:
             return
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         try:
-            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(self.certfile, self.keyfile)
+            # Without a password callback OpenSSL would ask for the passphrase on the terminal.
+            context.load_cert_chain(self.certfile, self.keyfile, password=_no_passphrase)
+        except _EncryptedKey:
+            msg = (
+                f"--keyfile {self.keyfile} is encrypted: the server needs the key unencrypted (e.g. "
+                "`openssl pkey -in KEY -out PLAIN.pem`, readable only by the server's user)"
+            )
+            raise ConfigError(msg) from None
         except OSError as error:  # ssl.SSLError is one: a key that does not match, a file that is not PEM
             why = error.strerror or getattr(error, "reason", None) or error
             msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why})"

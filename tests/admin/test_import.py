@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.admin.conftest import IDS, admin, error_line, item, ndjson, stored_items
+from tests.admin.conftest import IDS, admin, bootstrap, error_line, item, ndjson, stored_items
 
 
 def test_a_bad_line_names_its_number_and_imports_nothing(
@@ -61,6 +61,24 @@ def test_a_line_that_is_not_utf8_is_refused(
     assert admin(bootstrapped, "import", str(path)) == 1
 
     assert "line 2: not UTF-8 text" in error_line(capsys)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_string_no_store_can_hold_is_a_bad_line_on_every_store(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    url = f"sqlite:///{tmp_path}/x.db" if kind == "sqlite" else request.getfixturevalue("postgres_url")
+    bootstrap(url)
+    capsys.readouterr()
+    path = ndjson(tmp_path / "nul.ndjson", item("i1"), item("i2", titleHash="th\x00"))
+
+    assert admin(url, "import", path) == 1
+
+    assert (
+        error_line(capsys)
+        == "zkplatform admin: line 2: titleHash: must not contain U+0000 (NUL); nothing was changed\n"
+    )
+    assert asyncio.run(stored_items(url)) == {}
 
 
 def test_a_duplicate_of_a_stored_item_imports_nothing(

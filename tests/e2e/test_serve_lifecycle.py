@@ -70,8 +70,18 @@ def test_a_second_server_on_the_port_refuses_to_start(tmp_path: Path) -> None:
         (f"postgresql://postgres:s3cret-pw@127.0.0.1:{free_port()}/zk", "postgres:***@127.0.0.1"),
         ("sqlite:///./garbage.db", "garbage.db"),
         ("sqlite:///./a-file/zk.db", "a-file"),
+        (
+            "postgresql://postgres:s3cret-pw@[::1:5432/zk",
+            "malformed store URL 'postgresql://postgres:***@[::1:5432/zk'",
+        ),
     ],
-    ids=["postgresql-no-such-database", "postgresql-nobody-listening", "sqlite-not-a-database", "sqlite-under-a-file"],
+    ids=[
+        "postgresql-no-such-database",
+        "postgresql-nobody-listening",
+        "sqlite-not-a-database",
+        "sqlite-under-a-file",
+        "postgresql-malformed",
+    ],
 )
 def test_an_unusable_store_is_one_line(tmp_path: Path, url: str, message: str) -> None:
     (tmp_path / "garbage.db").write_bytes(os.urandom(8192))

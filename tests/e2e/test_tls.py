@@ -4,14 +4,17 @@ with a CA and a server certificate for 127.0.0.1 made here."""
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import ipaddress
 import json
 import os
+import pty
 import shutil
 import socket
 import ssl
 import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.e2e.server import Server, run_serve, serving
+from tests.e2e.server import Server, run_serve, serving, zkplatform_command
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.platform.v1 import vault_pb2
 
@@ -304,3 +307,56 @@ def test_an_unusable_certificate_is_one_line(
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr
+
+
+def _as_a_shell_starts_it() -> None:
+    """In the child: its own session, with the terminal on standard input as its controlling
+    terminal, where OpenSSL would ask for a passphrase (/dev/tty)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_an_encrypted_key_is_refused_without_asking_for_its_passphrase(tmp_path: Path, pki: Pki) -> None:
+    key = serialization.load_pem_private_key(pki.key.read_bytes(), password=None)
+    encrypted = tmp_path / "encrypted-key.pem"
+    encrypted.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"a passphrase"),
+        )
+    )
+    controller, terminal = pty.openpty()
+    try:
+        result = subprocess.run(
+            [
+                zkplatform_command(),
+                "serve",
+                "--store",
+                "memory:",
+                "--certfile",
+                str(pki.cert),
+                "--keyfile",
+                str(encrypted),
+            ],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            cwd=tmp_path,
+            preexec_fn=_as_a_shell_starts_it,
+        )
+        os.set_blocking(controller, False)
+        try:
+            on_the_terminal = os.read(controller, 4096)
+        except BlockingIOError:
+            on_the_terminal = b""
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+    assert on_the_terminal == b""
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"--keyfile {encrypted} is encrypted" in result.stderr

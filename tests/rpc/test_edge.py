@@ -167,15 +167,34 @@ async def test_unknown_json_fields_are_ignored(client: httpx.AsyncClient, world:
     assert response.json()["item"]["deleted"] is True
 
 
-async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient, world: World) -> None:
+@pytest.mark.parametrize("coding", ["gzip", "GZIP", "GZip"])
+async def test_gzip_request_body_is_accepted(client: httpx.AsyncClient, world: World, coding: str) -> None:
+    """Content codings are case-insensitive (RFC 9110 8.4.1)."""
     body = gzip.compress(json.dumps({"vaultId": "acme-private", "itemId": "item-1", "baseVersion": 1}).encode())
 
     response = await client.post(
-        VAULT_DELETE, content=body, headers=headers(JSON, world.token("alice"), **{"Content-Encoding": "gzip"})
+        VAULT_DELETE, content=body, headers=headers(JSON, world.token("alice"), **{"Content-Encoding": coding})
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["item"]["deleted"] is True
+
+
+async def test_a_grpc_web_message_compressed_as_gzip_in_upper_case_is_read(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    message = gzip.compress(
+        vault_pb2.DeleteItemRequest(vault_id="acme-private", item_id="item-1", base_version=1).SerializeToString()
+    )
+    grpc_web = {"Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1", "Grpc-Encoding": "GZIP"}
+    authorization = {"Authorization": f"Bearer {world.token('alice')}"}
+
+    response = await client.post(
+        VAULT_DELETE, content=b"\x01" + len(message).to_bytes(4, "big") + message, headers=grpc_web | authorization
     )
 
     assert response.status_code == 200
-    assert response.json()["item"]["deleted"] is True
+    assert b"grpc-status:0" in response.content.replace(b" ", b""), response.content
 
 
 async def test_missing_protocol_version_is_refused_before_authentication(client: httpx.AsyncClient) -> None:

@@ -198,6 +198,8 @@ async def test_the_schema_hint_names_the_postgresql_store_without_its_password(p
         ("postgresql://zk@db/zk?password=s3cret&sslmode=require", "postgresql://zk@db/zk?password=***&sslmode=require"),
         ("sqlite:///./var/zk.db", "sqlite:///./var/zk.db"),
         ("memory:", "memory:"),
+        ("postgresql://zk:s3cret@[::1:5432/zk", "postgresql://zk:***@[::1:5432/zk"),
+        ("postgresql://zk:s3:cr@t@[::1/zk?Password=s3cret", "postgresql://zk:***@[::1/zk?Password=***"),
     ],
 )
 def test_a_printed_store_url_never_shows_a_password(url: str, shown: str) -> None:
@@ -208,4 +210,17 @@ def test_an_unsupported_store_url_is_named_without_its_password() -> None:
     with pytest.raises(StoreURLError) as refused:
         kind_of("postgresq://zk:s3cret@db/zk")
 
+    assert "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://zk:s3cret@[::1:5432/zk", "postgresql://zk:s3cret@db:54x32/zk", "postgresql://zk:s3cret@db:99999/zk"],
+    ids=["ipv6-unclosed", "port-not-a-number", "port-out-of-range"],
+)
+def test_a_malformed_store_url_says_how_to_write_one_without_its_password(url: str) -> None:
+    with pytest.raises(StoreURLError) as refused:
+        kind_of(url)
+
+    assert str(refused.value).startswith(f"malformed store URL '{display_url(url)}': use memory:, sqlite:///PATH or ")
     assert "s3cret" not in str(refused.value)

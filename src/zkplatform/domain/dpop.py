@@ -85,9 +85,23 @@ async def verify_proof(
     jti = claims.get("jti")
     if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
         raise _refused("jti is missing")
+    if not _storable(jti):
+        raise _refused("jti must not contain U+0000 (NUL) or an unpaired surrogate")
     # Remembered long enough to cover every iat the window still accepts.
     if not await replay.remember_proof(key_thumbprint, jti, now, iat + 2 * MAX_AGE_SECONDS):
         raise _refused("jti was already used")
+
+
+def _storable(text: str) -> bool:
+    """Whether every store can remember the string: PostgreSQL text holds no U+0000, and no
+    store can encode an unpaired surrogate (which JSON's \\u escapes can make) as UTF-8."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _verified(proof: str, key_thumbprint: str) -> jws.CompactSignature:

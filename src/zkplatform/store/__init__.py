@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -26,7 +27,10 @@ class StoreUnavailable(ValueError):
 
 def display_url(url: str) -> str:
     """The store URL as it may be printed: any password masked (user:password@ or libpq's ?password=)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL (an IPv6 host without its closing bracket): masked as written
+        return _masked_as_written(url)
     if parts.password is None and "password" not in parts.query.lower():
         return url  # as given: rebuilding would change sqlite:/// into sqlite:/
     if parts.password is not None:
@@ -40,6 +44,16 @@ def display_url(url: str) -> str:
     return urlunsplit(parts)
 
 
+def _masked_as_written(url: str) -> str:
+    """A URL urlsplit refuses, with whatever could be a password masked: anything between the
+    userinfo's first colon and its last `@`, and the value of a `password=` parameter."""
+    scheme, separator, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if at and ":" in userinfo:
+        rest = f"{userinfo.partition(':')[0]}:***@{host}"
+    return re.sub(r"(?i)(password=)[^&]*", r"\1***", f"{scheme}{separator}{rest}")
+
+
 class MigratableStore(Store, Protocol):
     async def schema_version(self) -> int | None: ...
 
@@ -47,7 +61,16 @@ class MigratableStore(Store, Protocol):
 
 
 def kind_of(url: str) -> str:
-    """ "memory", "sqlite" or "postgresql"; StoreURLError for anything else."""
+    """ "memory", "sqlite" or "postgresql"; StoreURLError for anything else, a malformed URL too."""
+    try:
+        _ = urlsplit(url).port  # the host's brackets and the port are checked only when the port is read
+    except ValueError:
+        # Not the error's own text: it may quote the URL's user information, password included.
+        msg = (
+            f"malformed store URL {display_url(url)!r}: use memory:, sqlite:///PATH or "
+            "postgresql://USER:PASSWORD@HOST:PORT/DATABASE, with an IPv6 HOST in brackets ([::1]) and PORT a number"
+        )
+        raise StoreURLError(msg) from None
     scheme = url.split(":", 1)[0].lower()
     if url in ("memory:", "memory://"):
         return "memory"

@@ -24,9 +24,10 @@ _sym_db = _symbol_database.Default()
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from zkplatform_api.platform.v1 import strings_pb2 as zkplatform__api_dot_platform_dot_v1_dot_strings__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&zkplatform_api/platform/v1/vault.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x07\n\x04Item\x12\x42\n\x07item_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x46\n\ttenant_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\x44\n\x08vault_id\x18\x03 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12!\n\x07version\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x01R\x07version\x12\x33\n\x04kind\x18\x05 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12\'\n\ntitle_hash\x18\x06 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01R\ttitleHash\x12\x41\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tupdatedAt\x12J\n\x11\x65ncrypted_payload\x18\x08 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadR\x10\x65ncryptedPayload\x12\x45\n\x0cwrapped_keys\x18\t \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\t\xbaH\x06\x92\x01\x03\x10\x80\x02R\x0bwrappedKeys\x12\x18\n\x07\x64\x65leted\x18\n \x01(\x08R\x07\x64\x65leted:\xb7\x02\xbaH\xb3\x02\x1an\n\x15item.live_has_payload\x12(a live item carries an encrypted payload\x1a+this.deleted || has(this.encrypted_payload)\x1a\xc0\x01\n\x15item.tombstone_erased\x12=a deleted item carries no payload, wrapped keys or title hash\x1ah!this.deleted || (!has(this.encrypted_payload) && size(this.wrapped_keys) == 0 && this.title_hash == \'\')\"\x89\x02\n\x10\x45ncryptedPayload\x12\x30\n\x03\x61lg\x18\x01 \x01(\tB\x1e\xbaH\x1br\x19R\x07\x41\x31\x32\x38GCMR\x07\x41\x32\x35\x36GCMR\x05XC20PR\x03\x61lg\x12\x32\n\x05nonce\x18\x02 \x01(\tB\x1c\xbaH\x19r\x14\x18@2\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\x05nonce\x12,\n\x03\x61\x61\x64\x18\x03 \x01(\tB\x1a\xbaH\x17r\x15\x18\x80\x08\x32\x10^[A-Za-z0-9_-]*$R\x03\x61\x61\x64\x12>\n\nciphertext\x18\x04 \x01(\tB\x1e\xbaH\x1br\x16\x18\x80\x80\x03\x32\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\nciphertext\x12!\n\x07version\x18\x05 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x07version\"\x83\x02\n\nWrappedKey\x12L\n\x0crecipient_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x0brecipientId\x12g\n\x08wrap_alg\x18\x02 \x01(\tBL\xbaHIrGR\x07\x45\x43\x44H-ESR\x0e\x45\x43\x44H-ES+A128KWR\x0e\x45\x43\x44H-ES+A256KWR\x0cRSA-OAEP-256R\x06\x41\x31\x32\x38KWR\x06\x41\x32\x35\x36KWR\x07wrapAlg\x12>\n\x0bwrapped_key\x18\x03 \x01(\tB\x1d\xbaH\x1ar\x15\x18\x80\x08\x32\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\nwrappedKey\"?\n\x06\x43ursor\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x1a\n\x08sequence\x18\x02 \x01(\x03R\x08sequence\"\xcc\x01\n\x11\x44\x65leteItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12-\n\x0c\x62\x61se_version\x18\x03 \x01(\x03\x42\n\xbaH\x07\"\x02(\x01\xc8\x01\x01R\x0b\x62\x61seVersion\"h\n\x12\x44\x65leteItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\x95\x04\n\x11\x43reateItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x33\n\x04kind\x18\x03 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12\'\n\ntitle_hash\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01R\ttitleHash\x12R\n\x11\x65ncrypted_payload\x18\x05 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadB\x06\xbaH\x03\xc8\x01\x01R\x10\x65ncryptedPayload\x12\xc3\x01\n\x0cwrapped_keys\x18\x06 \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\x86\x01\xbaH\x82\x01\x92\x01\x05\x08\x01\x10\x80\x02\xba\x01w\n\x1ewrapped_keys.unique_recipients\x12/each recipient may have at most one wrapped key\x1a$this.map(k, k.recipient_id).unique()R\x0bwrappedKeys\"h\n\x12\x43reateItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\xc4\x04\n\x11UpdateItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x33\n\x04kind\x18\x03 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12\'\n\ntitle_hash\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x01R\ttitleHash\x12R\n\x11\x65ncrypted_payload\x18\x05 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadB\x06\xbaH\x03\xc8\x01\x01R\x10\x65ncryptedPayload\x12\xc3\x01\n\x0cwrapped_keys\x18\x06 \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\x86\x01\xbaH\x82\x01\x92\x01\x05\x08\x01\x10\x80\x02\xba\x01w\n\x1ewrapped_keys.unique_recipients\x12/each recipient may have at most one wrapped key\x1a$this.map(k, k.recipient_id).unique()R\x0bwrappedKeys\x12-\n\x0c\x62\x61se_version\x18\x07 \x01(\x03\x42\n\xbaH\x07\"\x02(\x01\xc8\x01\x01R\x0b\x62\x61seVersion\"h\n\x12UpdateItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\x9a\x01\n\x0eGetItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\"8\n\x0fGetItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\"\xcd\x01\n\x10ListItemsRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\'\n\tpage_size\x18\x02 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12\'\n\npage_token\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x08R\tpageToken\x12!\n\x0cshow_deleted\x18\x04 \x01(\x08R\x0bshowDeleted\"\x91\x01\n\x11ListItemsResponse\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x11.platform.v1.ItemR\x05items\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12+\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"O\n\nItemChange\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12\x1a\n\x08sequence\x18\x02 \x01(\x03R\x08sequence\"\xb3\x01\n\x12ListChangesRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12.\n\x0esince_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00R\rsinceSequence\x12\'\n\tpage_size\x18\x03 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\"\x90\x01\n\x13ListChangesResponse\x12\x31\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x17.platform.v1.ItemChangeR\x07\x63hanges\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\x12\x19\n\x08has_more\x18\x03 \x01(\x08R\x07hasMore\"\x8b\x01\n\x13WatchChangesRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12.\n\x0esince_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00R\rsinceSequence\"v\n\x14WatchChangesResponse\x12\x31\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x17.platform.v1.ItemChangeR\x07\x63hanges\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor2\xd4\x04\n\x0cVaultService\x12R\n\nDeleteItem\x12\x1e.platform.v1.DeleteItemRequest\x1a\x1f.platform.v1.DeleteItemResponse\"\x03\x90\x02\x02\x12R\n\nCreateItem\x12\x1e.platform.v1.CreateItemRequest\x1a\x1f.platform.v1.CreateItemResponse\"\x03\x90\x02\x02\x12R\n\nUpdateItem\x12\x1e.platform.v1.UpdateItemRequest\x1a\x1f.platform.v1.UpdateItemResponse\"\x03\x90\x02\x02\x12I\n\x07GetItem\x12\x1b.platform.v1.GetItemRequest\x1a\x1c.platform.v1.GetItemResponse\"\x03\x90\x02\x01\x12O\n\tListItems\x12\x1d.platform.v1.ListItemsRequest\x1a\x1e.platform.v1.ListItemsResponse\"\x03\x90\x02\x01\x12U\n\x0bListChanges\x12\x1f.platform.v1.ListChangesRequest\x1a .platform.v1.ListChangesResponse\"\x03\x90\x02\x01\x12U\n\x0cWatchChanges\x12 .platform.v1.WatchChangesRequest\x1a!.platform.v1.WatchChangesResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&zkplatform_api/platform/v1/vault.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a(zkplatform_api/platform/v1/strings.proto\"\x87\x07\n\x04Item\x12\x42\n\x07item_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x46\n\ttenant_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\x44\n\x08vault_id\x18\x03 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12!\n\x07version\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x01R\x07version\x12\x33\n\x04kind\x18\x05 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12+\n\ntitle_hash\x18\x06 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x01\x88\x88\'\x01R\ttitleHash\x12\x41\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tupdatedAt\x12J\n\x11\x65ncrypted_payload\x18\x08 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadR\x10\x65ncryptedPayload\x12\x45\n\x0cwrapped_keys\x18\t \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\t\xbaH\x06\x92\x01\x03\x10\x80\x02R\x0bwrappedKeys\x12\x18\n\x07\x64\x65leted\x18\n \x01(\x08R\x07\x64\x65leted:\xb7\x02\xbaH\xb3\x02\x1an\n\x15item.live_has_payload\x12(a live item carries an encrypted payload\x1a+this.deleted || has(this.encrypted_payload)\x1a\xc0\x01\n\x15item.tombstone_erased\x12=a deleted item carries no payload, wrapped keys or title hash\x1ah!this.deleted || (!has(this.encrypted_payload) && size(this.wrapped_keys) == 0 && this.title_hash == \'\')\"\x89\x02\n\x10\x45ncryptedPayload\x12\x30\n\x03\x61lg\x18\x01 \x01(\tB\x1e\xbaH\x1br\x19R\x07\x41\x31\x32\x38GCMR\x07\x41\x32\x35\x36GCMR\x05XC20PR\x03\x61lg\x12\x32\n\x05nonce\x18\x02 \x01(\tB\x1c\xbaH\x19r\x14\x18@2\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\x05nonce\x12,\n\x03\x61\x61\x64\x18\x03 \x01(\tB\x1a\xbaH\x17r\x15\x18\x80\x08\x32\x10^[A-Za-z0-9_-]*$R\x03\x61\x61\x64\x12>\n\nciphertext\x18\x04 \x01(\tB\x1e\xbaH\x1br\x16\x18\x80\x80\x03\x32\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\nciphertext\x12!\n\x07version\x18\x05 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x07version\"\x83\x02\n\nWrappedKey\x12L\n\x0crecipient_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x0brecipientId\x12g\n\x08wrap_alg\x18\x02 \x01(\tBL\xbaHIrGR\x07\x45\x43\x44H-ESR\x0e\x45\x43\x44H-ES+A128KWR\x0e\x45\x43\x44H-ES+A256KWR\x0cRSA-OAEP-256R\x06\x41\x31\x32\x38KWR\x06\x41\x32\x35\x36KWR\x07wrapAlg\x12>\n\x0bwrapped_key\x18\x03 \x01(\tB\x1d\xbaH\x1ar\x15\x18\x80\x08\x32\x10^[A-Za-z0-9_-]*$\xc8\x01\x01R\nwrappedKey\"?\n\x06\x43ursor\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x1a\n\x08sequence\x18\x02 \x01(\x03R\x08sequence\"\xcc\x01\n\x11\x44\x65leteItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12-\n\x0c\x62\x61se_version\x18\x03 \x01(\x03\x42\n\xbaH\x07\"\x02(\x01\xc8\x01\x01R\x0b\x62\x61seVersion\"h\n\x12\x44\x65leteItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\x99\x04\n\x11\x43reateItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x33\n\x04kind\x18\x03 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12+\n\ntitle_hash\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x01\x88\x88\'\x01R\ttitleHash\x12R\n\x11\x65ncrypted_payload\x18\x05 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadB\x06\xbaH\x03\xc8\x01\x01R\x10\x65ncryptedPayload\x12\xc3\x01\n\x0cwrapped_keys\x18\x06 \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\x86\x01\xbaH\x82\x01\x92\x01\x05\x08\x01\x10\x80\x02\xba\x01w\n\x1ewrapped_keys.unique_recipients\x12/each recipient may have at most one wrapped key\x1a$this.map(k, k.recipient_id).unique()R\x0bwrappedKeys\"h\n\x12\x43reateItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\xc8\x04\n\x11UpdateItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\x12\x33\n\x04kind\x18\x03 \x01(\tB\x1f\xbaH\x1cr\x17\x18 2\x13^[a-z][a-z0-9._-]*$\xc8\x01\x01R\x04kind\x12+\n\ntitle_hash\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x01\x88\x88\'\x01R\ttitleHash\x12R\n\x11\x65ncrypted_payload\x18\x05 \x01(\x0b\x32\x1d.platform.v1.EncryptedPayloadB\x06\xbaH\x03\xc8\x01\x01R\x10\x65ncryptedPayload\x12\xc3\x01\n\x0cwrapped_keys\x18\x06 \x03(\x0b\x32\x17.platform.v1.WrappedKeyB\x86\x01\xbaH\x82\x01\x92\x01\x05\x08\x01\x10\x80\x02\xba\x01w\n\x1ewrapped_keys.unique_recipients\x12/each recipient may have at most one wrapped key\x1a$this.map(k, k.recipient_id).unique()R\x0bwrappedKeys\x12-\n\x0c\x62\x61se_version\x18\x07 \x01(\x03\x42\n\xbaH\x07\"\x02(\x01\xc8\x01\x01R\x0b\x62\x61seVersion\"h\n\x12UpdateItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"\x9a\x01\n\x0eGetItemRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\x42\n\x07item_id\x18\x02 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x06itemId\"8\n\x0fGetItemResponse\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\"\xd1\x01\n\x10ListItemsRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12\'\n\tpage_size\x18\x02 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12+\n\npage_token\x18\x03 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\x88\x88\'\x01R\tpageToken\x12!\n\x0cshow_deleted\x18\x04 \x01(\x08R\x0bshowDeleted\"\x91\x01\n\x11ListItemsResponse\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x11.platform.v1.ItemR\x05items\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12+\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\"O\n\nItemChange\x12%\n\x04item\x18\x01 \x01(\x0b\x32\x11.platform.v1.ItemR\x04item\x12\x1a\n\x08sequence\x18\x02 \x01(\x03R\x08sequence\"\xb3\x01\n\x12ListChangesRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12.\n\x0esince_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00R\rsinceSequence\x12\'\n\tpage_size\x18\x03 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\"\x90\x01\n\x13ListChangesResponse\x12\x31\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x17.platform.v1.ItemChangeR\x07\x63hanges\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor\x12\x19\n\x08has_more\x18\x03 \x01(\x08R\x07hasMore\"\x8b\x01\n\x13WatchChangesRequest\x12\x44\n\x08vault_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x07vaultId\x12.\n\x0esince_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00R\rsinceSequence\"v\n\x14WatchChangesResponse\x12\x31\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x17.platform.v1.ItemChangeR\x07\x63hanges\x12+\n\x06\x63ursor\x18\x02 \x01(\x0b\x32\x13.platform.v1.CursorR\x06\x63ursor2\xd4\x04\n\x0cVaultService\x12R\n\nDeleteItem\x12\x1e.platform.v1.DeleteItemRequest\x1a\x1f.platform.v1.DeleteItemResponse\"\x03\x90\x02\x02\x12R\n\nCreateItem\x12\x1e.platform.v1.CreateItemRequest\x1a\x1f.platform.v1.CreateItemResponse\"\x03\x90\x02\x02\x12R\n\nUpdateItem\x12\x1e.platform.v1.UpdateItemRequest\x1a\x1f.platform.v1.UpdateItemResponse\"\x03\x90\x02\x02\x12I\n\x07GetItem\x12\x1b.platform.v1.GetItemRequest\x1a\x1c.platform.v1.GetItemResponse\"\x03\x90\x02\x01\x12O\n\tListItems\x12\x1d.platform.v1.ListItemsRequest\x1a\x1e.platform.v1.ListItemsResponse\"\x03\x90\x02\x01\x12U\n\x0bListChanges\x12\x1f.platform.v1.ListChangesRequest\x1a .platform.v1.ListChangesResponse\"\x03\x90\x02\x01\x12U\n\x0cWatchChanges\x12 .platform.v1.WatchChangesRequest\x1a!.platform.v1.WatchChangesResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,7 +45,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ITEM'].fields_by_name['kind']._loaded_options = None
   _globals['_ITEM'].fields_by_name['kind']._serialized_options = b'\272H\034r\027\030 2\023^[a-z][a-z0-9._-]*$\310\001\001'
   _globals['_ITEM'].fields_by_name['title_hash']._loaded_options = None
-  _globals['_ITEM'].fields_by_name['title_hash']._serialized_options = b'\272H\005r\003\030\200\001'
+  _globals['_ITEM'].fields_by_name['title_hash']._serialized_options = b'\272H\tr\007\030\200\001\210\210\'\001'
   _globals['_ITEM'].fields_by_name['updated_at']._loaded_options = None
   _globals['_ITEM'].fields_by_name['updated_at']._serialized_options = b'\272H\003\310\001\001'
   _globals['_ITEM'].fields_by_name['wrapped_keys']._loaded_options = None
@@ -80,7 +81,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATEITEMREQUEST'].fields_by_name['kind']._loaded_options = None
   _globals['_CREATEITEMREQUEST'].fields_by_name['kind']._serialized_options = b'\272H\034r\027\030 2\023^[a-z][a-z0-9._-]*$\310\001\001'
   _globals['_CREATEITEMREQUEST'].fields_by_name['title_hash']._loaded_options = None
-  _globals['_CREATEITEMREQUEST'].fields_by_name['title_hash']._serialized_options = b'\272H\005r\003\030\200\001'
+  _globals['_CREATEITEMREQUEST'].fields_by_name['title_hash']._serialized_options = b'\272H\tr\007\030\200\001\210\210\'\001'
   _globals['_CREATEITEMREQUEST'].fields_by_name['encrypted_payload']._loaded_options = None
   _globals['_CREATEITEMREQUEST'].fields_by_name['encrypted_payload']._serialized_options = b'\272H\003\310\001\001'
   _globals['_CREATEITEMREQUEST'].fields_by_name['wrapped_keys']._loaded_options = None
@@ -92,7 +93,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPDATEITEMREQUEST'].fields_by_name['kind']._loaded_options = None
   _globals['_UPDATEITEMREQUEST'].fields_by_name['kind']._serialized_options = b'\272H\034r\027\030 2\023^[a-z][a-z0-9._-]*$\310\001\001'
   _globals['_UPDATEITEMREQUEST'].fields_by_name['title_hash']._loaded_options = None
-  _globals['_UPDATEITEMREQUEST'].fields_by_name['title_hash']._serialized_options = b'\272H\005r\003\030\200\001'
+  _globals['_UPDATEITEMREQUEST'].fields_by_name['title_hash']._serialized_options = b'\272H\tr\007\030\200\001\210\210\'\001'
   _globals['_UPDATEITEMREQUEST'].fields_by_name['encrypted_payload']._loaded_options = None
   _globals['_UPDATEITEMREQUEST'].fields_by_name['encrypted_payload']._serialized_options = b'\272H\003\310\001\001'
   _globals['_UPDATEITEMREQUEST'].fields_by_name['wrapped_keys']._loaded_options = None
@@ -108,7 +109,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTITEMSREQUEST'].fields_by_name['page_size']._loaded_options = None
   _globals['_LISTITEMSREQUEST'].fields_by_name['page_size']._serialized_options = b'\272H\007\032\005\030\350\007(\000'
   _globals['_LISTITEMSREQUEST'].fields_by_name['page_token']._loaded_options = None
-  _globals['_LISTITEMSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\005r\003\030\200\010'
+  _globals['_LISTITEMSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\tr\007\030\200\010\210\210\'\001'
   _globals['_LISTCHANGESREQUEST'].fields_by_name['vault_id']._loaded_options = None
   _globals['_LISTCHANGESREQUEST'].fields_by_name['vault_id']._serialized_options = b'\272H&r!\030@2\035^[A-Za-z0-9][A-Za-z0-9._:-]*$\310\001\001'
   _globals['_LISTCHANGESREQUEST'].fields_by_name['since_sequence']._loaded_options = None
@@ -131,44 +132,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VAULTSERVICE'].methods_by_name['ListItems']._serialized_options = b'\220\002\001'
   _globals['_VAULTSERVICE'].methods_by_name['ListChanges']._loaded_options = None
   _globals['_VAULTSERVICE'].methods_by_name['ListChanges']._serialized_options = b'\220\002\001'
-  _globals['_ITEM']._serialized_start=118
-  _globals['_ITEM']._serialized_end=1017
-  _globals['_ENCRYPTEDPAYLOAD']._serialized_start=1020
-  _globals['_ENCRYPTEDPAYLOAD']._serialized_end=1285
-  _globals['_WRAPPEDKEY']._serialized_start=1288
-  _globals['_WRAPPEDKEY']._serialized_end=1547
-  _globals['_CURSOR']._serialized_start=1549
-  _globals['_CURSOR']._serialized_end=1612
-  _globals['_DELETEITEMREQUEST']._serialized_start=1615
-  _globals['_DELETEITEMREQUEST']._serialized_end=1819
-  _globals['_DELETEITEMRESPONSE']._serialized_start=1821
-  _globals['_DELETEITEMRESPONSE']._serialized_end=1925
-  _globals['_CREATEITEMREQUEST']._serialized_start=1928
-  _globals['_CREATEITEMREQUEST']._serialized_end=2461
-  _globals['_CREATEITEMRESPONSE']._serialized_start=2463
-  _globals['_CREATEITEMRESPONSE']._serialized_end=2567
-  _globals['_UPDATEITEMREQUEST']._serialized_start=2570
-  _globals['_UPDATEITEMREQUEST']._serialized_end=3150
-  _globals['_UPDATEITEMRESPONSE']._serialized_start=3152
-  _globals['_UPDATEITEMRESPONSE']._serialized_end=3256
-  _globals['_GETITEMREQUEST']._serialized_start=3259
-  _globals['_GETITEMREQUEST']._serialized_end=3413
-  _globals['_GETITEMRESPONSE']._serialized_start=3415
-  _globals['_GETITEMRESPONSE']._serialized_end=3471
-  _globals['_LISTITEMSREQUEST']._serialized_start=3474
-  _globals['_LISTITEMSREQUEST']._serialized_end=3679
-  _globals['_LISTITEMSRESPONSE']._serialized_start=3682
-  _globals['_LISTITEMSRESPONSE']._serialized_end=3827
-  _globals['_ITEMCHANGE']._serialized_start=3829
-  _globals['_ITEMCHANGE']._serialized_end=3908
-  _globals['_LISTCHANGESREQUEST']._serialized_start=3911
-  _globals['_LISTCHANGESREQUEST']._serialized_end=4090
-  _globals['_LISTCHANGESRESPONSE']._serialized_start=4093
-  _globals['_LISTCHANGESRESPONSE']._serialized_end=4237
-  _globals['_WATCHCHANGESREQUEST']._serialized_start=4240
-  _globals['_WATCHCHANGESREQUEST']._serialized_end=4379
-  _globals['_WATCHCHANGESRESPONSE']._serialized_start=4381
-  _globals['_WATCHCHANGESRESPONSE']._serialized_end=4499
-  _globals['_VAULTSERVICE']._serialized_start=4502
-  _globals['_VAULTSERVICE']._serialized_end=5098
+  _globals['_ITEM']._serialized_start=160
+  _globals['_ITEM']._serialized_end=1063
+  _globals['_ENCRYPTEDPAYLOAD']._serialized_start=1066
+  _globals['_ENCRYPTEDPAYLOAD']._serialized_end=1331
+  _globals['_WRAPPEDKEY']._serialized_start=1334
+  _globals['_WRAPPEDKEY']._serialized_end=1593
+  _globals['_CURSOR']._serialized_start=1595
+  _globals['_CURSOR']._serialized_end=1658
+  _globals['_DELETEITEMREQUEST']._serialized_start=1661
+  _globals['_DELETEITEMREQUEST']._serialized_end=1865
+  _globals['_DELETEITEMRESPONSE']._serialized_start=1867
+  _globals['_DELETEITEMRESPONSE']._serialized_end=1971
+  _globals['_CREATEITEMREQUEST']._serialized_start=1974
+  _globals['_CREATEITEMREQUEST']._serialized_end=2511
+  _globals['_CREATEITEMRESPONSE']._serialized_start=2513
+  _globals['_CREATEITEMRESPONSE']._serialized_end=2617
+  _globals['_UPDATEITEMREQUEST']._serialized_start=2620
+  _globals['_UPDATEITEMREQUEST']._serialized_end=3204
+  _globals['_UPDATEITEMRESPONSE']._serialized_start=3206
+  _globals['_UPDATEITEMRESPONSE']._serialized_end=3310
+  _globals['_GETITEMREQUEST']._serialized_start=3313
+  _globals['_GETITEMREQUEST']._serialized_end=3467
+  _globals['_GETITEMRESPONSE']._serialized_start=3469
+  _globals['_GETITEMRESPONSE']._serialized_end=3525
+  _globals['_LISTITEMSREQUEST']._serialized_start=3528
+  _globals['_LISTITEMSREQUEST']._serialized_end=3737
+  _globals['_LISTITEMSRESPONSE']._serialized_start=3740
+  _globals['_LISTITEMSRESPONSE']._serialized_end=3885
+  _globals['_ITEMCHANGE']._serialized_start=3887
+  _globals['_ITEMCHANGE']._serialized_end=3966
+  _globals['_LISTCHANGESREQUEST']._serialized_start=3969
+  _globals['_LISTCHANGESREQUEST']._serialized_end=4148
+  _globals['_LISTCHANGESRESPONSE']._serialized_start=4151
+  _globals['_LISTCHANGESRESPONSE']._serialized_end=4295
+  _globals['_WATCHCHANGESREQUEST']._serialized_start=4298
+  _globals['_WATCHCHANGESREQUEST']._serialized_end=4437
+  _globals['_WATCHCHANGESRESPONSE']._serialized_start=4439
+  _globals['_WATCHCHANGESRESPONSE']._serialized_end=4557
+  _globals['_VAULTSERVICE']._serialized_start=4560
+  _globals['_VAULTSERVICE']._serialized_end=5156
 # @@protoc_insertion_point(module_scope)
