@@ -118,7 +118,8 @@ def test_lifecycle_lines_are_ours_with_a_time_zone_and_no_access_log(tmp_path: P
     log = server.log()
 
     ours = [match["message"] for line in log.splitlines() if (match := LIFECYCLE_LINE.match(line))]
-    assert ours == [f"listening on {server.base_url} (2 worker(s), store memory:)", "stopped"], log
+    stopping = "stopping: calls in flight finish within 30 s; open streams end now"  # each worker's
+    assert ours == [f"listening on {server.base_url} (2 worker(s), store memory:)", stopping, stopping, "stopped"], log
     assert "leaked-secret-value" not in log
     assert "/healthz" not in log
     assert " DEBUG " not in log
