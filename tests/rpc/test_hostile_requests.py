@@ -226,15 +226,6 @@ async def test_a_call_refused_before_its_body_is_answered_only_once_the_body_has
     """No token: refused before the body is read, but answered only after it, whatever its size:
     an HTTP/1.1 client still sending its body takes an early answer for a broken connection."""
     app = create_app(Settings(), platform=platform)
-    scope: dict[str, Any] = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": VAULT_DELETE,
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"connect-protocol-version", b"1")],
-    }
     chunks = [b'{"vaultId": "acme-private", ', b'"itemId": "item-1", "baseVersion": "1"}']
     events: list[str] = []
 
@@ -245,22 +236,14 @@ async def test_a_call_refused_before_its_body_is_answered_only_once_the_body_has
     async def send(message: MutableMapping[str, Any]) -> None:
         events.append(message["type"])
 
-    await app(scope, receive, send)
+    await app(delete_scope({}), receive, send)
 
     assert events[:3] == ["body chunk", "body chunk", "http.response.start"]
 
 
-def bearer(world: World) -> dict[str, str]:
-    """The body is read once the caller is known (docs/api.md, the order of checks)."""
-    return {"authorization": f"Bearer {world.token('alice')}"}
-
-
-async def call_with_stalled_body(
-    platform: Platform, extra_headers: dict[str, str], settings: Settings | None = None
-) -> dict[str, Any]:
-    """Drive the ASGI app directly: the first chunk of the body arrives, the rest never does."""
-    app = create_app(settings or Settings(), platform=platform)
-    scope: dict[str, Any] = {
+def delete_scope(extra_headers: dict[str, str]) -> dict[str, Any]:
+    """The ASGI scope of a Connect JSON DeleteItem over HTTP/1.1, with these headers besides."""
+    return {
         "type": "http",
         "http_version": "1.1",
         "method": "POST",
@@ -273,6 +256,19 @@ async def call_with_stalled_body(
             *((k.encode(), v.encode()) for k, v in extra_headers.items()),
         ],
     }
+
+
+def bearer(world: World) -> dict[str, str]:
+    """The body is read once the caller is known (docs/api.md, the order of checks)."""
+    return {"authorization": f"Bearer {world.token('alice')}"}
+
+
+async def call_with_stalled_body(
+    platform: Platform, extra_headers: dict[str, str], settings: Settings | None = None
+) -> dict[str, Any]:
+    """Drive the ASGI app directly: the first chunk of the body arrives, the rest never does."""
+    app = create_app(settings or Settings(), platform=platform)
+    scope = delete_scope(extra_headers)
     chunks = [{"type": "http.request", "body": b'{"vaultId": ', "more_body": True}]
     answer: dict[str, Any] = {}
 

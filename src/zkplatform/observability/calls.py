@@ -21,12 +21,17 @@ import secrets
 import time
 from collections.abc import Collection
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from connectrpc.code import Code
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.metrics import Metrics, refusal_reason
+
+if TYPE_CHECKING:
+    from zkplatform.domain.auth import Caller
+    from zkplatform.domain.broker import MintAttempt
+    from zkplatform.domain.dpop import ProofRequest
 
 access_log = logging.getLogger("zkplatform.access")
 
@@ -62,22 +67,29 @@ class Call:
     """What is known of one call so far."""
 
     __slots__ = (
-        "authenticated", "code", "grpc_status", "http_status", "message", "mint_attempt", "principal_id",
-        "procedure", "request_id", "scope", "token_id",
+        "caller", "code", "grpc_status", "http_status", "message", "mint_attempt", "procedure", "proof",
+        "request_id", "scope",
     )  # fmt: skip
 
     def __init__(self, procedure: str, request_id: str, scope: Scope) -> None:
         self.procedure = procedure
         self.request_id = request_id
         self.scope = scope  # the HTTP request, for what connectrpc's context does not carry (its URL)
-        self.authenticated: Any = None  # rpc/auth.py's (caller, proof), once authenticated
-        self.mint_attempt: Any = None  # rpc/broker.py's counted attempt, for a mint
+        self.caller: Caller | None = None  # once authenticated (rpc/auth.py)
+        self.proof: ProofRequest | None = None  # the DPoP proof the call carried, with what it must name
+        self.mint_attempt: MintAttempt | None = None  # a mint's counted attempt (rpc/broker.py)
         self.code: Code | None = None
         self.message = ""  # the error's, read only to label an authentication refusal (metrics.refusal_reason)
         self.grpc_status: str | None = None
         self.http_status = 0
-        self.principal_id = ""
-        self.token_id = ""
+
+    @property
+    def principal_id(self) -> str:
+        return "" if self.caller is None else self.caller.principal.principal_id
+
+    @property
+    def token_id(self) -> str:
+        return "" if self.caller is None else self.caller.token.token_id
 
     def final_code(self) -> str:
         if self.code is not None:
@@ -113,12 +125,6 @@ def note_code(code: Code, message: str = "") -> None:
     """The call being served ends with `code` and that error message."""
     if (call := _current.get(None)) is not None:
         call.code, call.message = code, message
-
-
-def note_caller(principal_id: str, token_id: str) -> None:
-    """The call being served authenticated as that principal, with that token."""
-    if (call := _current.get(None)) is not None:
-        call.principal_id, call.token_id = principal_id, token_id
 
 
 class ObserveCalls:

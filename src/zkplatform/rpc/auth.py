@@ -16,19 +16,25 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import Unauthenticated
-from zkplatform.observability.calls import current_call, note_caller
+from zkplatform.observability.calls import current_call
 from zkplatform.rpc.origin import Origin
 
 
 def current_caller() -> Caller:
     """The authenticated caller of the RPC being served."""
-    caller: Caller = current_call().authenticated[0]
+    caller = current_call().caller
+    if caller is None:
+        msg = "no authenticated caller: Authenticate runs before every servicer of the platform"
+        raise RuntimeError(msg)
     return caller
 
 
 def current_proof() -> ProofRequest:
     """The DPoP proof the RPC being served carried, with the request it must describe."""
-    proof: ProofRequest = current_call().authenticated[1]
+    proof = current_call().proof
+    if proof is None:
+        msg = "no proof: Authenticate runs before every servicer of the platform"
+        raise RuntimeError(msg)
     return proof
 
 
@@ -48,8 +54,7 @@ class Authenticate:
         htu = self._origin.url(call.scope) if proofs else ""  # only a proof has an htu to compare
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
         caller = await self._authenticator.authenticate(presented, proof, call.request_id)
-        call.authenticated = (caller, proof)
-        note_caller(caller.principal.principal_id, caller.token.token_id)
+        call.caller, call.proof = caller, proof
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         return None

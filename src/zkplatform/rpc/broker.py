@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from zkplatform.domain.broker import BrokerUseCases, MintAttempt, MintRequest
+from zkplatform.domain.broker import BrokerUseCases, MintRequest
 from zkplatform.domain.models import Scope
 from zkplatform.messages.convert import token_to_proto, tokens_response
 from zkplatform.observability.calls import current_call
@@ -46,7 +46,10 @@ class BrokerServicer(BrokerService):
             pop_key_id=request.pop_key_id,
             proof=current_proof(),
         )
-        attempt: MintAttempt = current_call().mint_attempt
+        attempt = current_call().mint_attempt
+        if attempt is None:
+            msg = "no counted attempt: CountMintAttempts runs before every mint"
+            raise RuntimeError(msg)
         issued = await self._use_cases.mint(caller, mint, attempt)
         response = broker_pb2.MintUserApiTokenResponse()
         token_to_proto(issued, caller.principal.role, response.token)  # in place: no copy of the token

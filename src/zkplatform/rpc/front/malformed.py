@@ -10,7 +10,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
-from zkplatform.rpc.front.answers import content_type_of, send_error
+from zkplatform.rpc.front.answers import send_error
 
 _GRPC_NEEDS_HTTP2 = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
 
@@ -27,14 +27,16 @@ class RefuseMalformed:
 
 
 def _malformed(scope: Scope) -> ConnectError | None:
+    content_type = b""
     for key, value in scope["headers"]:
         if not (key.isascii() and value.isascii()) and not _is_utf8(key + value):
             name = key.decode("latin-1") if key.isascii() else "a request header"
             return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {name} is not valid UTF-8")
-    if scope["http_version"] != "2":
-        content_type = content_type_of(scope)
-        if content_type.startswith("application/grpc") and not content_type.startswith("application/grpc-web"):
-            return ConnectError(Code.UNIMPLEMENTED, _GRPC_NEEDS_HTTP2)
+        if key == b"content-type" and not content_type:
+            content_type = value
+    grpc = content_type.startswith(b"application/grpc") and not content_type.startswith(b"application/grpc-web")
+    if grpc and scope["http_version"] != "2":
+        return ConnectError(Code.UNIMPLEMENTED, _GRPC_NEEDS_HTTP2)
     return None
 
 
