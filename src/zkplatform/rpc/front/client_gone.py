@@ -13,20 +13,20 @@ holds at most one message of the call, but for as long as the client likes.
 A send that waits `stall_seconds` gives the call up: it ends at once, the
 HTTP/2 stream is reset or the HTTP/1.1 connection closed (hypercorn_fix.py).
 A watch ended so resumes from the last cursor its client read.
+
+Almost every send returns at once, so one sweeper per worker, running while
+sends are pending, finds the stalled ones, rather than a timer armed for each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 
 from connectrpc.code import Code
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.calls import note_code
-
-log = logging.getLogger(__name__)
 
 
 class ClientStalled(Exception):  # a condition, raised through the application to end it
@@ -37,6 +37,9 @@ class ClientGone:
     def __init__(self, app: ASGIApp, stall_seconds: float) -> None:
         self._app = app
         self._stall_seconds = stall_seconds
+        self._sending: dict[asyncio.Task[object], float] = {}  # the sends pending, by task: when each began
+        self._stalled: set[asyncio.Task[object]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = False
@@ -52,13 +55,45 @@ class ClientGone:
             if gone:
                 return
             try:
-                async with asyncio.timeout(self._stall_seconds):
-                    await send(message)
-            except TimeoutError:
+                await self._send_watched(send, message)
+            except ClientStalled:
                 gone = True
                 note_code(Code.CANCELED, f"the client took nothing of the answer for {self._stall_seconds:g} s")
-                raise ClientStalled from None
+                raise
 
         # An unfinished answer: returning lets the server reset its stream.
         with contextlib.suppress(ClientStalled):
             await self._app(scope, receive_noting_departure, send_unless_gone)
+
+    async def _send_watched(self, send: Send, message: Message) -> None:
+        task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task
+        self._sending[task] = asyncio.get_running_loop().time()
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep())
+        try:
+            await send(message)
+        except asyncio.CancelledError:
+            if task not in self._stalled:
+                raise
+            self._stalled.discard(task)
+            task.uncancel()
+            raise ClientStalled from None
+        finally:
+            self._sending.pop(task, None)
+
+    async def _sweep(self) -> None:
+        """Cancel the sends that have waited the stall bound; ends once a period finds none pending."""
+        period = min(1.0, self._stall_seconds / 4)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await asyncio.sleep(period)
+                if not self._sending:
+                    return
+                oldest = loop.time() - self._stall_seconds
+                for task, began in list(self._sending.items()):
+                    if began <= oldest and task not in self._stalled:
+                        self._stalled.add(task)
+                        task.cancel()
+        finally:
+            self._sweeper = None
