@@ -34,18 +34,23 @@ install: $(STAMP) $(NODE_STAMP) ## Create the venv and install pinned dependenci
 
 PROTOS := $(shell find proto -name '*.proto' | sort)
 
+# Everything `make gen` writes, which check-gen-clean holds to what is committed.
+GENERATED := gen clients/ts/src/gen docs/reference.md
+
 .PHONY: gen
-gen: $(STAMP) $(NODE_STAMP) ## Regenerate gen/ and clients/ts/src/gen/ from proto/
+gen: $(STAMP) $(NODE_STAMP) ## Regenerate gen/, clients/ts/src/gen/ and docs/reference.md from proto/
 	buf generate
 	@# grpcio stubs for gRPC clients: buf has no builtin grpc_python plugin
 	$(BIN)/python -m grpc_tools.protoc -Iproto -Ithird_party/proto --grpc_python_out=gen $(PROTOS)
+	@# The API reference, from the comments: the image keeps its source info
+	buf build proto -o - | $(BIN)/python -m scripts.gen_reference - docs/reference.md
 
 .PHONY: check-gen-clean
-check-gen-clean: gen ## Fail when regeneration changes any generated file
-	@if [ -n "$$(git status --porcelain -- gen clients/ts/src/gen)" ]; then \
-	  git status --short -- gen clients/ts/src/gen; git --no-pager diff --stat -- gen clients/ts/src/gen; \
-	  echo "generated code is stale: run 'make gen' and commit the result" >&2; exit 1; fi
-	@echo "generated code is up to date"
+check-gen-clean: gen ## Fail when regeneration changes any generated file (code and docs/reference.md)
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+	  git status --short -- $(GENERATED); git --no-pager diff --stat -- $(GENERATED); \
+	  echo "generated files are stale: run 'make gen' and commit the result" >&2; exit 1; fi
+	@echo "generated files are up to date"
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format protos and Python
@@ -65,11 +70,26 @@ lint: $(STAMP) ## buf lint, buf format check, ruff, import layers
 typecheck: $(STAMP) ## mypy --strict
 	mypy
 
+# The contract as last released: a buf image of proto/ (JSON without comments, so that a commit
+# moving it shows the contract's changes in review). See docs/development.md#the-contract-gate.
+BASELINE := baseline/platform-v1.json
+
 .PHONY: breaking
-breaking: $(STAMP) ## buf breaking against the main branch
-	@if git rev-parse --verify -q main >/dev/null && [ -n "$$(git ls-tree -r --name-only main -- proto)" ]; then \
-	  buf breaking --against '.git#branch=main' && echo "breaking: no breaking change against main"; \
-	else echo "breaking: skipped, main has no proto/ yet"; fi
+breaking: $(STAMP) ## The contract gate: buf breaking and the protovalidate rules, against baseline/
+	@# Both checks run, so that one run reports every breaking change.
+	@status=0; \
+	buf breaking proto --against $(BASELINE) || status=1; \
+	buf build proto --exclude-source-info -o - | $(BIN)/python -m scripts.check_rules $(BASELINE) - || status=1; \
+	if [ $$status -ne 0 ]; then \
+	  echo "breaking: the protos break clients of $(BASELINE); see docs/development.md#the-contract-gate" >&2; \
+	  exit 1; fi; \
+	echo "breaking: no breaking change against $(BASELINE)"
+
+.PHONY: baseline
+baseline: $(STAMP) ## Move the contract gate's baseline to proto/ as it is now (commit it alone, for review)
+	buf build proto --exclude-source-info -o '-#format=json' | $(BIN)/python -m json.tool --indent 2 > $(BASELINE).new
+	mv $(BASELINE).new $(BASELINE)
+	@echo "baseline: $(BASELINE) rewritten; review 'git diff $(BASELINE)' and commit it on its own"
 
 # Markers (pyproject.toml): e2e starts processes, postgres needs the server, packages
 # needs the client builds, which its tests make (tests/builds.py) only when they run.
