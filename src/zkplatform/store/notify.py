@@ -38,6 +38,8 @@ CHANNEL = "zk_changes"
 
 
 class Subscription:
+    """One watch's two flags: its vault may have changed; its caller's access may have too."""
+
     __slots__ = ("_access", "_feed", "_woken", "token_id", "vault_id")
 
     def __init__(self, feed: ChangeFeed, vault_id: str, token_id: str) -> None:

@@ -108,9 +108,9 @@ class SQLiteStore:
             self._data_version = version
             conn.execute("BEGIN")  # the vaults and the revocations from one snapshot
             try:
-                marks = ", ".join("?" * len(vault_ids))
+                among = ", ".join("?" * len(vault_ids))
                 found = conn.execute(
-                    f"SELECT vault_id, sequence, membership_mark FROM vaults WHERE vault_id IN ({marks})", vault_ids
+                    f"SELECT vault_id, sequence, membership_mark FROM vaults WHERE vault_id IN ({among})", vault_ids
                 ).fetchall()
                 (revocations,) = conn.execute("SELECT total FROM token_revocations").fetchone()
             finally:
