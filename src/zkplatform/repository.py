@@ -206,21 +206,25 @@ class ItemRepository(Protocol):
 
 
 class ChangeSubscription(Protocol):
-    """One watch's interest in a vault's changes. Notifications coalesce: one wake-up
-    may stand for any number of changes, so the watcher reads what is new itself."""
+    """One watch's interest in a vault's changes and in its caller's access. Notifications
+    coalesce: one wake-up may stand for any number of changes, so the watcher reads what is
+    new itself."""
 
-    async def wait(self) -> None:
-        """Return once the vault may have changed since the last return (or the subscription)."""
+    async def wait(self) -> bool:
+        """Return once the vault may have changed since the last return (or the subscription);
+        True when the watch's token may have been revoked or a member removed from the vault
+        since then too (the watcher checks them again: the wake-up does not say whose)."""
         ...
 
     def close(self) -> None: ...
 
 
 class ChangeFeed(Protocol):
-    """Wakes the watches of a vault when it changes, whichever worker or host changed it.
-    One per worker and store, shared by all its watches."""
+    """Wakes the watches of a vault when it changes, and those whose access may have changed
+    (the token revoked, a member removed from the vault), whichever worker or host changed
+    it. One per worker and store, shared by all its watches."""
 
-    def subscribe(self, vault_id: str) -> ChangeSubscription: ...
+    def subscribe(self, vault_id: str, token_id: str) -> ChangeSubscription: ...
 
 
 class TokenRepository(Protocol):

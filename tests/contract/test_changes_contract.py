@@ -125,7 +125,7 @@ async def test_a_purge_of_nothing_leaves_the_horizon(seeded: MigratableStore) ->
 
 async def test_a_change_wakes_the_watches_of_its_vault(seeded: MigratableStore) -> None:
     feed = seeded.change_feed()
-    watching = feed.subscribe("v1")
+    watching = feed.subscribe("v1", "tok_1")
     try:
         await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
@@ -144,7 +144,7 @@ async def test_a_change_made_through_another_store_wakes_the_watches(
         pytest.skip("a memory store is one process's own")
     path = getattr(seeded, "_path", None)
     url = f"sqlite:///{path}" if kind == "sqlite" else request.getfixturevalue("postgres_url")
-    watching = seeded.change_feed().subscribe("v1")
+    watching = seeded.change_feed().subscribe("v1", "tok_1")
     try:
         # The first wake-up says the feed watches the database (LISTEN is in effect, or
         # the poller has read the sequences it compares with).

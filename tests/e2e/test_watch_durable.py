@@ -1,6 +1,7 @@
 """WatchChanges on durable stores with two workers: a watch on one worker sees a delete made
 through the other (SQLite by polling, PostgreSQL by LISTEN/NOTIFY), and an operator removing
-the member ends the watch PERMISSION_DENIED."""
+the member ends the watch PERMISSION_DENIED; with a heartbeat of ten minutes, an operator's
+command in another process (a member removed, a principal disabled) ends a quiet watch at once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.connect import JSON, VAULT_DELETE, headers
 from tests.e2e.server import serving
@@ -21,6 +23,8 @@ from tests.e2e.watch_client import Ended, Watch, watching
 WATCHERS = 10  # per principal: the default limit
 SEEDED = 6
 WATCH_ENV = {**ENV, "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": str(HEARTBEAT)}
+QUIET_ENV = {**ENV, "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": "600"}  # no heartbeat re-check within a test
+ENDS_WITHIN = 20.0  # seconds: bounds a failure; the wake-up comes within a poll interval (0.2 s)
 
 
 async def test_a_watch_on_one_worker_sees_a_delete_made_through_the_other(tmp_path: Path, store_url: str) -> None:  # noqa: F811
@@ -69,3 +73,36 @@ async def test_removing_the_member_ends_the_watch_permission_denied(tmp_path: Pa
             ended = await asyncio.wait_for(end_of(watch), STEP)
 
     assert ended == Ended("permission_denied", "the caller is not a member of this vault")
+
+
+@pytest.mark.parametrize(
+    ("command", "ending"),
+    [
+        (
+            ("vault", "member", "remove", "acme-shared", "bob"),
+            Ended("permission_denied", "the caller is not a member of this vault"),
+        ),
+        (("principal", "disable", "bob"), Ended("unauthenticated", "token revoked")),
+    ],
+    ids=["member removed", "principal disabled"],
+)
+async def test_an_operators_command_ends_a_quiet_watch_at_once(
+    tmp_path: Path,
+    store_url: str,  # noqa: F811
+    command: tuple[str, ...],
+    ending: Ended,
+) -> None:
+    world = await seed(store_url)
+    with serving(tmp_path, "--store", store_url, env=QUIET_ENV) as server:
+        async with (
+            httpx.AsyncClient(base_url=server.base_url, timeout=30) as client,
+            watching(client, world.token("bob"), "acme-shared", SEEDED - 1) as watch,
+        ):
+            backlog = await next_message(watch)
+            assert len(backlog.changes) == 1  # the watch is live, and quiet from here on
+            done = await asyncio.to_thread(admin, store_url, *command)
+            assert done.returncode == 0, done.stderr
+            async with asyncio.timeout(ENDS_WITHIN):
+                ended = await watch.next()
+
+    assert ended == ending

@@ -16,6 +16,12 @@ taken, and what wakes it is a flag (store/notify.py). So a slow client holds at 
 one page of memory; the backlog stays in the store. A live watch that finds itself more
 than `max_lag` changes behind the vault ends with WatchBehind: its client resumes with
 pages from its last cursor, which is cheaper for both than a stream that never catches up.
+
+A watch checks its token and its caller's membership again (two reads by key) after it
+subscribes, before every page it sends, once a heartbeat period, and as soon as the feed
+says its access may have changed (its token revoked, a member removed from the vault, by
+any worker or host): a quiet watch of a revoked token ends at once, not at its next
+heartbeat, and nothing committed after the revocation reaches it.
 """
 
 from __future__ import annotations
@@ -123,13 +129,14 @@ class SyncUseCases:
     ) -> AsyncGenerator[ListedChanges, None]:
         """The changes after `since_sequence` as pages, then each change as it commits, with a
         heartbeat (a page without changes) when nothing was sent for a heartbeat period; the token
-        and the membership are checked again before every page and at every heartbeat period.
-        Ends only by raising."""
+        and the membership are checked again before every page, at every heartbeat period and
+        when the feed says they may have changed. Ends only by raising."""
         await self._check_caller(caller, vault_id)
         _check_since(since_sequence)
         with self.slots.take(caller.principal.principal_id):
-            # Subscribed before the first read: a change committed after it wakes the watch.
-            subscription = self._feed.subscribe(vault_id)
+            # Subscribed before the first read and the first re-check: a change or a revocation
+            # committed after it wakes the watch.
+            subscription = self._feed.subscribe(vault_id, caller.token.token_id)
             try:
                 async for listed in self._follow(caller, vault_id, since_sequence, subscription):
                     yield listed
@@ -145,11 +152,17 @@ class SyncUseCases:
         sent = False  # since the last heartbeat period began
         live = False  # the backlog was read to its end once
         woken = True  # the vault may have changed since it was last read
+        # The token or the membership may have changed since they were last read: at first, a
+        # revocation announced before the subscription reached no one.
+        access = True
         while True:
             if self._clock() >= caller.token.expires_at:
                 raise Unauthenticated("token expired")
-            if loop.time() >= next_check:
+            due = loop.time() >= next_check
+            if access or due:  # a revoked token or a removed member ends here, before anything is sent
                 await self._recheck(caller, vault_id)
+                access = False
+            if due:
                 if not sent:
                     yield ListedChanges((), cursor, has_more=False)
                 next_check, sent = loop.time() + period, False
@@ -166,18 +179,19 @@ class SyncUseCases:
                     if listed.has_more:
                         continue
                 live = True
-            woken = await self._wait(subscription, next_check)
+            woken, access = await self._wait(subscription, next_check)
 
     @staticmethod
-    async def _wait(subscription: ChangeSubscription, deadline: float) -> bool:
+    async def _wait(subscription: ChangeSubscription, deadline: float) -> tuple[bool, bool]:
         """Whether the vault may have changed before the deadline (the feed wakes every
-        watch of a vault on each of its changes, from any worker or host)."""
+        watch of a vault on each of its changes, from any worker or host), and whether the
+        caller's access may have (a revocation, a member removed)."""
         try:
             async with asyncio.timeout_at(deadline):
-                await subscription.wait()
+                access = await subscription.wait()
         except TimeoutError:
-            return False
-        return True
+            return False, False
+        return True, access
 
     async def _check_caller(self, caller: Caller, vault_id: str) -> None:
         caller.require_scope(Scope.VAULT_ITEMS_READ)
@@ -186,7 +200,7 @@ class SyncUseCases:
     async def _recheck(self, caller: Caller, vault_id: str) -> None:
         """What may have changed since the watch opened: the token (revoked, expired; disabling
         a principal revokes its tokens in the same transaction) and the membership. Two reads
-        by key, before each page and once a quiet heartbeat period."""
+        by key, before each page, once a quiet heartbeat period and when the feed says so."""
         token = await self._tokens.get_token(caller.token.token_id)
         if token is None or token.revoked:
             raise Unauthenticated("token revoked")

@@ -228,6 +228,7 @@ class MemoryStore:
         if principal_id not in vault.members:
             return False
         self._vaults[vault_id] = replace(vault, members=vault.members - {principal_id})
+        self._feed.access_changed(vault_id)
         self._record(
             [actor.event(vault.tenant_id, Action.VAULT_MEMBER_REMOVED, vault=vault_id, principal=principal_id)]
         )
@@ -422,6 +423,8 @@ class MemoryStore:
                 if token.minted and (minted := self._minted.get(token.principal_id)) is not None:
                     minted.revoked(secret_hash)
                 revoked.append(token_id)
+        # Applied before any task runs again: the woken watches read the tokens revoked.
+        self._feed.revoked(revoked)
         return sorted(revoked)
 
     async def list_tokens(

@@ -43,7 +43,7 @@ from zkplatform.repository import (
 from zkplatform.store import StoreUnavailable, rows
 from zkplatform.store.background import Background
 from zkplatform.store.migrations import check_version, migrations
-from zkplatform.store.notify import ChangeFeed, Poller
+from zkplatform.store.notify import ChangeFeed, Marks, Poller
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
 from zkplatform.store.statements import SQLITE as SQL
 from zkplatform.store.statements import token_listing
@@ -60,7 +60,7 @@ class SQLiteStore:
         self._write = self._engine.write
         self._background = Background("recording a token's last use")
         # Other processes on the file are seen by polling, only while watches are open.
-        self._poller = Poller(lambda: self._feed, self._sequences_if_changed)
+        self._poller = Poller(lambda: self._feed, self._marks_if_changed)
         self._feed = ChangeFeed(on_first=self._poller.start, on_last=self._poller.stop)
         self._data_version: int | None = None
 
@@ -95,19 +95,27 @@ class SQLiteStore:
         self._feed.notify(vault_id)
         self._poller.saw(vault_id, sequence)
 
-    async def _sequences_if_changed(self, vault_ids: list[str]) -> dict[str, int] | None:
-        """The sequences of these vaults, if anything committed to the file since the last
-        call (None otherwise): `PRAGMA data_version` of the read connection moves with every
-        commit of another connection, this process's writer included, and costs no I/O."""
+    async def _marks_if_changed(self, vault_ids: list[str]) -> Marks | None:
+        """The marks of these vaults and the count of revocations (migration 0005), if anything
+        committed to the file since the last call (None otherwise): `PRAGMA data_version` of
+        the read connection moves with every commit of another connection, this process's
+        writer included, and costs no I/O."""
 
-        def check(conn: sqlite3.Connection) -> dict[str, int] | None:
+        def check(conn: sqlite3.Connection) -> Marks | None:
             (version,) = conn.execute("PRAGMA data_version").fetchone()
             if version == self._data_version:
                 return None
             self._data_version = version
-            marks = ", ".join("?" * len(vault_ids))
-            found = conn.execute(f"SELECT vault_id, sequence FROM vaults WHERE vault_id IN ({marks})", vault_ids)
-            return {str(vault_id): int(sequence) for vault_id, sequence in found}
+            conn.execute("BEGIN")  # the vaults and the revocations from one snapshot
+            try:
+                among = ", ".join("?" * len(vault_ids))
+                found = conn.execute(
+                    f"SELECT vault_id, sequence, membership_mark FROM vaults WHERE vault_id IN ({among})", vault_ids
+                ).fetchall()
+                (revocations,) = conn.execute("SELECT total FROM token_revocations").fetchone()
+            finally:
+                conn.execute("COMMIT")
+            return Marks({str(v): (int(seq), int(mark)) for v, seq, mark in found}, int(revocations))
 
         return await self._read(check)
 
@@ -251,7 +259,10 @@ class SQLiteStore:
             _record(conn, [event])
             return True
 
-        return await self._write(remove)
+        removed = await self._write(remove)
+        if removed:  # this worker's watches at once; the poller wakes the others' (and these again)
+            self._feed.access_changed(vault_id)
+        return removed
 
     async def set_principal_disabled(self, principal_id: str, actor: Actor, *, disabled: bool) -> list[str] | None:
         def update(conn: sqlite3.Connection) -> list[str] | None:
@@ -264,7 +275,9 @@ class SQLiteStore:
             _record(conn, audit.disable_events(actor, tenant_id, principal_id, revoked, disabled=disabled))
             return revoked
 
-        return await self._write(update)
+        revoked = await self._write(update)
+        self._feed.revoked(revoked or ())
+        return revoked
 
     # items
 
@@ -454,7 +467,9 @@ class SQLiteStore:
                 _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
             return revoked
 
-        return await self._write(revoke)
+        revoked = await self._write(revoke)
+        self._feed.revoked(revoked or ())
+        return revoked
 
     async def list_tokens(
         self,
