@@ -16,6 +16,7 @@ import ssl
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn, cast
 
 from hypercorn.asyncio import serve as hypercorn_serve
@@ -423,10 +424,11 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     revoker = _LeakRevoker(settings)
+    signal.signal(signal.SIGHUP, _ignore_hangup)
     # The lock first, so a second server on the port is told so; then the address, bound
     # whatever the worker count, so a taken address fails before anything starts.
     with (
-        contextlib.closing(hold_address(args.bind)),
+        contextlib.closing(hold_address(args.bind)) as lock,
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
         _metrics_port(settings.metrics_bind, args.workers, revoker.screen),
     ):
@@ -437,9 +439,15 @@ def _serve(args: argparse.Namespace) -> int:
         else:  # sock stays bound, never listening: only listening sockets are given connections
             worker = functools.partial(_worker, log_level=args.log_level, log_format=args.log_format, listener=listener)
             stop_timeout = listener.graceful_timeout + STOP_MARGIN_S
-            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout)
+            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout, lock=lock)
     log.info("stopped")
     return code
+
+
+def _ignore_hangup(_signum: int, _frame: FrameType | None) -> None:
+    """A terminal's hangup must not end the server without its graceful stop; and it
+    reads its settings only as it starts, so there is nothing to reload."""
+    log.warning("SIGHUP ignored: to change the settings, stop the server (SIGTERM) and start it again")
 
 
 class _LeakRevoker:
