@@ -213,3 +213,23 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_serve_flags_come_from_the_environment_and_a_flag_wins(tmp_path: Path) -> None:
+    env = {"ZKPLATFORM_WORKERS": "2", "ZKPLATFORM_LOG_FORMAT": "json", "ZKPLATFORM_GRACEFUL_TIMEOUT": "7"}
+    (tmp_path / "env").mkdir()
+    (tmp_path / "flag").mkdir()
+    with serving(tmp_path / "env", "--store", "memory:", env=env) as server:
+        pass
+    from_env = server.log()  # the stopping line too
+    with serving(tmp_path / "flag", "--store", "memory:", "--log-format", "text", env=env) as server:
+        flag_wins = server.log()
+
+    assert '"message": "listening on' in from_env, from_env
+    assert "(2 worker(s)" in from_env
+    assert "calls in flight finish within 7 s" in from_env
+    assert "INFO zkplatform: listening on" in flag_wins, flag_wins
+
+
+def test_a_bad_serve_variable_is_one_line_naming_it(tmp_path: Path) -> None:
+    _refused(run_serve(tmp_path, env={"ZKPLATFORM_WORKERS": "many"}), "ZKPLATFORM_WORKERS must be a positive whole number")
