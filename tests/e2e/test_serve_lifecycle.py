@@ -232,4 +232,6 @@ def test_serve_flags_come_from_the_environment_and_a_flag_wins(tmp_path: Path) -
 
 
 def test_a_bad_serve_variable_is_one_line_naming_it(tmp_path: Path) -> None:
-    _refused(run_serve(tmp_path, env={"ZKPLATFORM_WORKERS": "many"}), "ZKPLATFORM_WORKERS must be a positive whole number")
+    _refused(
+        run_serve(tmp_path, env={"ZKPLATFORM_WORKERS": "many"}), "ZKPLATFORM_WORKERS must be a positive whole number"
+    )
