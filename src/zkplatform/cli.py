@@ -588,8 +588,13 @@ async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one work
 
     async def stopped() -> None:
         await stopping.wait()
-        log.info("stopping: calls in flight finish within %g s; open streams end now", listener.graceful_timeout)
-        app.stop()
+        calls, streams = app.stop()
+        log.info(
+            "stopping: %d call(s) in flight finish within %g s; %d open stream(s) end now",
+            calls,
+            listener.graceful_timeout,
+            streams,
+        )
 
     try:
         if stopping.is_set():
