@@ -60,8 +60,8 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_zkplatform_api_platform_v1_strings } from "./strings_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -69,7 +69,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEinwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCDq3ArpIswIabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiLAoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+gMKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIpEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoACJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCJzChNXYXRjaENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoACJlChRXYXRjaENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Iy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEinwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCDq3ArpIswIabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiLAoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IiswYKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzYAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARI4ChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWQStAEKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlChAG6SIABugF3Ch53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GiR0aGlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCmSAQMQgAISIAoMYmFzZV92ZXJzaW9uGAcgASgDQgq6SAfIAQEiAigBEsACCgt1cGRhdGVfbWFzaxgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCjgK6SIoCugGyAQoXdXBkYXRlX21hc2sua25vd25fcGF0aHMSQm1heSBuYW1lIG9ubHkga2luZCwgdGl0bGVfaGFzaCwgZW5jcnlwdGVkX3BheWxvYWQgYW5kIHdyYXBwZWRfa2V5cxpTdGhpcy5wYXRocy5hbGwocCwgcCBpbiBbJ2tpbmQnLCAndGl0bGVfaGFzaCcsICdlbmNyeXB0ZWRfcGF5bG9hZCcsICd3cmFwcGVkX2tleXMnXSm6AVEKGHVwZGF0ZV9tYXNrLnVuaXF1ZV9wYXRocxIgbWF5IG5hbWUgZWFjaCBmaWVsZCBhdCBtb3N0IG9uY2UaE3RoaXMucGF0aHMudW5pcXVlKCkiWgoSVXBkYXRlSXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciKJAQoOR2V0SXRlbVJlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjoKB2l0ZW1faWQYAiABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokIjIKD0dldEl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbSKmAQoQTGlzdEl0ZW1zUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRjoBygAEiAKCnBhZ2VfdG9rZW4YAyABKAlCDLpICXIHiIgnARiACBIUCgxzaG93X2RlbGV0ZWQYBCABKAgicwoRTGlzdEl0ZW1zUmVzcG9uc2USIAoFaXRlbXMYASADKAsyES5wbGF0Zm9ybS52MS5JdGVtEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIjCgZjdXJzb3IYAyABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IiPwoKSXRlbUNoYW5nZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIQCghzZXF1ZW5jZRgCIAEoAyKRAQoSTGlzdENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoABIdCglwYWdlX3NpemUYAyABKAVCCrpIBxoFGOgHKAAidgoTTGlzdENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3ISEAoIaGFzX21vcmUYAyABKAgicwoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHwoOc2luY2Vfc2VxdWVuY2UYAiABKANCB7pIBCICKAAiZQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2USIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yMtQECgxWYXVsdFNlcnZpY2USUgoKRGVsZXRlSXRlbRIeLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKQ3JlYXRlSXRlbRIeLnBsYXRmb3JtLnYxLkNyZWF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKVXBkYXRlSXRlbRIeLnBsYXRmb3JtLnYxLlVwZGF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlc3BvbnNlIgOQAgISSQoHR2V0SXRlbRIbLnBsYXRmb3JtLnYxLkdldEl0ZW1SZXF1ZXN0GhwucGxhdGZvcm0udjEuR2V0SXRlbVJlc3BvbnNlIgOQAgESTwoJTGlzdEl0ZW1zEh0ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVxdWVzdBoeLnBsYXRmb3JtLnYxLkxpc3RJdGVtc1Jlc3BvbnNlIgOQAgESVQoLTGlzdENoYW5nZXMSHy5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlIgOQAgESVQoMV2F0Y2hDaGFuZ2VzEiAucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBohLnBsYXRmb3JtLnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -464,8 +464,10 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
   itemId: string;
 
   /**
-   * kind: Required. The client-defined kind of item: 1 to 32 characters of
-   * [a-z0-9._-], the first one a letter.
+   * kind: Required when `update_mask` is empty or names it (INVALID_ARGUMENT
+   * naming `kind` otherwise); ignored when the mask leaves it out. The
+   * client-defined kind of item: 1 to 32 characters of [a-z0-9._-], the
+   * first one a letter.
    *
    * @generated from field: string kind = 3;
    */
@@ -473,22 +475,28 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
 
   /**
    * title_hash: Optional. An opaque keyed hash of the title, computed by
-   * clients, at most 128 characters, without U+0000.
+   * clients, at most 128 characters, without U+0000. Written when
+   * `update_mask` is empty or names it (empty then clears it); ignored when
+   * the mask leaves it out.
    *
    * @generated from field: string title_hash = 4;
    */
   titleHash: string;
 
   /**
-   * encrypted_payload: Required. The item's content, encrypted by the client.
+   * encrypted_payload: Required when `update_mask` is empty or names it
+   * (INVALID_ARGUMENT naming `encryptedPayload` otherwise); ignored when the
+   * mask leaves it out. The item's content, encrypted by the client.
    *
    * @generated from field: platform.v1.EncryptedPayload encrypted_payload = 5;
    */
   encryptedPayload?: EncryptedPayload | undefined;
 
   /**
-   * wrapped_keys: Required. The payload key wrapped for each recipient: 1 to
-   * 256 keys, each recipient at most once.
+   * wrapped_keys: Required when `update_mask` is empty or names it: then 1
+   * to 256 keys (INVALID_ARGUMENT naming `wrappedKeys` when there are none),
+   * replacing all of the item's keys; ignored when the mask leaves it out.
+   * The payload key wrapped for each recipient, each recipient at most once.
    *
    * @generated from field: repeated platform.v1.WrappedKey wrapped_keys = 6;
    */
@@ -501,6 +509,24 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
    * @generated from field: int64 base_version = 7;
    */
   baseVersion: bigint;
+
+  /**
+   * update_mask: Optional. The fields to change, by their proto field names:
+   * any of `kind`, `title_hash`, `encrypted_payload` and `wrapped_keys`, each
+   * at most once. In JSON a FieldMask is one string of lowerCamelCase names
+   * separated by commas, e.g. `"wrappedKeys"` or `"kind,titleHash"`; in
+   * binary, a list of the proto names (`wrapped_keys`). The fields it leaves
+   * out keep their stored values, whatever the request holds for them.
+   * Empty means exactly those four, so that a client that never sends a mask
+   * replaces the whole content, and a field added to items later is never
+   * cleared by it. `wrapped_keys` alone shares an item with another recipient
+   * (or stops sharing it) without sending the ciphertext again. Any other
+   * path, an output-only one such as `version` included, or a path named
+   * twice: INVALID_ARGUMENT naming `updateMask`.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 8;
+   */
+  updateMask?: FieldMask | undefined;
 };
 
 /**
@@ -911,9 +937,12 @@ export const VaultService: GenService<{
     output: typeof CreateItemResponseSchema;
   },
   /**
-   * UpdateItem replaces an item's content (kind, title hash, payload and
-   * wrapped keys: all of it, since the server cannot merge ciphertexts),
-   * conditionally on its version.
+   * UpdateItem changes an item's content, conditionally on its version: the
+   * fields `update_mask` names among kind, title hash, payload and wrapped
+   * keys, or all four when it names none. The server cannot merge
+   * ciphertexts, so a new payload replaces the old one whole; a mask of
+   * `wrapped_keys` alone shares an item with another recipient without
+   * sending its ciphertext again.
    *
    * After the checks common to every RPC, in this order:
    *
@@ -928,14 +957,15 @@ export const VaultService: GenService<{
    *    google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
    *    `currentVersion`), unless this very update is being repeated.
    *
-   * On a live item at `base_version`, in one atomic step: the content is
-   * replaced, `version` grows by one, `updated_at` is now, the vault's change
+   * On a live item at `base_version`, in one atomic step: the fields the
+   * update writes are replaced (the others keep their values), `version`
+   * grows by one, `updated_at` is now, the vault's change
    * sequence grows by one; the response carries the item and the cursor of
    * this change. Concurrent updates at one `base_version`: exactly one wins.
    *
    * Repeating the call is safe: if the item is live at `base_version` + 1
-   * with exactly the requested content, the answer is that item and the
-   * cursor of that change.
+   * and holds exactly what the request writes, the answer is that item and
+   * the cursor of that change.
    *
    * @generated from rpc platform.v1.VaultService.UpdateItem
    */
