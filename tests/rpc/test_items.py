@@ -647,6 +647,9 @@ BAD_CONTENT = [
     pytest.param({"kind": "Login"}, ["kind"], id="kind"),
     pytest.param({"kind": ""}, ["kind"], id="no-kind"),
     pytest.param({"title_hash": "t" * 129}, ["titleHash"], id="title-hash"),
+    pytest.param({"title_hash": "dGl0bGU="}, ["titleHash"], id="title-hash-padded"),
+    pytest.param({"title_hash": "a+b/c"}, ["titleHash"], id="title-hash-base64"),
+    pytest.param({"title_hash": "title hash"}, ["titleHash"], id="title-hash-text"),
 ]
 
 
