@@ -3,6 +3,7 @@ generated clients in other languages read it: what a request must carry, what on
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ from google.protobuf.descriptor import Descriptor
 
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
-# Found by name, as the generated code registered it (googleapis-common-protos has no type stubs).
+# By name: googleapis-common-protos has no type stubs.
+importlib.import_module("google.api.field_behavior_pb2")
 FIELD_BEHAVIOR: Any = descriptor_pool.Default().FindExtensionByName("google.api.field_behavior")
 REQUIRED, OPTIONAL, OUTPUT_ONLY = (
     FIELD_BEHAVIOR.enum_type.values_by_name[n].number for n in ("REQUIRED", "OPTIONAL", "OUTPUT_ONLY")
