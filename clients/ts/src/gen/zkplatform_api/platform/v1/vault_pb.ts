@@ -106,7 +106,8 @@ export type Item = Message<"platform.v1.Item"> & {
 
   /**
    * version: Output only. Starts at 1 and grows by exactly 1 with every change of the item,
-   * including its deletion. Rendered in JSON as a string, e.g. "4".
+   * including its deletion. Rendered in JSON as a string, e.g. "4" (proto3
+   * JSON's int64): compare versions as numbers, never as strings.
    *
    * @generated from field: int64 version = 4;
    */
@@ -178,7 +179,10 @@ export const ItemSchema: GenMessage<Item> = /*@__PURE__*/
 export type EncryptedPayload = Message<"platform.v1.EncryptedPayload"> & {
   /**
    * alg: Required. The content encryption algorithm, a JOSE name (RFC 7518
-   * style) from the server's allow-list: A128GCM, A256GCM or XC20P.
+   * style) from the server's allow-list: A128GCM, A256GCM or XC20P. The list
+   * may grow: a client must accept an answer whose payload has an `alg` it
+   * does not know (content it cannot decrypt, not a broken answer), and keep
+   * such an item rather than drop it.
    *
    * @generated from field: string alg = 1;
    */
@@ -241,7 +245,10 @@ export type WrappedKey = Message<"platform.v1.WrappedKey"> & {
   /**
    * wrap_alg: Required. The key wrapping algorithm, a JOSE name (RFC 7518
    * style) from the server's allow-list: ECDH-ES, ECDH-ES+A128KW,
-   * ECDH-ES+A256KW, RSA-OAEP-256, A128KW or A256KW.
+   * ECDH-ES+A256KW, RSA-OAEP-256, A128KW or A256KW. The list may grow: a
+   * client must accept an answer with a `wrap_alg` it does not know (a key
+   * it cannot unwrap, not a broken answer), and send such a key back
+   * unchanged when it updates the keys, which replaces the whole list.
    *
    * @generated from field: string wrap_alg = 2;
    */
@@ -278,7 +285,8 @@ export type Cursor = Message<"platform.v1.Cursor"> & {
 
   /**
    * sequence: Output only. Numbers the vault's changes: strictly increasing, one per
-   * change. Rendered in JSON as a string.
+   * change. Rendered in JSON as a string (proto3 JSON's int64): compare
+   * sequences as numbers, never as strings.
    *
    * @generated from field: int64 sequence = 2;
    */
@@ -719,7 +727,8 @@ export type ItemChange = Message<"platform.v1.ItemChange"> & {
 
   /**
    * sequence: Output only. The vault sequence of the item's latest change.
-   * Rendered in JSON as a string.
+   * Rendered in JSON as a string (proto3 JSON's int64): compare sequences as
+   * numbers, never as strings.
    *
    * @generated from field: int64 sequence = 2;
    */
