@@ -162,7 +162,8 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class ItemContent:
-    """What a client writes to an item, all of it at once: the server cannot merge ciphertexts."""
+    """What a client writes to a new item, all of it at once: the server cannot merge ciphertexts.
+    An update without a field mask writes all of it too (ItemPatch.replacing)."""
 
     kind: str
     title_hash: str
