@@ -233,7 +233,7 @@ def build_front(
     app: ASGIApp = LowercaseCodings(Routes(routes))
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
-    app = ClientGone(app)
+    app = ClientGone(app, settings.client_stall_seconds)
     app = connections = CloseWhenStopping(app)
     app = ObserveCalls(app, telemetry.metrics, routes, streaming)
     return Front(app, streams, connections)

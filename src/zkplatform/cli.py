@@ -28,6 +28,7 @@ from zkplatform.app import create_app
 from zkplatform.config import (
     DEFAULT_BIND,
     DEFAULT_BODY_READ_TIMEOUT_SECONDS,
+    DEFAULT_CLIENT_STALL_SECONDS,
     DEFAULT_DEV_CREDENTIALS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_STREAMS,
@@ -72,6 +73,10 @@ _ENVIRONMENT = {
     "ZKPLATFORM_MAX_BODY_BYTES": f"largest request body, in bytes (default {DEFAULT_MAX_BODY_BYTES})",
     "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": (
         f"seconds a request body may take to arrive (default {DEFAULT_BODY_READ_TIMEOUT_SECONDS})"
+    ),
+    "ZKPLATFORM_CLIENT_STALL_SECONDS": (
+        f"seconds an answer may wait for its client to read before the call is given up"
+        f" (default {DEFAULT_CLIENT_STALL_SECONDS})"
     ),
     "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
     "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",

@@ -25,6 +25,7 @@ DEFAULT_STORE = DEFAULT_SQLITE_URL
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_BODY_READ_TIMEOUT_SECONDS = 30
+DEFAULT_CLIENT_STALL_SECONDS = 30
 DEFAULT_MAX_STREAMS = 1100  # the watches' own limit (1,000) and room for health and reflection streams
 DEFAULT_WATCH_HEARTBEAT_SECONDS = 15
 DEFAULT_WATCH_MAX_PER_PRINCIPAL = 10
@@ -106,6 +107,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # How long a request's body may take to arrive, from its headers to its last byte.
     body_read_timeout_seconds: int = DEFAULT_BODY_READ_TIMEOUT_SECONDS
+    # How long an answer may wait for its client to take any of it before the call is given up.
+    client_stall_seconds: int = DEFAULT_CLIENT_STALL_SECONDS
     # Open streaming calls (reflection, health watches) per worker.
     max_streams: int = DEFAULT_MAX_STREAMS
     # Where the server keeps its own files (the token pepper, when none is configured).
@@ -145,6 +148,9 @@ class Settings:
             body_read_timeout_seconds=_positive_int(
                 env, "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS", DEFAULT_BODY_READ_TIMEOUT_SECONDS, at_most=3600
             ),
+            client_stall_seconds=_positive_int(
+                env, "ZKPLATFORM_CLIENT_STALL_SECONDS", DEFAULT_CLIENT_STALL_SECONDS, at_most=3600
+            ),
             max_streams=_positive_int(env, "ZKPLATFORM_MAX_STREAMS", DEFAULT_MAX_STREAMS, at_most=100_000),
             state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
             token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
@@ -175,6 +181,7 @@ class Settings:
             "ZKPLATFORM_STORE": self.store_url,
             "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
             "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(self.body_read_timeout_seconds),
+            "ZKPLATFORM_CLIENT_STALL_SECONDS": str(self.client_stall_seconds),
             "ZKPLATFORM_MAX_STREAMS": str(self.max_streams),
             "ZKPLATFORM_STATE_DIR": str(self.state_dir),
             "ZKPLATFORM_DEV": "1" if self.dev else "0",

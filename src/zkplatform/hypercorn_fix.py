@@ -26,16 +26,45 @@ for the connection (any other stream of it being read) retried every stalled
 stream, so each let one more message into its buffer: stalled HTTP/2 watchers
 made the server buffer every change. A writer is now released only once the
 buffer has drained below its low-water mark.
+
+Streams that end unfinished. A writer waits on its stream's buffer, but
+nothing released it when the stream went away: not a reset from the client,
+not the connection closing. A stalled stream's call then waited forever and
+held its place among the streams in flight. And an application that ended
+before finishing its answer (a stream given up on as stalled) left its HTTP/2
+stream open and its HTTP/1.1 connection waiting for a body that would never
+end. Now a stream's buffer is released whenever the stream closes, an HTTP/2
+stream whose answer was not finished is reset (CANCEL), and an HTTP/1.1
+connection whose answer was not finished is closed.
+
+A full request queue after the application ended. What a client sends on a
+stream waits in a queue of ten messages for the application to receive it; the
+connection reads nothing more while it is full. Once the application has ended
+nobody receives, so a stream whose client had sent more than it was read
+(a reflection session whose answers the client never took) stopped its whole
+connection for good, its closing included. What arrives for an application
+that has ended is now dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
 from importlib.metadata import version
+from typing import Any
 
+import h2.errors
 import h2.events
-from hypercorn.events import Updated
+import h2.exceptions
+import h11
+from hypercorn.asyncio import task_group
+from hypercorn.config import Config
+from hypercorn.events import Closed, Updated
 from hypercorn.protocol.h2 import BUFFER_LOW_WATER, H2Protocol, StreamBuffer
+from hypercorn.protocol.h11 import H11Protocol
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +74,8 @@ _applied = False
 
 def apply() -> None:
     """Guard hypercorn's HTTP/2 event loop against data for closed streams, let idle
-    cleartext HTTP/2 connections close, and bound each stream's response buffer (idempotent)."""
+    cleartext HTTP/2 connections close, bound each stream's response buffer, and end
+    the streams and connections of unfinished answers (idempotent)."""
     global _applied  # noqa: PLW0603 # the class is patched once per process
     if _applied:
         return
@@ -80,6 +110,8 @@ def apply() -> None:
 
     H2Protocol.initiate = initiate_idle  # type: ignore[method-assign]
     StreamBuffer.pop = _pop  # type: ignore[method-assign]
+    _release_closed_streams()
+    task_group.TaskGroup.spawn_app = _spawn_app  # type: ignore[method-assign]
     _applied = True
 
 
@@ -93,3 +125,72 @@ async def _pop(self: StreamBuffer, max_length: int) -> bytes:
     if len(self.buffer) == 0:
         await self._is_empty.set()
     return data
+
+
+def _release_closed_streams() -> None:
+    close_stream = H2Protocol._close_stream  # noqa: SLF001 # the method being fixed
+
+    async def close_stream_and_release(self: H2Protocol, stream_id: int) -> None:
+        await close_stream(self, stream_id)
+        buffer = self.stream_buffers.get(stream_id)
+        if buffer is None or buffer._complete:  # noqa: SLF001 # an answer that ended: the sender finishes it
+            return
+        await buffer.close()  # a writer waiting on it returns, and its next write is dropped
+        if not self.closed:
+            with contextlib.suppress(h2.exceptions.H2Error):  # reset or ended by the client already
+                self.connection.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
+            # The sender meets the closed stream and forgets its buffer.
+            self.priority.unblock(stream_id)
+            await self.has_data.set()
+            await self._flush()
+
+    H2Protocol._close_stream = close_stream_and_release  # type: ignore[method-assign] # noqa: SLF001
+
+    maybe_recycle = H11Protocol._maybe_recycle  # noqa: SLF001
+
+    async def close_unfinished(self: H11Protocol) -> None:
+        unfinished = self.connection.our_state is h11.SEND_BODY
+        await maybe_recycle(self)
+        if unfinished:  # the client would wait for the rest of an answer that will not come
+            await self.send(Closed())
+
+    H11Protocol._maybe_recycle = close_unfinished  # type: ignore[method-assign] # noqa: SLF001
+
+
+async def _spawn_app(
+    self: task_group.TaskGroup,
+    app: Any,  # hypercorn's AppWrapper
+    config: Config,
+    scope: Any,
+    send: Callable[[Any], Awaitable[None]],
+) -> Callable[[Any], Awaitable[None]]:
+    """TaskGroup.spawn_app, whose queue takes nothing more, and holds no reader back, once the application ended."""
+    queue: asyncio.Queue[Any] = asyncio.Queue(config.max_app_queue_size)
+    ended = False
+
+    async def send_noting_the_end(message: Any) -> None:
+        nonlocal ended
+        if message is None:  # the application has ended (and closing its stream puts a disconnect)
+            ended = True
+            while not queue.empty():  # a reader waiting for room goes on
+                queue.get_nowait()
+        await send(message)
+
+    async def put(message: Any) -> None:
+        if not ended:
+            await queue.put(message)
+
+    def call_soon(func: Callable[..., Any], *args: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(func(*args), self._loop).result()
+
+    self.spawn(
+        task_group._handle,  # noqa: SLF001 # the original's application runner
+        app,
+        config,
+        scope,
+        queue.get,
+        send_noting_the_end,
+        partial(self._loop.run_in_executor, None),
+        call_soon,
+    )
+    return put

@@ -19,6 +19,7 @@ import grpc
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 import httpx
 import pytest
 
@@ -35,7 +36,12 @@ WAIT_S = 20.0  # the most any answer below may take, on a busy machine
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    env = {"ZKPLATFORM_MAX_STREAMS": str(MAX_STREAMS), "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT_S)}
+    env = {
+        "ZKPLATFORM_MAX_STREAMS": str(MAX_STREAMS),
+        "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT_S),
+        # Longer than any wait below: a stream that comes back did so for another reason.
+        "ZKPLATFORM_CLIENT_STALL_SECONDS": "600",
+    }
     with serving(tmp_path_factory.mktemp("hostile"), "--dev", env=env) as server:
         yield server
 
@@ -187,7 +193,8 @@ def read_until(sock: socket.socket, marker: bytes) -> bytes:
 
 def _eventually_open(server: Server, request: bytes) -> bool:
     """A place is free once the server has seen the closed stream go: ask until then (bounded)."""
-    for _ in range(200):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
         with socket.create_connection(address(server), timeout=WAIT_S) as watch:
             watch.sendall(request)
             answer = read_until(watch, b"SERVING")
@@ -358,3 +365,94 @@ def test_an_idle_cleartext_http2_connection_is_closed(server: Server) -> None:
             received += chunk
 
     assert received  # it spoke HTTP/2 first
+
+
+REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+
+
+def h2_stalled_reflection(server: Server, requests: int) -> tuple[socket.socket, h2.connection.H2Connection]:
+    """A gRPC reflection session over HTTP/2 that grants the server no window: it asks for
+    the platform's file descriptors (tens of KB each) and never reads an answer. Returned
+    once the server has refused a stream beyond its limit, so its place is surely taken."""
+    sock = socket.create_connection(address(server), timeout=WAIT_S)
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.local_settings = h2.settings.Settings(
+        client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0}
+    )
+    connection.initiate_connection()
+    headers = [
+        (":method", "POST"),
+        (":path", REFLECTION),
+        (":scheme", "http"),
+        (":authority", "test"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+    connection.send_headers(1, headers)
+    symbol = b"platform.v1.VaultService"
+    ask = bytes([4 << 3 | 2, len(symbol)]) + symbol  # ServerReflectionRequest.file_containing_symbol
+    for _ in range(requests):
+        connection.send_data(1, grpc_frame(ask))  # the request stream stays open
+    sock.sendall(connection.data_to_send())
+    return sock, connection
+
+
+def grpc_frame(payload: bytes) -> bytes:
+    return struct.pack(">BI", 0, len(payload)) + payload
+
+
+def test_stalled_http2_streams_give_their_places_back_when_their_connections_close(server: Server) -> None:
+    """Reflection sessions whose writers wait on full buffers, their connections then
+    closed: each stream ends and its place returns (long before the stall bound)."""
+    stalled = [h2_stalled_reflection(server, requests=3)[0] for _ in range(MAX_STREAMS)]
+    watch = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
+    try:
+        refused = _eventually_refused(server, watch)
+    finally:
+        for sock in stalled:
+            sock.close()
+
+    assert refused
+    assert _eventually_open(server, watch)
+    assert_no_traceback(server)
+
+
+def test_a_stream_whose_client_stops_reading_is_given_up(tmp_path: Path) -> None:
+    """A client that keeps its connection but takes nothing: once a send has waited the stall
+    bound, the stream is reset and its place returns, though the client sent more requests
+    than the server queues (which used to stop the connection for good)."""
+    env = {"ZKPLATFORM_MAX_STREAMS": "1", "ZKPLATFORM_CLIENT_STALL_SECONDS": "1"}
+    watch = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
+    with serving(tmp_path, "--dev", env=env) as running:
+        sock, connection = h2_stalled_reflection(running, requests=50)
+        try:
+            given_up = _eventually_logged(running, "ServerReflectionInfo protocol=grpc code=canceled")
+            again = _eventually_open(running, watch)
+            reset = h2_reset_seen(sock, connection)
+        finally:
+            sock.close()
+        log = running.log()
+
+    assert given_up, log
+    assert again
+    assert reset
+    assert "Traceback" not in log
+
+
+def h2_reset_seen(sock: socket.socket, connection: h2.connection.H2Connection) -> bool:
+    """Whether the server resets stream 1 of this connection (read without granting any window)."""
+    while chunk := sock.recv(65536):
+        for event in connection.receive_data(chunk):
+            if isinstance(event, h2.events.StreamReset) and event.stream_id == 1:
+                return True
+    return False
+
+
+def _eventually_refused(server: Server, request: bytes) -> bool:
+    """Whether a stream comes to be refused for want of a place (bounded)."""
+    for _ in range(200):
+        with socket.create_connection(address(server), timeout=WAIT_S) as watch:
+            watch.sendall(request)
+            if read_until(watch, b"\r\n").startswith(b"HTTP/1.1 429"):
+                return True
+    return False
