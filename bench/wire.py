@@ -150,13 +150,13 @@ def h2_client(port: int) -> httpx.AsyncClient:
 
 class RawH2:
     """One HTTP/2 connection, cleartext (prior knowledge), of WatchChanges streams that are
-    either read or stalled. A read stream's data is acknowledged as it arrives, so its window
+    either read or stalled, as a gRPC client's are: its transport reads every frame and gives
+    the connection's window back as data arrives, while a stream's own window comes back only
+    as its application reads. A read stream's data is acknowledged at once, so its window
     refills; a stalled stream's never is: once the server has used its window (65,535 bytes),
-    it can send that stream nothing more, as from a client that stopped reading it. The
-    connection's own window is opened wide at the start, so what the stalled streams took of
-    it never holds back the read ones. Every frame is read, so that a reset shows."""
-
-    CONNECTION_WINDOW = 2**30
+    it can send that stream nothing more. The connection's window updates that the read
+    streams bring go on meanwhile (they used to let a stalled stream buffer one more message
+    each, src/zkplatform/hypercorn_fix.py). A reset from the server shows in `stalled_resets`."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
@@ -170,7 +170,6 @@ class RawH2:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         connection = cls(reader, writer)
         connection._h2.initiate_connection()
-        connection._h2.increment_flow_control_window(cls.CONNECTION_WINDOW)
         connection._flush()
         connection._receiving = asyncio.create_task(connection._receive())
         return connection
@@ -231,8 +230,11 @@ class RawH2:
                 stream.status.set_result(status.decode())
         elif isinstance(event, h2.events.DataReceived):
             stream.received.put_nowait(event.data or b"")
-            if stream.read:
-                self._h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id or 0)
+            length = event.flow_controlled_length or 0
+            if length and stream.read:  # the stream's window and the connection's
+                self._h2.acknowledge_received_data(length, event.stream_id or 0)
+            elif length:  # the connection's only
+                self._h2.increment_flow_control_window(length)
         elif isinstance(event, h2.events.StreamReset):
             stream.reset = event.error_code
             stream.end()
