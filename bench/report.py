@@ -54,8 +54,9 @@ TARGET_CHANGES_PAGE = 0.9  # ListChanges at the end of 1,000,000 changes and at 
 TARGET_STREAM_KIB = 50  # resident memory per idle watch
 TARGET_IDLE_CORES = 0.05  # the CPU of 1,000 idle watches, in cores
 TARGET_COMMIT_TO_CLIENT_S = 1.0  # p99 of a change's way from its commit to a watcher of another process
-# The server's peak per stalled watch: an idle watch's (TARGET_STREAM_KIB) and two of the largest
-# changes' messages (48 KiB each), the one in the stream's buffer and the one being made.
+# The server's peak per stalled watch over its RSS with them open: room for two of the largest
+# messages (48 KiB each) and an idle watch's TARGET_STREAM_KIB. A slow client costs one page
+# (docs/api.md), never the backlog of changes it has not read.
 TARGET_STALLED_KIB = 150
 
 _STORES = (("memory", "memory"), ("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
