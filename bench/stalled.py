@@ -196,8 +196,11 @@ class _Clients:
 
     async def open_reading(self, since: int) -> None:
         await self._h2_connections(MIXED_CONNECTIONS)
-        h2 = [partial(self._h2_watch, n % MIXED_CONNECTIONS, f"reading-h2-{n}", since) for n in range(READING_H2)]
-        h1 = [partial(self._h1_watch, f"reading-h1-{n}", since) for n in range(READING_H1)]
+        h2 = [
+            partial(self._h2_watch, n % MIXED_CONNECTIONS, f"reading-h2-{n}", since, read=True)
+            for n in range(READING_H2)
+        ]
+        h1 = [partial(self._h1_watch, f"reading-h1-{n}", since, stalled=False) for n in range(READING_H1)]
         for watch in await _live([*h2, *h1], since):
             arrivals: dict[int, float] = {}
             self.arrivals.append(arrivals)
@@ -208,8 +211,10 @@ class _Clients:
 
     async def open_stalled(self, since: int) -> None:
         await self._h2_connections(H2_CONNECTIONS - MIXED_CONNECTIONS)  # opened now: idle, they would be closed
-        h2 = [partial(self._h2_watch, n % H2_CONNECTIONS, f"stalled-h2-{n}", since) for n in range(STALLED_H2)]
-        h1 = [partial(self._h1_watch, f"stalled-h1-{n}", since) for n in range(STALLED_H1)]
+        h2 = [
+            partial(self._h2_watch, n % H2_CONNECTIONS, f"stalled-h2-{n}", since, read=False) for n in range(STALLED_H2)
+        ]
+        h1 = [partial(self._h1_watch, f"stalled-h1-{n}", since, stalled=True) for n in range(STALLED_H1)]
         await _live([*h2, *h1], since)
         for connection in self.stalled_h1:
             connection.stop_reading()
@@ -252,14 +257,13 @@ class _Clients:
             self._stack.callback(connection.close)
             self.h2.append(connection)
 
-    async def _h2_watch(self, connection: int, request_id: str, since: int) -> Messages:
-        read = request_id.startswith("reading")
+    async def _h2_watch(self, connection: int, request_id: str, since: int, *, read: bool) -> Messages:
         return await self.h2[connection].watch(self._token, VAULT, since, request_id, read=read)
 
-    async def _h1_watch(self, request_id: str, since: int) -> Messages:
+    async def _h1_watch(self, request_id: str, since: int, *, stalled: bool) -> Messages:
         connection = await Connection.open(self._port)
         self._stack.callback(connection.close)
-        if request_id.startswith("stalled"):
+        if stalled:
             self.stalled_h1.append(connection)
         return await connection.watch(self._token, VAULT, since, request_id)
 
@@ -274,7 +278,7 @@ async def _live(opening: list[Callable[[], Awaitable[Messages]]], since: int) ->
             watch = await open_watch()
             first = await watch.next()
         if [change.sequence for change in first.changes] != [since + 1]:
-            msg = f"a watch's first message: {first.changes[:1]}"
+            msg = f"a watch's first message has the changes {[change.sequence for change in first.changes]}"
             raise RuntimeError(msg)
         return watch
 
