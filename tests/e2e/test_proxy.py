@@ -310,7 +310,7 @@ class Deployment:
         """The server's access line of the request (bounded wait: lines are written by a thread)."""
         deadline = time.monotonic() + 10
         while True:
-            for line in self.server.log().splitlines():
+            for line in self.server.log().split("\n")[:-1]:  # whole lines: the last may be half written
                 if line.startswith("{") and (fields := json.loads(line)).get("request_id") == request_id:
                     return dict(fields)
             assert time.monotonic() < deadline, f"no access line for {request_id}:\n{self.server.log()}"
