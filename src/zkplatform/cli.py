@@ -428,9 +428,24 @@ class Listener:
             )
             raise ConfigError(msg) from None
         except OSError as error:  # ssl.SSLError is one: a key that does not match, a file that is not PEM
-            why = error.strerror or getattr(error, "reason", None) or error
-            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why})"
+            why = _tls_files_problem(self.certfile, self.keyfile) or error.strerror or getattr(error, "reason", None)
+            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why or error})"
             raise ConfigError(msg) from None
+
+
+def _tls_files_problem(certfile: str, keyfile: str) -> str | None:
+    """What is wrong with the pair, in words, when the PEM blocks in the files tell (OpenSSL only says "PEM lib")."""
+    try:
+        cert, key = Path(certfile).read_text(errors="replace"), Path(keyfile).read_text(errors="replace")
+    except OSError:
+        return None  # OpenSSL's own reason (no such file, permission denied) says it
+    if "PRIVATE KEY-----" in cert and "-----BEGIN CERTIFICATE-----" in key:
+        return "the two are swapped: --certfile names the private key and --keyfile the certificate"
+    if "-----BEGIN CERTIFICATE-----" not in cert:
+        return "--certfile holds no PEM certificate"
+    if "PRIVATE KEY-----" not in key:
+        return "--keyfile holds no PEM private key"
+    return None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -588,8 +603,13 @@ async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one work
 
     async def stopped() -> None:
         await stopping.wait()
-        log.info("stopping: calls in flight finish within %g s; open streams end now", listener.graceful_timeout)
-        app.stop()
+        calls, streams = app.stop()
+        log.info(
+            "stopping: %d call(s) in flight finish within %g s; %d open stream(s) end now",
+            calls,
+            listener.graceful_timeout,
+            streams,
+        )
 
     try:
         if stopping.is_set():

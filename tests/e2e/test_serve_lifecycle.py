@@ -121,7 +121,7 @@ def test_lifecycle_lines_are_ours_with_a_time_zone_and_no_access_log(tmp_path: P
     log = server.log()
 
     ours = [match["message"] for line in log.splitlines() if (match := LIFECYCLE_LINE.match(line))]
-    stopping = "stopping: calls in flight finish within 30 s; open streams end now"  # each worker's
+    stopping = "stopping: 0 call(s) in flight finish within 30 s; 0 open stream(s) end now"  # each worker's
     assert ours == [f"listening on {server.base_url} (2 worker(s), store memory:)", stopping, stopping, "stopped"], log
     assert "leaked-secret-value" not in log
     assert "/healthz" not in log
@@ -227,7 +227,7 @@ def test_serve_flags_come_from_the_environment_and_a_flag_wins(tmp_path: Path) -
 
     assert '"message": "listening on' in from_env, from_env
     assert "(2 worker(s)" in from_env
-    assert "calls in flight finish within 7 s" in from_env
+    assert "call(s) in flight finish within 7 s" in from_env
     assert "INFO zkplatform: listening on" in flag_wins, flag_wins
 
 
