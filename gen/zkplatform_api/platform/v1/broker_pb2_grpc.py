@@ -32,12 +32,14 @@ class BrokerServiceStub:
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
     secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
     each token, under a server secret. The scopes are `vault.items.read`,
-    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint` and
-    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain).
-    A principal's role bounds the scopes it may hold: owner and admin all five,
-    member the three vault scopes and `broker.tokens.manage` (for its own
-    tokens), service only what the operator granted. A call may use the scopes
-    its token holds and its principal may still hold.
+    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint`,
+    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain),
+    `directory.keys.read` and `directory.keys.publish` (the recipient keys of
+    DirectoryService, directory.proto). A principal's role bounds the scopes
+    it may hold: owner and admin all seven, member all but
+    `broker.tokens.mint` (`broker.tokens.manage` for its own tokens), service
+    only what the operator granted. A call may use the scopes its token holds
+    and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -74,12 +76,14 @@ class BrokerServiceServicer:
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
     secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
     each token, under a server secret. The scopes are `vault.items.read`,
-    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint` and
-    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain).
-    A principal's role bounds the scopes it may hold: owner and admin all five,
-    member the three vault scopes and `broker.tokens.manage` (for its own
-    tokens), service only what the operator granted. A call may use the scopes
-    its token holds and its principal may still hold.
+    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint`,
+    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain),
+    `directory.keys.read` and `directory.keys.publish` (the recipient keys of
+    DirectoryService, directory.proto). A principal's role bounds the scopes
+    it may hold: owner and admin all seven, member all but
+    `broker.tokens.mint` (`broker.tokens.manage` for its own tokens), service
+    only what the operator granted. A call may use the scopes its token holds
+    and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
@@ -199,12 +203,14 @@ class BrokerService:
     characters) and a CRC32 checksum of those in base62 (6 characters), so that
     secret scanners can recognise them. The server keeps only an HMAC-SHA256 of
     each token, under a server secret. The scopes are `vault.items.read`,
-    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint` and
-    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain).
-    A principal's role bounds the scopes it may hold: owner and admin all five,
-    member the three vault scopes and `broker.tokens.manage` (for its own
-    tokens), service only what the operator granted. A call may use the scopes
-    its token holds and its principal may still hold.
+    `vault.items.write`, `vault.items.delete`, `broker.tokens.mint`,
+    `broker.tokens.manage` (listing and revoking tokens beyond one's own chain),
+    `directory.keys.read` and `directory.keys.publish` (the recipient keys of
+    DirectoryService, directory.proto). A principal's role bounds the scopes
+    it may hold: owner and admin all seven, member all but
+    `broker.tokens.mint` (`broker.tokens.manage` for its own tokens), service
+    only what the operator granted. A call may use the scopes its token holds
+    and its principal may still hold.
 
     The first token of a principal is issued outside the API, by an operator
     command with direct access to the store (or by the development mode of the
