@@ -15,12 +15,16 @@ class Scope(StrEnum):
     VAULT_ITEMS_DELETE = "vault.items.delete"
     BROKER_TOKENS_MINT = "broker.tokens.mint"
     BROKER_TOKENS_MANAGE = "broker.tokens.manage"  # list and revoke tokens beyond one's own chain
+    DIRECTORY_KEYS_READ = "directory.keys.read"  # the tenant's recipient keys and their log
+    DIRECTORY_KEYS_PUBLISH = "directory.keys.publish"  # publish and revoke one's own recipient keys
 
 
 VAULT_SCOPES = frozenset({Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE, Scope.VAULT_ITEMS_DELETE})
+# Every role may hold both: whoever shares items needs its recipients' keys, and publishes its own.
+DIRECTORY_SCOPES = frozenset({Scope.DIRECTORY_KEYS_READ, Scope.DIRECTORY_KEYS_PUBLISH})
 ALL_SCOPES = frozenset(Scope)
 # A member manages its own tokens only (what the scope allows it is decided where tokens are listed).
-MEMBER_SCOPES = VAULT_SCOPES | {Scope.BROKER_TOKENS_MANAGE}
+MEMBER_SCOPES = VAULT_SCOPES | {Scope.BROKER_TOKENS_MANAGE} | DIRECTORY_SCOPES
 
 
 class Role(StrEnum):
