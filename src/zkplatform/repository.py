@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Head
+from zkplatform.domain.key_log import KeyLogHead, KeyLogRecord
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -31,6 +32,7 @@ from zkplatform.domain.models import (
     Tombstone,
     Vault,
 )
+from zkplatform.domain.recipient_keys import RecipientKey
 
 
 class AlreadyExists(ValueError):
@@ -315,7 +317,71 @@ class AuditRepository(Protocol):
         ...
 
 
-class Store(DirectoryRepository, ItemRepository, TokenRepository, LimitsRepository, AuditRepository, Protocol):
+@dataclass(frozen=True, slots=True)
+class KeyChange:
+    """A recipient key as a publication or a revocation left it (or found it: `changed` False), and
+    the head of its tenant's key log read in the same transaction."""
+
+    key: RecipientKey
+    head: KeyLogHead
+    changed: bool
+
+
+class KeyDirectoryRepository(Protocol):
+    """Recipient keys and each tenant's key log (domain/key_log.py).
+
+    A key is known by its tenant and its id (its thumbprint): the same key may be published
+    in two tenants, never twice in one. Every change appends its entry to the tenant's log
+    and its audit event, in the change's transaction; the log's head is moved there too, so
+    that concurrent changes of one tenant's keys, from any worker or host, queue on it and
+    the log never forks."""
+
+    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+        """Atomically: unless the tenant holds a key of that id (live or revoked, any
+        principal's), store the key, append its publication to the tenant's log and audit it;
+        otherwise change nothing and answer the key held. UnknownReference when its principal
+        is not of its tenant."""
+        ...
+
+    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
+        """Atomically: if the tenant's key of that id is live, revoke it at `actor.at`, append
+        its revocation to the tenant's log and audit it; a revoked key is answered as it is,
+        unchanged. None when the tenant has no such key."""
+        ...
+
+    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
+        """The tenant's key of that id, live or revoked."""
+        ...
+
+    async def find_keys(self, key_id: str) -> list[RecipientKey]:
+        """Every tenant's key of that id, by tenant (for an operator, who names a key by its id alone)."""
+        ...
+
+    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+        """The tenant's keys (one principal's, unless None), live and revoked, by principal, then
+        oldest first (created_at, then key_id)."""
+        ...
+
+    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
+        """The live keys of those principals in the tenant, ordered as list_keys orders them, and
+        the tenant's key log head, in one snapshot."""
+        ...
+
+    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
+        """At most `limit` entries of the tenant's key log with an index above `after`,
+        ascending, and the log's head, in one snapshot."""
+        ...
+
+
+class Store(
+    DirectoryRepository,
+    ItemRepository,
+    TokenRepository,
+    LimitsRepository,
+    AuditRepository,
+    KeyDirectoryRepository,
+    Protocol,
+):
     """Everything a store adapter provides."""
 
     def change_feed(self) -> ChangeFeed:

@@ -53,6 +53,8 @@ class Action(StrEnum):
     TOKEN_MINTED = "token.minted"  # noqa: S105
     TOKEN_REVOKED = "token.revoked"  # noqa: S105
     TOKEN_REVOKED_IN_URL = "token.revoked_in_url"  # noqa: S105 # the tree of a token that was sent in a URL
+    KEY_PUBLISHED = "key.published"  # a recipient key, in the key directory
+    KEY_REVOKED = "key.revoked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,11 @@ _quote: Callable[[str], str] = json.encoder.encode_basestring  # the C one, as j
 
 def item_event(actor: Actor, action: Action, item: Item) -> Event:
     return actor.event(item.tenant_id, action, vault=item.vault_id, item=item.item_id)
+
+
+def key_event(actor: Actor, action: Action, tenant_id: str, principal_id: str, key_id: str) -> Event:
+    """A recipient key published or revoked: the key's id (its thumbprint: public) and whose it is."""
+    return actor.event(tenant_id, action, principal=principal_id, key=key_id)
 
 
 def vault_events(actor: Actor, vault: Vault) -> list[Event]:

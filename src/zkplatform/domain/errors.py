@@ -47,8 +47,36 @@ class PrincipalIsDisabled(PermissionDenied):
         super().__init__(f"principal {principal_id} is disabled")
 
 
+class KeyAccessDenied(PermissionDenied):
+    """A revocation of another principal's recipient key by a caller that is neither an owner nor an admin."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"key {key_id} is another principal's: only an owner or an admin may revoke it")
+
+
 class NotFound(DomainError):
     pass
+
+
+class KeyNotFound(NotFound):
+    """No recipient key of that id in the caller's tenant (another tenant's answers the same)."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"no key {key_id}")
+
+
+class KeyExists(DomainError):
+    """A publication of a key that another principal of the tenant has published already."""
+
+    def __init__(self) -> None:
+        super().__init__("another principal of the tenant has published this key")
+
+
+class KeyRevoked(DomainError):
+    """A publication of a key that was revoked: a revoked key stays revoked."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"key {key_id} was revoked and cannot be published again: make a new key pair")
 
 
 class VersionMismatch(DomainError):

@@ -17,6 +17,8 @@ from typing import TypeVar
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
+from zkplatform.domain.key_log import EMPTY, KeyLogEntry, KeyLogHead, KeyLogRecord
+from zkplatform.domain.key_log import appended as appended_to_key_log
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -28,6 +30,7 @@ from zkplatform.domain.models import (
     TokenRecord,
     Vault,
 )
+from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -35,6 +38,7 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    KeyChange,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
@@ -157,6 +161,8 @@ class MemoryStore:
         self._audit: dict[str, list[AuditRecord]] = {}
         self._heads: dict[str, Head] = {}
         self._unchained: list[Event] = []  # recorded, not yet in their tenants' chains (see _record)
+        self._keys: dict[tuple[str, str], RecipientKey] = {}  # (tenant, key id) -> the key
+        self._key_logs: dict[str, list[KeyLogRecord]] = {}  # tenant -> its key log; index n at n - 1
 
     async def close(self) -> None:
         return None
@@ -492,6 +498,67 @@ class MemoryStore:
         start = max(after, 0)  # nothing is numbered below 1 here: after may be audit.BEFORE_ALL
         return records[start : start + limit]  # sequence n is at index n - 1
 
+    # key directory
+
+    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+        principal = self._principals.get(key.principal_id)
+        if principal is None or principal.tenant_id != key.tenant_id:
+            raise UnknownReference(f"no principal {key.principal_id} in tenant {key.tenant_id}")
+        if (held := self._keys.get((key.tenant_id, key.key_id))) is not None:
+            return KeyChange(held, self._key_log_head(key.tenant_id), changed=False)
+        self._keys[key.tenant_id, key.key_id] = key
+        head = self._append_key_log(key.tenant_id, KeyLogEntry.published(key))
+        self._record([audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
+        return KeyChange(key, head, changed=True)
+
+    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
+        held = self._keys.get((tenant_id, key_id))
+        if held is None:
+            return None
+        if not held.live:
+            return KeyChange(held, self._key_log_head(tenant_id), changed=False)
+        revoked = self._keys[tenant_id, key_id] = held.revoked(actor.at)
+        head = self._append_key_log(tenant_id, KeyLogEntry.revoked(revoked))
+        self._record([audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
+        return KeyChange(revoked, head, changed=True)
+
+    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
+        return self._keys.get((tenant_id, key_id))
+
+    async def find_keys(self, key_id: str) -> list[RecipientKey]:
+        return sorted((k for k in self._keys.values() if k.key_id == key_id), key=lambda k: k.tenant_id)
+
+    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+        return sorted(
+            (
+                k
+                for k in self._keys.values()
+                if k.tenant_id == tenant_id and (principal_id is None or k.principal_id == principal_id)
+            ),
+            key=_key_order,
+        )
+
+    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
+        wanted = set(principal_ids)
+        found = [k for k in self._keys.values() if k.tenant_id == tenant_id and k.principal_id in wanted and k.live]
+        return sorted(found, key=_key_order), self._key_log_head(tenant_id)
+
+    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
+        records = self._key_logs.get(tenant_id, [])
+        start = max(after, 0)  # index n is at n - 1
+        return records[start : start + limit], self._key_log_head(tenant_id)
+
+    def _key_log_head(self, tenant_id: str) -> KeyLogHead:
+        records = self._key_logs.get(tenant_id)
+        return records[-1].head if records else EMPTY
+
+    def _append_key_log(self, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
+        """Chained at once, unlike the audit trail: every answer of the directory carries the head."""
+        records = self._key_logs.setdefault(tenant_id, [])
+        (record,) = appended_to_key_log(self._key_log_head(tenant_id), tenant_id, [entry])
+        records.append(record)
+        return record.head
+
     # limits
 
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
@@ -515,6 +582,10 @@ class MemoryStore:
         self._proofs[key] = expires_at
         heapq.heappush(self._proofs_by_expiry, (expires_at, key_thumbprint, jti))
         return True
+
+
+def _key_order(key: RecipientKey) -> tuple[str, int, str]:
+    return key.principal_id, key.created_at, key.key_id
 
 
 def _insert(table: dict[K, V], key: K, value: V, what: str) -> None:

@@ -26,6 +26,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
+from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead, KeyLogRecord
+from zkplatform.domain.key_log import appended as appended_to_key_log
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -37,6 +39,7 @@ from zkplatform.domain.models import (
     TokenRecord,
     Vault,
 )
+from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.observability import probes
 from zkplatform.repository import (
     AlreadyExists,
@@ -45,6 +48,7 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    KeyChange,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
@@ -52,8 +56,9 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
-from zkplatform.store import StoreUnavailable, display_url, rows
+from zkplatform.store import StoreUnavailable, display_url, key_rows, rows
 from zkplatform.store.background import Background
+from zkplatform.store.key_rows import POSTGRESQL as KEYS
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.notify import ChangeFeed, Listener
 from zkplatform.store.statements import POSTGRESQL as SQL
@@ -140,6 +145,16 @@ class PostgresStore:
                 return await fn(conn)
         finally:
             probes.store_operation("postgresql", "transaction", started)
+
+    async def _snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """fn's reads in one transaction that sees one snapshot (REPEATABLE READ), and changes nothing."""
+        started = time.perf_counter()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return await fn(conn)
+        finally:
+            probes.store_operation("postgresql", "snapshot", started)
 
     async def _one(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         started = time.perf_counter()
@@ -520,6 +535,76 @@ class PostgresStore:
         async with self._pool.connection() as conn:
             return await (await conn.execute(query, params)).fetchall()
 
+    # key directory
+
+    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+        async def publish(conn: Conn) -> KeyChange:
+            head = await _lock_key_log(conn, key.tenant_id)
+            # Each statement below sees what committed before the lock was granted: a concurrent
+            # publication of the same key, which held it first, is found here.
+            missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
+            await _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
+            if (row := await _fetchone(conn, KEYS.get_key, (key.tenant_id, key.key_id))) is not None:
+                return KeyChange(key_rows.key_from_row(row), head, changed=False)
+            await conn.execute(KEYS.add_key, key_rows.key_params(key))
+            head = await _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
+            event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
+            await _record(conn, [event])
+            return KeyChange(key, head, changed=True)
+
+        return await self._tx(publish)
+
+    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
+        async def revoke(conn: Conn) -> KeyChange | None:
+            head = await _lock_key_log(conn, tenant_id)
+            if (row := await _fetchone(conn, KEYS.get_key, (tenant_id, key_id))) is None:
+                return None
+            held = key_rows.key_from_row(row)
+            if not held.live:
+                return KeyChange(held, head, changed=False)
+            await conn.execute(KEYS.revoke_key, (actor.at, tenant_id, key_id))
+            revoked = held.revoked(actor.at)
+            head = await _append_key_log(conn, head, tenant_id, KeyLogEntry.revoked(revoked))
+            await _record(conn, [audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
+            return KeyChange(revoked, head, changed=True)
+
+        return await self._tx(revoke)
+
+    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
+        row = await self._one(KEYS.get_key, (tenant_id, key_id))
+        return None if row is None else key_rows.key_from_row(row)
+
+    async def find_keys(self, key_id: str) -> list[RecipientKey]:
+        return [key_rows.key_from_row(row) for row in await self._all(KEYS.find_keys, (key_id,))]
+
+    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+        if principal_id is None:
+            found = await self._all(KEYS.tenant_keys, (tenant_id,))
+        else:
+            found = await self._all(KEYS.principal_keys, (tenant_id, principal_id))
+        return [key_rows.key_from_row(row) for row in found]
+
+    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
+        wanted = sorted(set(principal_ids))
+
+        async def read(conn: Conn) -> tuple[list[RecipientKey], KeyLogHead]:
+            found = []
+            if wanted:
+                cursor = await conn.execute(KEYS.live_keys_of(len(wanted), "%s"), (tenant_id, *wanted))
+                found = await cursor.fetchall()
+            head = await _fetchone(conn, KEYS.head, (tenant_id,))
+            return [key_rows.key_from_row(row) for row in found], key_rows.head_from_row(head)
+
+        return await self._snapshot(read)
+
+    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
+        async def read(conn: Conn) -> tuple[list[KeyLogRecord], KeyLogHead]:
+            found = await (await conn.execute(KEYS.entries, (tenant_id, after, limit))).fetchall()
+            head = await _fetchone(conn, KEYS.head, (tenant_id,))
+            return [key_rows.record_from_row(row) for row in found], key_rows.head_from_row(head)
+
+        return await self._snapshot(read)
+
     # limits
 
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
@@ -607,6 +692,8 @@ _PURGE = (
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 # A chain's head before its first event: sequence 0 and the hash that comes before event 1.
 _NEW_AUDIT_HEAD = "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
+# A key log's head before its first entry: size 0 and the hash that comes before entry 1.
+_NEW_KEY_LOG_HEAD = "INSERT INTO key_log_heads (tenant_id, size, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
 
 
 def _patch_params(patch: ItemPatch) -> tuple[object, ...]:
@@ -676,6 +763,24 @@ async def _record(conn: Conn, events: Iterable[Event]) -> None:
         async with conn.cursor() as cursor:
             await cursor.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
         await conn.execute(SQL.set_audit_head, (tenant_id, records[-1].sequence, records[-1].hash))
+
+
+async def _lock_key_log(conn: Conn, tenant_id: str) -> KeyLogHead:
+    """Lock the tenant's key log head until the transaction ends, and read it: changes of one
+    tenant's keys queue here, whichever worker or host makes them, so the log never forks. The
+    head's row is made first if the log is new, so that FOR UPDATE has a row to lock. The audit
+    trail's head, which the change's event moves, is locked after this one, always."""
+    await conn.execute(_NEW_KEY_LOG_HEAD, (tenant_id, audit.GENESIS))
+    row = await _fetchone(conn, KEYS.head + " FOR UPDATE", (tenant_id,))
+    return key_rows.head_from_row(row)
+
+
+async def _append_key_log(conn: Conn, head: KeyLogHead, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
+    """Append the entry to the tenant's key log and move its (locked) head."""
+    (record,) = appended_to_key_log(head, tenant_id, [entry])
+    await conn.execute(KEYS.add_entry, key_rows.record_params(record))
+    await conn.execute(KEYS.set_head, (tenant_id, record.index, record.hash))
+    return record.head
 
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:

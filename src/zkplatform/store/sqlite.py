@@ -15,6 +15,8 @@ from pathlib import Path
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
+from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead, KeyLogRecord
+from zkplatform.domain.key_log import appended as appended_to_key_log
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -26,6 +28,7 @@ from zkplatform.domain.models import (
     TokenRecord,
     Vault,
 )
+from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -33,6 +36,7 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    KeyChange,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
@@ -40,8 +44,9 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
-from zkplatform.store import StoreUnavailable, rows
+from zkplatform.store import StoreUnavailable, key_rows, rows
 from zkplatform.store.background import Background
+from zkplatform.store.key_rows import SQLITE as KEYS
 from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.notify import ChangeFeed, Marks, Poller
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
@@ -507,6 +512,84 @@ class SQLiteStore:
         found = await self._read(lambda c: c.execute(SQL.audit_records, (tenant_id, after, limit)).fetchall())
         return [rows.audit_record_from_row(row) for row in found]
 
+    # key directory
+
+    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+        def publish(conn: sqlite3.Connection) -> KeyChange:
+            # The writer holds the file's write lock from BEGIN IMMEDIATE on: no other change
+            # of the tenant's keys or log, in this process or another, comes in between.
+            missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
+            _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
+            head = key_rows.head_from_row(conn.execute(KEYS.head, (key.tenant_id,)).fetchone())
+            if (row := conn.execute(KEYS.get_key, (key.tenant_id, key.key_id)).fetchone()) is not None:
+                return KeyChange(key_rows.key_from_row(row), head, changed=False)
+            conn.execute(KEYS.add_key, key_rows.key_params(key))
+            head = _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
+            _record(conn, [audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
+            return KeyChange(key, head, changed=True)
+
+        return await self._write(publish)
+
+    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
+        def revoke(conn: sqlite3.Connection) -> KeyChange | None:
+            head = key_rows.head_from_row(conn.execute(KEYS.head, (tenant_id,)).fetchone())
+            if (row := conn.execute(KEYS.get_key, (tenant_id, key_id)).fetchone()) is None:
+                return None
+            held = key_rows.key_from_row(row)
+            if not held.live:
+                return KeyChange(held, head, changed=False)
+            conn.execute(KEYS.revoke_key, (actor.at, tenant_id, key_id))
+            revoked = held.revoked(actor.at)
+            head = _append_key_log(conn, head, tenant_id, KeyLogEntry.revoked(revoked))
+            _record(conn, [audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
+            return KeyChange(revoked, head, changed=True)
+
+        return await self._write(revoke)
+
+    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
+        row = self._lookup(lambda c: c.execute(KEYS.get_key, (tenant_id, key_id)).fetchone())
+        return None if row is None else key_rows.key_from_row(row)
+
+    async def find_keys(self, key_id: str) -> list[RecipientKey]:
+        found = await self._read(lambda c: c.execute(KEYS.find_keys, (key_id,)).fetchall())
+        return [key_rows.key_from_row(row) for row in found]
+
+    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+        query, params = (
+            (KEYS.tenant_keys, [tenant_id])
+            if principal_id is None
+            else (KEYS.principal_keys, [tenant_id, principal_id])
+        )
+        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        return [key_rows.key_from_row(row) for row in found]
+
+    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
+        wanted = sorted(set(principal_ids))
+        query = KEYS.live_keys_of(len(wanted), "?")
+
+        def read(conn: sqlite3.Connection) -> tuple[list[RecipientKey], KeyLogHead]:
+            conn.execute("BEGIN")  # the keys and the head from one snapshot (WAL)
+            try:
+                found = conn.execute(query, (tenant_id, *wanted)).fetchall() if wanted else []
+                head = conn.execute(KEYS.head, (tenant_id,)).fetchone()
+            finally:
+                conn.execute("COMMIT")
+            return [key_rows.key_from_row(row) for row in found], key_rows.head_from_row(head)
+
+        return await self._read(read)
+
+    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
+        def read(conn: sqlite3.Connection) -> tuple[list[KeyLogRecord], KeyLogHead]:
+            conn.execute("BEGIN")  # the entries and the head from one snapshot (WAL)
+            try:
+                found = conn.execute(KEYS.entries, (tenant_id, after, limit)).fetchall()
+                head = conn.execute(KEYS.head, (tenant_id,)).fetchone()
+            finally:
+                conn.execute("COMMIT")
+            return [key_rows.record_from_row(row) for row in found], key_rows.head_from_row(head)
+
+        return await self._read(read)
+
     # limits
 
     async def record_mint_attempt(self, principal_id: str, now: int, window_seconds: int, limit: int) -> int | None:
@@ -669,6 +752,14 @@ def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:
         conn.executemany(SQL.add_audit_record, [rows.audit_record_params(r) for r in records])
         last = records[-1]
         conn.execute(SQL.set_audit_head, (tenant_id, last.sequence, last.hash))
+
+
+def _append_key_log(conn: sqlite3.Connection, head: KeyLogHead, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
+    """Append the entry to the tenant's key log and move its head, in the use case's transaction."""
+    (record,) = appended_to_key_log(head, tenant_id, [entry])
+    conn.execute(KEYS.add_entry, key_rows.record_params(record))
+    conn.execute(KEYS.set_head, (tenant_id, record.index, record.hash))
+    return record.head
 
 
 def _head(row: tuple[object, ...] | None, tenant_id: str) -> Head | None:
