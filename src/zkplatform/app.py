@@ -29,6 +29,7 @@ from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.auth import Authenticate
 from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
 from zkplatform.rpc.codec import CompactJSONCodec
+from zkplatform.rpc.directory import DirectoryServicer
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
@@ -47,8 +48,9 @@ from zkplatform.rpc.vault import VaultServicer
 from zkplatform.wiring import Platform, platform_from
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.grpc.health.v1.health_connect import HealthASGIApplication
-from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService, BrokerServiceASGIApplication
+from zkplatform_api.platform.v1.directory_connect import DirectoryServiceASGIApplication
 from zkplatform_api.platform.v1.vault_connect import VaultService, VaultServiceASGIApplication
 
 log = logging.getLogger(__name__)
@@ -213,7 +215,13 @@ def build_front(
         read_max_bytes=limit,
         codecs=codecs,
     )
-    platform_files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR)
+    directory_app = DirectoryServiceASGIApplication(
+        DirectoryServicer(platform.directory),
+        interceptors=[*checks, Validate()],
+        read_max_bytes=limit,
+        codecs=codecs,
+    )
+    platform_files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, directory_pb2.DESCRIPTOR)
     served = [service.full_name for file in platform_files for service in file.services_by_name.values()]
     # Health needs no token and no protocol header: load balancers probe it with whatever they send.
     health_app = HealthASGIApplication(
@@ -224,6 +232,7 @@ def build_front(
     for file, service_app in (
         (vault_pb2.DESCRIPTOR, vault_app),
         (broker_pb2.DESCRIPTOR, broker_app),
+        (directory_pb2.DESCRIPTOR, directory_app),
         (health_pb2.DESCRIPTOR, health_app),
     ):
         timed = RequestBody(service_app, settings.body_read_timeout_seconds)

@@ -11,6 +11,7 @@ from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import BrokerUseCases, MintPolicy
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
+from zkplatform.domain.key_directory import KeyDirectory
 from zkplatform.domain.paging import PageTokens
 from zkplatform.domain.sync import SyncUseCases, WatchPolicy
 from zkplatform.domain.token_management import TokenManagement
@@ -32,6 +33,7 @@ class Platform:
     vault: VaultUseCases
     broker: BrokerUseCases
     sync: SyncUseCases
+    directory: KeyDirectory
 
     @classmethod
     def build(
@@ -59,6 +61,7 @@ class Platform:
             ),
             # The store's change feed is this worker's: its watches share it.
             sync=SyncUseCases(store, store, store, store.change_feed(), clock, watch_policy),
+            directory=KeyDirectory(store, clock, PageTokens(hasher.derive_key("key log pages"))),
         )
 
 

@@ -47,10 +47,18 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
         case domain.ScopesNotHeld():
             info = _info("SCOPES_NOT_HELD", refusedScopes=",".join(error.refused))
             return ConnectError(Code.PERMISSION_DENIED, str(error), [error_detail(info)])
+        case domain.KeyAccessDenied():
+            return ConnectError(Code.PERMISSION_DENIED, str(error), [error_detail(_info("KEY_ACCESS_DENIED"))])
         case domain.PermissionDenied():
             return ConnectError(Code.PERMISSION_DENIED, str(error))
+        case domain.KeyNotFound():
+            return ConnectError(Code.NOT_FOUND, str(error), [error_detail(_info("KEY_NOT_FOUND"))])
         case domain.NotFound():
             return ConnectError(Code.NOT_FOUND, str(error))
+        case domain.KeyExists():
+            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(_info("KEY_EXISTS"))])
+        case domain.KeyRevoked():
+            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(_info("KEY_REVOKED"))])
         case domain.VersionMismatch():
             info = _info("VERSION_MISMATCH", currentVersion=str(error.current_version))
             return ConnectError(Code.ABORTED, str(error), [error_detail(info)])
