@@ -6,12 +6,13 @@ import argparse
 import re
 from collections.abc import Callable
 
-from zkplatform.admin import audit, commands
+from zkplatform.admin import audit, commands, keys
 from zkplatform.config import DEFAULT_STORE
 from zkplatform.domain.models import Role, Scope
 
 # The contract's id format (proto/.../vault.proto): ids made here must be usable in requests.
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+KEY_ID = re.compile(r"[A-Za-z0-9_-]{43}")  # an RFC 7638 SHA-256 thumbprint, base64url
 DEFAULT_TTL_SECONDS = 3600
 # Ten years: ample for an operator's token, and its expiry stays a valid timestamp.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
         "add",
         "add a principal to a tenant",
         "Add a principal to a tenant, with scopes within its role's bound: owner and admin may hold"
-        " every scope, member the vault.items.* scopes, service what it is granted.",
+        " every scope, member every scope but broker.tokens.mint, service what it is granted.",
     )
     add.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the new principal's id")
     add.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
@@ -183,6 +184,40 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     _table_flag(show)
     show.set_defaults(run=commands.show_token)
 
+    key = _group(subcommands, "key", "list and revoke recipient keys, and verify a tenant's key log")
+    listed = command(key, "list", "list a tenant's recipient keys, live and revoked, with their state")
+    listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
+    listed.add_argument("--principal", type=_id, metavar="P", help="only this principal's keys (default: all)")
+    _table_flag(listed)
+    listed.set_defaults(run=keys.list_keys)
+    revoke = command(
+        key,
+        "revoke",
+        "revoke a recipient key by its id (its RFC 7638 thumbprint), appending the revocation to the key log",
+    )
+    revoke.add_argument("key_id", type=_key_id, metavar="KEY_ID", help="the keyId (43 characters of base64url)")
+    revoke.add_argument(
+        "--tenant", type=_id, metavar="T", help="the key's tenant: needed only when several tenants hold the key"
+    )
+    revoke.set_defaults(run=keys.revoke_key)
+    log = command(
+        key,
+        "log",
+        "verify a tenant's key log, then print it as NDJSON: one entry a line, in index order",
+        "Recompute the tenant's key log from its first entry to its head, then print its entries (after --since)."
+        " An entry edited, removed or added behind the store's back is named instead; exit code 1.",
+    )
+    log.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
+    log.add_argument(
+        "--since",
+        type=_sequence,
+        default=0,
+        metavar="N",
+        help="print only the entries after index N (default 0: all); the whole log is verified anyway",
+    )
+    _table_flag(log)
+    log.set_defaults(run=keys.key_log)
+
     purge = command(subcommands, "purge-tombstones", "forget tombstones deleted longer ago than the retention")
     purge.add_argument(
         "--older-than-days",
@@ -247,6 +282,13 @@ def _group(
 def _id(raw: str) -> str:
     if not ID.fullmatch(raw):
         msg = f"{raw!r} is not an id: 1 to 64 of [A-Za-z0-9._:-], the first alphanumeric"
+        raise argparse.ArgumentTypeError(msg)
+    return raw
+
+
+def _key_id(raw: str) -> str:
+    if not KEY_ID.fullmatch(raw):
+        msg = f"{raw!r} is not a key id: 43 characters of base64url ([A-Za-z0-9_-])"
         raise argparse.ArgumentTypeError(msg)
     return raw
 
