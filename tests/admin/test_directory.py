@@ -17,7 +17,8 @@ def test_a_principal_gets_scopes_within_its_roles_bound(bootstrapped: str, capsy
     assert admin(bootstrapped, "principal", "add", "ro", "--tenant", "acme", "--role", "admin", "--scopes", "") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith(
-        "as member with scopes broker.tokens.manage, vault.items.delete, vault.items.read, vault.items.write"
+        "as member with scopes broker.tokens.manage, directory.keys.publish, directory.keys.read,"
+        " vault.items.delete, vault.items.read, vault.items.write"
     )
     assert out[1].endswith("as service with no scopes")
     assert out[2].endswith("as admin with no scopes")

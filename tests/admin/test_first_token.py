@@ -34,6 +34,8 @@ def test_bootstrap_from_an_empty_sqlite_file_to_a_first_token(
     assert token["scopes"] == [
         "broker.tokens.manage",
         "broker.tokens.mint",
+        "directory.keys.publish",
+        "directory.keys.read",
         "vault.items.delete",
         "vault.items.read",
         "vault.items.write",

@@ -73,6 +73,7 @@ def test_reflection_lists_the_services(server: Server) -> None:
     assert set(result.stdout.split()) == {
         "platform.v1.VaultService",
         "platform.v1.BrokerService",
+        "platform.v1.DirectoryService",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
         "grpc.health.v1.Health",
@@ -94,7 +95,9 @@ def test_errors_come_back_as_connect_errors(server: Server, alice: str) -> None:
     assert "not_found" in result.stderr
 
 
-@pytest.mark.parametrize("service", ["", "platform.v1.VaultService", "platform.v1.BrokerService"])
+@pytest.mark.parametrize(
+    "service", ["", "platform.v1.VaultService", "platform.v1.BrokerService", "platform.v1.DirectoryService"]
+)
 def test_health_check_needs_no_token(server: Server, service: str) -> None:
     result = buf_curl(
         "--protocol", "grpc", "-d", json.dumps({"service": service}), f"{server.base_url}/grpc.health.v1.Health/Check"
@@ -122,6 +125,7 @@ def test_health_list_and_watch(server: Server) -> None:
 
     assert json.loads(listed.stdout)["statuses"] == {
         "platform.v1.BrokerService": {"status": "SERVING"},
+        "platform.v1.DirectoryService": {"status": "SERVING"},
         "platform.v1.VaultService": {"status": "SERVING"},
     }
     assert json.loads(watched.stdout) == {"status": "SERVING"}

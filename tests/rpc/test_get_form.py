@@ -22,7 +22,14 @@ from zkplatform_api.platform.v1 import vault_pb2
 GET_ITEM = "/platform.v1.VaultService/GetItem"
 LIST_ITEMS = "/platform.v1.VaultService/ListItems"
 # The procedures declared NO_SIDE_EFFECTS, as docs/api.md lists them.
-GET_CAPABLE = [GET_ITEM, LIST_ITEMS, "/platform.v1.VaultService/ListChanges", "/platform.v1.BrokerService/ListTokens"]
+GET_CAPABLE = [
+    GET_ITEM,
+    LIST_ITEMS,
+    "/platform.v1.VaultService/ListChanges",
+    "/platform.v1.BrokerService/ListTokens",
+    "/platform.v1.DirectoryService/GetRecipientKeys",
+    "/platform.v1.DirectoryService/ListKeyLog",
+]
 POST_ONLY = [
     "/platform.v1.VaultService/DeleteItem",
     "/platform.v1.VaultService/CreateItem",
@@ -30,6 +37,8 @@ POST_ONLY = [
     "/platform.v1.VaultService/WatchChanges",
     "/platform.v1.BrokerService/MintUserApiToken",
     "/platform.v1.BrokerService/RevokeToken",
+    "/platform.v1.DirectoryService/PublishKey",
+    "/platform.v1.DirectoryService/RevokeKey",
     "/grpc.health.v1.Health/Check",
 ]
 READ = vault_pb2.GetItemRequest(vault_id="acme-shared", item_id="item-1")

@@ -17,7 +17,7 @@ from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2
 
-READ, WRITE, DELETE, MINT, MANAGE = (s.value for s in Scope)
+READ, WRITE, DELETE, MINT, MANAGE, *_ = (s.value for s in Scope)  # then the directory scopes
 
 
 def mint(

@@ -14,7 +14,7 @@ from zkplatform_api.platform.v1 import broker_pb2
 
 LIST = "/platform.v1.BrokerService/ListTokens"
 REVOKE = "/platform.v1.BrokerService/RevokeToken"
-READ, WRITE, DELETE, MINT, MANAGE = (s.value for s in Scope)
+READ, WRITE, DELETE, MINT, MANAGE, *_ = (s.value for s in Scope)  # then the directory scopes
 
 
 async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any], token: str) -> httpx.Response:

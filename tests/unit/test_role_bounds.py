@@ -39,7 +39,8 @@ def test_a_grant_beyond_the_role_is_refused() -> None:
     assert refused.value.beyond == (MINT,)
     assert str(refused.value) == (
         "the role member may not hold broker.tokens.mint"
-        " (it allows broker.tokens.manage, vault.items.delete, vault.items.read, vault.items.write)"
+        " (it allows broker.tokens.manage, directory.keys.publish, directory.keys.read,"
+        " vault.items.delete, vault.items.read, vault.items.write)"
     )
 
 
