@@ -219,9 +219,7 @@ async def test_concurrent_publications_of_one_tenant_make_one_unforked_log(seede
 
 
 @pytest.fixture
-async def other(
-    request: pytest.FixtureRequest, seeded: MigratableStore
-) -> AsyncIterator[MigratableStore]:
+async def other(request: pytest.FixtureRequest, seeded: MigratableStore) -> AsyncIterator[MigratableStore]:
     """Another store on the same database: another worker, host or an operator's command."""
     match request.node.callspec.params["store"]:
         case "memory":
