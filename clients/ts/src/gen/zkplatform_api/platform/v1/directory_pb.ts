@@ -408,7 +408,7 @@ export type ListKeyLogRequest = Message<"platform.v1.ListKeyLogRequest"> & {
 
   /**
    * page_size: Optional. The most entries in one page: 0 means 100, at most
-   * 1000. Entries are small (under 400 bytes each), so a page stays far
+   * 1000. Entries are small (under 1 KiB each), so a page stays far
    * below the usual 4 MiB message limit.
    *
    * @generated from field: int32 page_size = 2;
