@@ -89,7 +89,10 @@ class BrokerService(Protocol):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -123,7 +126,8 @@ class BrokerService(Protocol):
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
         NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        already revoked answers an empty list: repeating the call is harmless. A
+        repeat with the first call's `request_id` answers what it answered.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -269,7 +273,10 @@ class BrokerServiceClient(ConnectClient):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         return await self.execute_unary(
             request=request,
@@ -339,7 +346,8 @@ class BrokerServiceClient(ConnectClient):
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
         NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        already revoked answers an empty list: repeating the call is harmless. A
+        repeat with the first call's `request_id` answers what it answered.
         """
         return await self.execute_unary(
             request=request,
@@ -407,7 +415,10 @@ class BrokerServiceSync(Protocol):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -441,7 +452,8 @@ class BrokerServiceSync(Protocol):
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
         NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        already revoked answers an empty list: repeating the call is harmless. A
+        repeat with the first call's `request_id` answers what it answered.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -585,7 +597,10 @@ class BrokerServiceClientSync(ConnectClientSync):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         return self.execute_unary(
             request=request,
@@ -655,7 +670,8 @@ class BrokerServiceClientSync(ConnectClientSync):
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
         NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        already revoked answers an empty list: repeating the call is harmless. A
+        repeat with the first call's `request_id` answers what it answered.
         """
         return self.execute_unary(
             request=request,

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from zkplatform_api.platform.v1 import strings_pb2 as zkplatform__api_dot_platform_dot_v1_dot_strings__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'zkplatform_api/platform/v1/broker.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a(zkplatform_api/platform/v1/strings.proto\"\xd6\x02\n\x05Token\x12!\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\tR\x0b\x61\x63\x63\x65ssToken\x12\x19\n\x08token_id\x18\x02 \x01(\tR\x07tokenId\x12\x1b\n\ttenant_id\x18\x03 \x01(\tR\x08tenantId\x12!\n\x0cprincipal_id\x18\x04 \x01(\tR\x0bprincipalId\x12\x16\n\x06scopes\x18\x05 \x03(\tR\x06scopes\x12%\n\x04role\x18\x06 \x01(\x0e\x32\x11.platform.v1.RoleR\x04role\x12\x1c\n\npop_key_id\x18\x07 \x01(\tR\x08popKeyId\x12\x37\n\tissued_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08issuedAt\x12\x39\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"\xfa\x02\n\x17MintUserApiTokenRequest\x12\x46\n\ttenant_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\x9c\x01\n\x10requested_scopes\x18\x02 \x03(\tBq\xbaHn\x92\x01k\x08\x01\x10 \"ercR\x10vault.items.readR\x11vault.items.writeR\x12vault.items.deleteR\x12\x62roker.tokens.mintR\x14\x62roker.tokens.manageR\x0frequestedScopes\x12;\n\x15requested_ttl_seconds\x18\x03 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x13requestedTtlSeconds\x12;\n\npop_key_id\x18\x04 \x01(\tB\x1d\xbaH\x1ar\x15\x32\x13^[A-Za-z0-9_-]{43}$\xd8\x01\x01R\x08popKeyId\"D\n\x18MintUserApiTokenResponse\x12(\n\x05token\x18\x01 \x01(\x0b\x32\x12.platform.v1.TokenR\x05token\"\xcf\x03\n\tTokenInfo\x12\x19\n\x08token_id\x18\x01 \x01(\tR\x07tokenId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12!\n\x0cprincipal_id\x18\x03 \x01(\tR\x0bprincipalId\x12\x16\n\x06scopes\x18\x04 \x03(\tR\x06scopes\x12%\n\x04role\x18\x05 \x01(\x0e\x32\x11.platform.v1.RoleR\x04role\x12\x1c\n\npop_key_id\x18\x06 \x01(\tR\x08popKeyId\x12\x37\n\tissued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08issuedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12&\n\x0fparent_token_id\x18\t \x01(\tR\rparentTokenId\x12\x30\n\x06origin\x18\n \x01(\x0e\x32\x18.platform.v1.TokenOriginR\x06origin\x12<\n\x0clast_used_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastUsedAt\"\xbb\x01\n\x11ListTokensRequest\x12P\n\x0cprincipal_id\x18\x01 \x01(\tB-\xbaH*r%\x18@2!^([A-Za-z0-9][A-Za-z0-9._:-]*|-)$\xd8\x01\x01R\x0bprincipalId\x12\'\n\tpage_size\x18\x02 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12+\n\npage_token\x18\x03 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\x88\x88\'\x01R\tpageToken\"l\n\x12ListTokensResponse\x12.\n\x06tokens\x18\x01 \x03(\x0b\x32\x16.platform.v1.TokenInfoR\x06tokens\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n\x12RevokeTokenRequest\x12\x37\n\x08token_id\x18\x01 \x01(\tB\x1c\xbaH\x19r\x14\x32\x12^tok_[0-9a-f]{24}$\xc8\x01\x01R\x07tokenId\"A\n\x13RevokeTokenResponse\x12*\n\x11revoked_token_ids\x18\x01 \x03(\tR\x0frevokedTokenIds*_\n\x0bTokenOrigin\x12\x1c\n\x18TOKEN_ORIGIN_UNSPECIFIED\x10\x00\x12\x19\n\x15TOKEN_ORIGIN_OPERATOR\x10\x01\x12\x17\n\x13TOKEN_ORIGIN_MINTED\x10\x02*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n\nROLE_OWNER\x10\x01\x12\x0e\n\nROLE_ADMIN\x10\x02\x12\x0f\n\x0bROLE_MEMBER\x10\x03\x12\x10\n\x0cROLE_SERVICE\x10\x04\x32\x9b\x02\n\rBrokerService\x12_\n\x10MintUserApiToken\x12$.platform.v1.MintUserApiTokenRequest\x1a%.platform.v1.MintUserApiTokenResponse\x12R\n\nListTokens\x12\x1e.platform.v1.ListTokensRequest\x1a\x1f.platform.v1.ListTokensResponse\"\x03\x90\x02\x01\x12U\n\x0bRevokeToken\x12\x1f.platform.v1.RevokeTokenRequest\x1a .platform.v1.RevokeTokenResponse\"\x03\x90\x02\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'zkplatform_api/platform/v1/broker.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a(zkplatform_api/platform/v1/strings.proto\"\xd6\x02\n\x05Token\x12!\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\tR\x0b\x61\x63\x63\x65ssToken\x12\x19\n\x08token_id\x18\x02 \x01(\tR\x07tokenId\x12\x1b\n\ttenant_id\x18\x03 \x01(\tR\x08tenantId\x12!\n\x0cprincipal_id\x18\x04 \x01(\tR\x0bprincipalId\x12\x16\n\x06scopes\x18\x05 \x03(\tR\x06scopes\x12%\n\x04role\x18\x06 \x01(\x0e\x32\x11.platform.v1.RoleR\x04role\x12\x1c\n\npop_key_id\x18\x07 \x01(\tR\x08popKeyId\x12\x37\n\tissued_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08issuedAt\x12\x39\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"\xa6\x03\n\x17MintUserApiTokenRequest\x12\x46\n\ttenant_id\x18\x01 \x01(\tB)\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\x9c\x01\n\x10requested_scopes\x18\x02 \x03(\tBq\xbaHn\x92\x01k\x08\x01\x10 \"ercR\x10vault.items.readR\x11vault.items.writeR\x12vault.items.deleteR\x12\x62roker.tokens.mintR\x14\x62roker.tokens.manageR\x0frequestedScopes\x12;\n\x15requested_ttl_seconds\x18\x03 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x13requestedTtlSeconds\x12;\n\npop_key_id\x18\x04 \x01(\tB\x1d\xbaH\x1ar\x15\x32\x13^[A-Za-z0-9_-]{43}$\xd8\x01\x01R\x08popKeyId\x12*\n\nrequest_id\x18\x05 \x01(\tB\x0b\xbaH\x08r\x03\xb0\x01\x01\xd8\x01\x01R\trequestId\"D\n\x18MintUserApiTokenResponse\x12(\n\x05token\x18\x01 \x01(\x0b\x32\x12.platform.v1.TokenR\x05token\"\xcf\x03\n\tTokenInfo\x12\x19\n\x08token_id\x18\x01 \x01(\tR\x07tokenId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12!\n\x0cprincipal_id\x18\x03 \x01(\tR\x0bprincipalId\x12\x16\n\x06scopes\x18\x04 \x03(\tR\x06scopes\x12%\n\x04role\x18\x05 \x01(\x0e\x32\x11.platform.v1.RoleR\x04role\x12\x1c\n\npop_key_id\x18\x06 \x01(\tR\x08popKeyId\x12\x37\n\tissued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08issuedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12&\n\x0fparent_token_id\x18\t \x01(\tR\rparentTokenId\x12\x30\n\x06origin\x18\n \x01(\x0e\x32\x18.platform.v1.TokenOriginR\x06origin\x12<\n\x0clast_used_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastUsedAt\"\xbb\x01\n\x11ListTokensRequest\x12P\n\x0cprincipal_id\x18\x01 \x01(\tB-\xbaH*r%\x18@2!^([A-Za-z0-9][A-Za-z0-9._:-]*|-)$\xd8\x01\x01R\x0bprincipalId\x12\'\n\tpage_size\x18\x02 \x01(\x05\x42\n\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12+\n\npage_token\x18\x03 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\x88\x88\'\x01R\tpageToken\"l\n\x12ListTokensResponse\x12.\n\x06tokens\x18\x01 \x03(\x0b\x32\x16.platform.v1.TokenInfoR\x06tokens\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"y\n\x12RevokeTokenRequest\x12\x37\n\x08token_id\x18\x01 \x01(\tB\x1c\xbaH\x19r\x14\x32\x12^tok_[0-9a-f]{24}$\xc8\x01\x01R\x07tokenId\x12*\n\nrequest_id\x18\x02 \x01(\tB\x0b\xbaH\x08r\x03\xb0\x01\x01\xd8\x01\x01R\trequestId\"A\n\x13RevokeTokenResponse\x12*\n\x11revoked_token_ids\x18\x01 \x03(\tR\x0frevokedTokenIds*_\n\x0bTokenOrigin\x12\x1c\n\x18TOKEN_ORIGIN_UNSPECIFIED\x10\x00\x12\x19\n\x15TOKEN_ORIGIN_OPERATOR\x10\x01\x12\x17\n\x13TOKEN_ORIGIN_MINTED\x10\x02*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n\nROLE_OWNER\x10\x01\x12\x0e\n\nROLE_ADMIN\x10\x02\x12\x0f\n\x0bROLE_MEMBER\x10\x03\x12\x10\n\x0cROLE_SERVICE\x10\x04\x32\x9b\x02\n\rBrokerService\x12_\n\x10MintUserApiToken\x12$.platform.v1.MintUserApiTokenRequest\x1a%.platform.v1.MintUserApiTokenResponse\x12R\n\nListTokens\x12\x1e.platform.v1.ListTokensRequest\x1a\x1f.platform.v1.ListTokensResponse\"\x03\x90\x02\x01\x12U\n\x0bRevokeToken\x12\x1f.platform.v1.RevokeTokenRequest\x1a .platform.v1.RevokeTokenResponse\"\x03\x90\x02\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,6 +42,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['requested_ttl_seconds']._serialized_options = b'\272H\004\032\002(\000'
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['pop_key_id']._loaded_options = None
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['pop_key_id']._serialized_options = b'\272H\032r\0252\023^[A-Za-z0-9_-]{43}$\330\001\001'
+  _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['request_id']._loaded_options = None
+  _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['request_id']._serialized_options = b'\272H\010r\003\260\001\001\330\001\001'
   _globals['_LISTTOKENSREQUEST'].fields_by_name['principal_id']._loaded_options = None
   _globals['_LISTTOKENSREQUEST'].fields_by_name['principal_id']._serialized_options = b'\272H*r%\030@2!^([A-Za-z0-9][A-Za-z0-9._:-]*|-)$\330\001\001'
   _globals['_LISTTOKENSREQUEST'].fields_by_name['page_size']._loaded_options = None
@@ -50,30 +52,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTTOKENSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\tr\007\030\200\010\210\210\'\001'
   _globals['_REVOKETOKENREQUEST'].fields_by_name['token_id']._loaded_options = None
   _globals['_REVOKETOKENREQUEST'].fields_by_name['token_id']._serialized_options = b'\272H\031r\0242\022^tok_[0-9a-f]{24}$\310\001\001'
+  _globals['_REVOKETOKENREQUEST'].fields_by_name['request_id']._loaded_options = None
+  _globals['_REVOKETOKENREQUEST'].fields_by_name['request_id']._serialized_options = b'\272H\010r\003\260\001\001\330\001\001'
   _globals['_BROKERSERVICE'].methods_by_name['ListTokens']._loaded_options = None
   _globals['_BROKERSERVICE'].methods_by_name['ListTokens']._serialized_options = b'\220\002\001'
   _globals['_BROKERSERVICE'].methods_by_name['RevokeToken']._loaded_options = None
   _globals['_BROKERSERVICE'].methods_by_name['RevokeToken']._serialized_options = b'\220\002\002'
-  _globals['_TOKENORIGIN']._serialized_start=1868
-  _globals['_TOKENORIGIN']._serialized_end=1963
-  _globals['_ROLE']._serialized_start=1965
-  _globals['_ROLE']._serialized_end=2060
+  _globals['_TOKENORIGIN']._serialized_start=1956
+  _globals['_TOKENORIGIN']._serialized_end=2051
+  _globals['_ROLE']._serialized_start=2053
+  _globals['_ROLE']._serialized_end=2148
   _globals['_TOKEN']._serialized_start=161
   _globals['_TOKEN']._serialized_end=503
   _globals['_MINTUSERAPITOKENREQUEST']._serialized_start=506
-  _globals['_MINTUSERAPITOKENREQUEST']._serialized_end=884
-  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_start=886
-  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_end=954
-  _globals['_TOKENINFO']._serialized_start=957
-  _globals['_TOKENINFO']._serialized_end=1420
-  _globals['_LISTTOKENSREQUEST']._serialized_start=1423
-  _globals['_LISTTOKENSREQUEST']._serialized_end=1610
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=1612
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=1720
-  _globals['_REVOKETOKENREQUEST']._serialized_start=1722
-  _globals['_REVOKETOKENREQUEST']._serialized_end=1799
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=1801
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=1866
-  _globals['_BROKERSERVICE']._serialized_start=2063
-  _globals['_BROKERSERVICE']._serialized_end=2346
+  _globals['_MINTUSERAPITOKENREQUEST']._serialized_end=928
+  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_start=930
+  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_end=998
+  _globals['_TOKENINFO']._serialized_start=1001
+  _globals['_TOKENINFO']._serialized_end=1464
+  _globals['_LISTTOKENSREQUEST']._serialized_start=1467
+  _globals['_LISTTOKENSREQUEST']._serialized_end=1654
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=1656
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=1764
+  _globals['_REVOKETOKENREQUEST']._serialized_start=1766
+  _globals['_REVOKETOKENREQUEST']._serialized_end=1887
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=1889
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=1954
+  _globals['_BROKERSERVICE']._serialized_start=2151
+  _globals['_BROKERSERVICE']._serialized_end=2434
 # @@protoc_insertion_point(module_scope)

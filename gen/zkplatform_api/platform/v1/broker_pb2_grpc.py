@@ -118,7 +118,10 @@ class BrokerServiceServicer:
         (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
         google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -154,7 +157,8 @@ class BrokerServiceServicer:
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
         NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        already revoked answers an empty list: repeating the call is harmless. A
+        repeat with the first call's `request_id` answers what it answered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

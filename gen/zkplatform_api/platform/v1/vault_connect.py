@@ -64,7 +64,8 @@ class VaultService(Protocol):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -95,9 +96,11 @@ class VaultService(Protocol):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -129,9 +132,10 @@ class VaultService(Protocol):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 with exactly the
+        requested content, the answer is that item and the cursor of that change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -373,7 +377,8 @@ class VaultServiceClient(ConnectClient):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -421,9 +426,11 @@ class VaultServiceClient(ConnectClient):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -472,9 +479,10 @@ class VaultServiceClient(ConnectClient):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 with exactly the
+        requested content, the answer is that item and the cursor of that change.
         """
         return await self.execute_unary(
             request=request,
@@ -668,7 +676,8 @@ class VaultServiceSync(Protocol):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -699,9 +708,11 @@ class VaultServiceSync(Protocol):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -733,9 +744,10 @@ class VaultServiceSync(Protocol):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 with exactly the
+        requested content, the answer is that item and the cursor of that change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -975,7 +987,8 @@ class VaultServiceClientSync(ConnectClientSync):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -1023,9 +1036,11 @@ class VaultServiceClientSync(ConnectClientSync):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -1074,9 +1089,10 @@ class VaultServiceClientSync(ConnectClientSync):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 with exactly the
+        requested content, the answer is that item and the cursor of that change.
         """
         return self.execute_unary(
             request=request,

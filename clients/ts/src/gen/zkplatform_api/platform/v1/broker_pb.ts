@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/broker.proto.
  */
 export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsACChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEosBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnG6SG6SAWsIARAgImVyY1IQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZRImChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCB7pIBBoCKAASMQoKcG9wX2tleV9pZBgEIAEoCUIdukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQiPQoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEiEKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW4i3wIKCVRva2VuSW5mbxIQCgh0b2tlbl9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMcHJpbmNpcGFsX2lkGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIfCgRyb2xlGAUgASgOMhEucGxhdGZvcm0udjEuUm9sZRISCgpwb3Bfa2V5X2lkGAYgASgJEi0KCWlzc3VlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPcGFyZW50X3Rva2VuX2lkGAkgASgJEigKBm9yaWdpbhgKIAEoDjIYLnBsYXRmb3JtLnYxLlRva2VuT3JpZ2luEjAKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAimQEKEUxpc3RUb2tlbnNSZXF1ZXN0EkMKDHByaW5jaXBhbF9pZBgBIAEoCUItukgq2AEBciUYQDIhXihbQS1aYS16MC05XVtBLVphLXowLTkuXzotXSp8LSkkEh0KCXBhZ2Vfc2l6ZRgCIAEoBUIKukgHGgUY6AcoABIgCgpwYWdlX3Rva2VuGAMgASgJQgy6SAlyB4iIJwEYgAgiVQoSTGlzdFRva2Vuc1Jlc3BvbnNlEiYKBnRva2VucxgBIAMoCzIWLnBsYXRmb3JtLnYxLlRva2VuSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiRAoSUmV2b2tlVG9rZW5SZXF1ZXN0Ei4KCHRva2VuX2lkGAEgASgJQhy6SBnIAQFyFDISXnRva19bMC05YS1mXXsyNH0kIjAKE1Jldm9rZVRva2VuUmVzcG9uc2USGQoRcmV2b2tlZF90b2tlbl9pZHMYASADKAkqXwoLVG9rZW5PcmlnaW4SHAoYVE9LRU5fT1JJR0lOX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fT1JJR0lOX09QRVJBVE9SEAESFwoTVE9LRU5fT1JJR0lOX01JTlRFRBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAxIQCgxST0xFX1NFUlZJQ0UQBDKbAgoNQnJva2VyU2VydmljZRJfChBNaW50VXNlckFwaVRva2VuEiQucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlcXVlc3QaJS5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVzcG9uc2USUgoKTGlzdFRva2VucxIeLnBsYXRmb3JtLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh8ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgOQAgESVQoLUmV2b2tlVG9rZW4SHy5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlcXVlc3QaIC5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlc3BvbnNlIgOQAgJiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIvwBCgVUb2tlbhIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEAoIdG9rZW5faWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJEhQKDHByaW5jaXBhbF9pZBgEIAEoCRIOCgZzY29wZXMYBSADKAkSHwoEcm9sZRgGIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGUSEgoKcG9wX2tleV9pZBgHIAEoCRItCglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuECChdNaW50VXNlckFwaVRva2VuUmVxdWVzdBI8Cgl0ZW5hbnRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEosBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnG6SG6SAWsIARAgImVyY1IQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZRImChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCB7pIBBoCKAASMQoKcG9wX2tleV9pZBgEIAEoCUIdukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSHwoKcmVxdWVzdF9pZBgFIAEoCUILukgI2AEBcgOwAQEiPQoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEiEKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW4i3wIKCVRva2VuSW5mbxIQCgh0b2tlbl9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMcHJpbmNpcGFsX2lkGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIfCgRyb2xlGAUgASgOMhEucGxhdGZvcm0udjEuUm9sZRISCgpwb3Bfa2V5X2lkGAYgASgJEi0KCWlzc3VlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPcGFyZW50X3Rva2VuX2lkGAkgASgJEigKBm9yaWdpbhgKIAEoDjIYLnBsYXRmb3JtLnYxLlRva2VuT3JpZ2luEjAKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAimQEKEUxpc3RUb2tlbnNSZXF1ZXN0EkMKDHByaW5jaXBhbF9pZBgBIAEoCUItukgq2AEBciUYQDIhXihbQS1aYS16MC05XVtBLVphLXowLTkuXzotXSp8LSkkEh0KCXBhZ2Vfc2l6ZRgCIAEoBUIKukgHGgUY6AcoABIgCgpwYWdlX3Rva2VuGAMgASgJQgy6SAlyB4iIJwEYgAgiVQoSTGlzdFRva2Vuc1Jlc3BvbnNlEiYKBnRva2VucxgBIAMoCzIWLnBsYXRmb3JtLnYxLlRva2VuSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiZQoSUmV2b2tlVG9rZW5SZXF1ZXN0Ei4KCHRva2VuX2lkGAEgASgJQhy6SBnIAQFyFDISXnRva19bMC05YS1mXXsyNH0kEh8KCnJlcXVlc3RfaWQYAiABKAlCC7pICNgBAXIDsAEBIjAKE1Jldm9rZVRva2VuUmVzcG9uc2USGQoRcmV2b2tlZF90b2tlbl9pZHMYASADKAkqXwoLVG9rZW5PcmlnaW4SHAoYVE9LRU5fT1JJR0lOX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fT1JJR0lOX09QRVJBVE9SEAESFwoTVE9LRU5fT1JJR0lOX01JTlRFRBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAxIQCgxST0xFX1NFUlZJQ0UQBDKbAgoNQnJva2VyU2VydmljZRJfChBNaW50VXNlckFwaVRva2VuEiQucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlcXVlc3QaJS5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVzcG9uc2USUgoKTGlzdFRva2VucxIeLnBsYXRmb3JtLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh8ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgOQAgESVQoLUmV2b2tlVG9rZW4SHy5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlcXVlc3QaIC5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlc3BvbnNlIgOQAgJiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Token is an issued API access token.
@@ -148,6 +148,31 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
    * @generated from field: string pop_key_id = 4;
    */
   popKeyId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the token it means to mint and sends, unchanged, with every retry of it
+   * (AIP-155). A token's secret is never stored, so it cannot be answered
+   * twice: a repeat of a call that succeeded, with the same `request_id` by
+   * the same principal within 24 hours, mints nothing and answers
+   * ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+   * `TOKEN_ALREADY_MINTED` and metadata `tokenId`, the id of the token that
+   * call minted: revoke it (RevokeToken) or find it (ListTokens), then mint
+   * with a new `request_id`. A repeat passes checks 1 to 7 of
+   * MintUserApiToken first, and counts against the mint rate as every
+   * attempt does; it is not a new token, so the cap of live tokens does not
+   * apply to it.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, every call that succeeds mints a new token.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
 };
 
 /**
@@ -360,6 +385,27 @@ export type RevokeTokenRequest = Message<"platform.v1.RevokeTokenRequest"> & {
    * @generated from field: string token_id = 1;
    */
   tokenId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the revocation it means to make and sends, unchanged, with every retry
+   * of it (AIP-155). A repeat of a call that succeeded, with the same
+   * `request_id` by the same principal within 24 hours, changes nothing and
+   * answers exactly what that call answered: the same `revoked_token_ids`.
+   * A repeat passes the checks of a first call (its token, who may revoke
+   * what) before its record is read: a token that revoked itself can make
+   * no further call, so its repeat is UNAUTHENTICATED.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat answers an empty list.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
 };
 
 /**
@@ -531,7 +577,10 @@ export const BrokerService: GenService<{
    *    (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
    *    google.rpc.RetryInfo. Older tokens are never revoked to make room.
    *
-   * The limits hold across every worker and host of one store.
+   * The limits hold across every worker and host of one store. A repeat
+   * with the `request_id` of a call that minted a token mints nothing:
+   * ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+   * (see the field).
    *
    * @generated from rpc platform.v1.BrokerService.MintUserApiToken
    */
@@ -573,7 +622,8 @@ export const BrokerService: GenService<{
    * After the checks common to every RPC (see vault.proto): a token the
    * caller may not revoke, an unknown id and another tenant's id all answer
    * NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-   * already revoked answers an empty list: repeating the call is harmless.
+   * already revoked answers an empty list: repeating the call is harmless. A
+   * repeat with the first call's `request_id` answers what it answered.
    *
    * @generated from rpc platform.v1.BrokerService.RevokeToken
    */

@@ -69,7 +69,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEinwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCDq3ArpIswIabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiLAoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+gMKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIpEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoACJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCJzChNXYXRjaENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoACJlChRXYXRjaENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Iy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEinwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCDq3ArpIswIabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiLAoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDIs8BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBEh8KCnJlcXVlc3RfaWQYBCABKAlCC7pICNgBAXIDsAEBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+QMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEh8KCnJlcXVlc3RfaWQYByABKAlCC7pICNgBAXIDsAEBIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3IimwQKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoARIfCgpyZXF1ZXN0X2lkGAkgASgJQgu6SAjYAQFyA7ABASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIpEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoACJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCJzChNXYXRjaENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoACJlChRXYXRjaENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Iy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -315,6 +315,26 @@ export type DeleteItemRequest = Message<"platform.v1.DeleteItemRequest"> & {
    * @generated from field: int64 base_version = 3;
    */
   baseVersion: bigint;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the delete it means to make and sends, unchanged, with every retry of it
+   * (AIP-155). A repeat of a call that succeeded, with the same `request_id`
+   * by the same principal within 24 hours, changes nothing and answers
+   * exactly what that call answered: the same tombstone and cursor.
+   * A repeat passes the checks of a first call (token, scope, membership)
+   * before its record is read. A call that failed records nothing: its
+   * repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat answers the tombstone as DeleteItem says.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
 };
 
 /**
@@ -405,6 +425,30 @@ export type CreateItemRequest = Message<"platform.v1.CreateItemRequest"> & {
    * @generated from field: repeated platform.v1.WrappedKey wrapped_keys = 6;
    */
   wrappedKeys: WrappedKey[];
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the creation it means to make and sends, unchanged, with every retry of
+   * it (AIP-155). A repeat of a call that succeeded, with the same
+   * `request_id` by the same principal within 24 hours, changes nothing and
+   * answers exactly what that call answered: the same item and cursor, even
+   * when the item has been updated since. Deleting the item erases its
+   * content from the recorded answers too, so a repeat after the delete runs
+   * again (ALREADY_EXISTS with `deleted` "true").
+   * A repeat passes the checks of a first call (token, scope, membership)
+   * before its record is read. A call that failed records nothing: its
+   * repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat is recognised by its content as
+   * CreateItem says.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
 };
 
 /**
@@ -501,6 +545,30 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
    * @generated from field: int64 base_version = 7;
    */
   baseVersion: bigint;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the update it means to make and sends, unchanged, with every retry of it
+   * (AIP-155). A repeat of a call that succeeded, with the same `request_id`
+   * by the same principal within 24 hours, changes nothing and answers
+   * exactly what that call answered: the same item and cursor, even when the
+   * item has been updated since. Deleting the item erases its content from
+   * the recorded answers too, so a repeat after the delete runs again
+   * (FAILED_PRECONDITION `ITEM_DELETED`).
+   * A repeat passes the checks of a first call (token, scope, membership)
+   * before its record is read. A call that failed records nothing: its
+   * repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat is recognised by its content as
+   * UpdateItem says.
+   *
+   * @generated from field: string request_id = 9;
+   */
+  requestId: string;
 };
 
 /**
@@ -860,7 +928,8 @@ export const VaultService: GenService<{
    * the response carries the tombstone and the cursor of this change.
    *
    * Deleting a tombstone succeeds and returns the same tombstone and cursor as
-   * the first delete, whatever `base_version` says, so retries are safe.
+   * the first delete, whatever `base_version` says, so retries are safe. A
+   * repeat with the first call's `request_id` answers what it answered.
    * Concurrent deletes of one item make exactly one change; every caller gets
    * the same answer.
    *
@@ -895,9 +964,11 @@ export const VaultService: GenService<{
    * now; the vault's change sequence grows by one and the response carries
    * the item and the cursor of this change.
    *
-   * Repeating the call is safe: if the item exists live at version 1 with
-   * exactly the same content (kind, title hash, payload and wrapped keys),
-   * the answer is that item and the cursor of its creation. Otherwise the
+   * Repeating the call is safe. With the first call's `request_id`, the
+   * answer is what it answered, even after later updates (see the field).
+   * Without: if the item exists live at version 1 with exactly the same
+   * content (kind, title hash, payload and wrapped keys), the answer is that
+   * item and the cursor of its creation. Otherwise the
    * answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
    * `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
    * item is a tombstone). The id of a tombstone that has been purged after the
@@ -933,9 +1004,10 @@ export const VaultService: GenService<{
    * sequence grows by one; the response carries the item and the cursor of
    * this change. Concurrent updates at one `base_version`: exactly one wins.
    *
-   * Repeating the call is safe: if the item is live at `base_version` + 1
-   * with exactly the requested content, the answer is that item and the
-   * cursor of that change.
+   * Repeating the call is safe. With the first call's `request_id`, the
+   * answer is what it answered, even after later updates (see the field).
+   * Without: if the item is live at `base_version` + 1 with exactly the
+   * requested content, the answer is that item and the cursor of that change.
    *
    * @generated from rpc platform.v1.VaultService.UpdateItem
    */
