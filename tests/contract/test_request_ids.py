@@ -158,6 +158,7 @@ async def test_a_failed_call_records_nothing(seeded: MigratableStore) -> None:
 async def test_a_record_answers_for_24_hours_only(seeded: MigratableStore) -> None:
     request = asked(ID_A, "update b")
     first = await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request)
+    assert isinstance(first, ItemChange)
     last_second = NOW + RETENTION_SECONDS - 1
 
     assert await seeded.update_item("v1", "i1", 1, content("b"), by("p1", last_second), request=request) == Repeated(
