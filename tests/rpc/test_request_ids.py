@@ -264,3 +264,16 @@ async def test_an_id_in_capitals_is_the_same_id(client: httpx.AsyncClient, world
     await answer(client, update("cased", 1, "B"), alice)
 
     assert await answer(client, create("cased", request_id=ID_A.upper()), alice) == first
+
+
+async def test_a_repeat_recognised_by_its_content_is_recorded_under_its_id(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    """A call with an id that succeeds without a change (its content repeats what was done, say
+    by a first attempt sent without the id) is answered again as it was, like any success."""
+    alice = world.token("alice")
+    await answer(client, create("twice"), alice)
+    answered = await answer(client, create("twice", request_id=ID_A), alice)
+    await answer(client, update("twice", 1, "B"), alice)
+
+    assert await answer(client, create("twice", request_id=ID_A), alice) == answered
