@@ -40,6 +40,8 @@ GENERATED := gen clients/ts/src/gen docs/reference.md
 .PHONY: gen
 gen: $(STAMP) $(NODE_STAMP) ## Regenerate gen/, clients/ts/src/gen/ and docs/reference.md from proto/
 	buf generate
+	@# google.api for Python comes from googleapis-common-protos (see buf.yaml)
+	rm -rf gen/google
 	@# grpcio stubs for gRPC clients: buf has no builtin grpc_python plugin
 	$(BIN)/python -m grpc_tools.protoc -Iproto -Ithird_party/proto --grpc_python_out=gen $(PROTOS)
 	@# The API reference, from the comments: the image keeps its source info

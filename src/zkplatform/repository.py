@@ -31,8 +31,8 @@ from zkplatform.domain.models import (
     ChangePage,
     Item,
     ItemChange,
-    ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Tenant,
     TokenRecord,
@@ -191,13 +191,13 @@ class ItemRepository(Protocol):
         vault_id: str,
         item_id: str,
         base_version: int,
-        content: ItemContent,
+        patch: ItemPatch,
         actor: Actor,
         *,
         request: RequestId | None = None,
     ) -> UpdateOutcome:
-        """Atomically: if the item is live at base_version, replace its content,
-        one version later, at `actor.at`, with the vault's next sequence number. A
+        """Atomically: if the item is live at base_version, write what `patch` holds
+        (the other fields kept as they are), one version later, at `actor.at`, with the vault's next sequence number. A
         compare-and-set: of concurrent updates at one base_version exactly one
         applies, and the others answer Conflict with the item as it then is (not
         recorded, as a create's Existing)."""

@@ -19,6 +19,7 @@ from zkplatform.domain.models import (
     Item,
     ItemChange,
     ItemContent,
+    ItemPatch,
     Principal,
     Role,
     Scope,
@@ -52,6 +53,11 @@ def content(tag: str) -> ItemContent:
         payload=EncryptedPayload("A256GCM", f"bm9uY2U{tag}", "YWFk", f"Y2lwaGVy{tag}", 2),
         wrapped_keys=(WrappedKey("p1", "ECDH-ES+A256KW", f"a2V5{tag}"),),
     )
+
+
+def patch(tag: str) -> ItemPatch:
+    """An update of the whole content, as one without a field mask writes."""
+    return ItemPatch.replacing(content(tag))
 
 
 def new(item_id: str, tag: str = "a", now: int = NOW) -> Item:
@@ -88,11 +94,11 @@ async def seeded(store: MigratableStore) -> MigratableStore:
 
 
 async def test_an_update_repeated_after_a_later_update_answers_as_it_first_did(seeded: MigratableStore) -> None:
-    first = await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=asked(ID_A, "update b"))
+    first = await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=asked(ID_A, "update b"))
     assert isinstance(first, ItemChange)
-    await seeded.update_item("v1", "i1", 2, content("c"), by("p1", NOW + 5), request=asked(ID_B, "update c"))
+    await seeded.update_item("v1", "i1", 2, patch("c"), by("p1", NOW + 5), request=asked(ID_B, "update c"))
 
-    repeat = await seeded.update_item("v1", "i1", 1, content("b"), by("p1", NOW + 10), request=asked(ID_A, "update b"))
+    repeat = await seeded.update_item("v1", "i1", 1, patch("b"), by("p1", NOW + 10), request=asked(ID_A, "update b"))
 
     assert repeat == Repeated(first)
     assert await seeded.vault_sequence("v1") == 3
@@ -102,7 +108,7 @@ async def test_an_update_repeated_after_a_later_update_answers_as_it_first_did(s
 async def test_a_create_repeated_after_an_update_answers_as_it_first_did(seeded: MigratableStore) -> None:
     first = await seeded.create_item(new("n1"), by("p1"), request=asked(ID_A, "create n1"))
     assert first == Created(ItemChange(new("n1"), 2))
-    await seeded.update_item("v1", "n1", 1, content("b"), by("p1", NOW + 5))
+    await seeded.update_item("v1", "n1", 1, patch("b"), by("p1", NOW + 5))
 
     repeat = await seeded.create_item(new("n1", now=NOW + 10), by("p1", NOW + 10), request=asked(ID_A, "create n1"))
 
@@ -121,9 +127,9 @@ async def test_a_delete_repeated_answers_its_tombstone_and_changes_nothing(seede
 
 
 async def test_the_same_id_for_another_request_is_refused_and_changes_nothing(seeded: MigratableStore) -> None:
-    await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=asked(ID_A, "update b"))
+    await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=asked(ID_A, "update b"))
 
-    other_content = await seeded.update_item("v1", "i1", 2, content("c"), by("p1"), request=asked(ID_A, "update c"))
+    other_content = await seeded.update_item("v1", "i1", 2, patch("c"), by("p1"), request=asked(ID_A, "update c"))
     other_method = await seeded.create_item(new("n1"), by("p1"), request=asked(ID_A, "create n1"))
     other_kind = await seeded.add_minted_token(minted("m1"), 50, by("p1"), request=asked(ID_A, "mint"))
 
@@ -134,10 +140,10 @@ async def test_the_same_id_for_another_request_is_refused_and_changes_nothing(se
 
 
 async def test_another_principals_id_is_its_own(seeded: MigratableStore) -> None:
-    await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=asked(ID_A, "update b"))
+    await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=asked(ID_A, "update b"))
 
     # The same id and request from p2: not a repeat of p1's call, so it runs (and conflicts).
-    theirs = await seeded.update_item("v1", "i1", 1, content("b"), by("p2"), request=asked(ID_A, "update b"))
+    theirs = await seeded.update_item("v1", "i1", 1, patch("b"), by("p2"), request=asked(ID_A, "update b"))
     created = await seeded.create_item(new("n1"), by("p2"), request=asked(ID_A, "create n1"))
 
     assert isinstance(theirs, Conflict)
@@ -146,25 +152,25 @@ async def test_another_principals_id_is_its_own(seeded: MigratableStore) -> None
 
 async def test_a_failed_call_records_nothing(seeded: MigratableStore) -> None:
     request = asked(ID_A, "update n1")
-    assert await seeded.update_item("v1", "n1", 1, content("b"), by("p1"), request=request) == Missing()
+    assert await seeded.update_item("v1", "n1", 1, patch("b"), by("p1"), request=request) == Missing()
     assert isinstance(await seeded.delete_item("v1", "i1", 7, by("p1"), request=asked(ID_B, "del")), Stale)
     await seeded.create_item(new("n1"), OPERATOR)
 
-    again = await seeded.update_item("v1", "n1", 1, content("b"), by("p1", NOW + 1), request=request)
+    again = await seeded.update_item("v1", "n1", 1, patch("b"), by("p1", NOW + 1), request=request)
 
     assert again == ItemChange(replace(new("n1", tag="b", now=NOW + 1), version=2), 3)
 
 
 async def test_a_record_answers_for_24_hours_only(seeded: MigratableStore) -> None:
     request = asked(ID_A, "update b")
-    first = await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request)
+    first = await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request)
     assert isinstance(first, ItemChange)
     last_second = NOW + RETENTION_SECONDS - 1
 
-    assert await seeded.update_item("v1", "i1", 1, content("b"), by("p1", last_second), request=request) == Repeated(
+    assert await seeded.update_item("v1", "i1", 1, patch("b"), by("p1", last_second), request=request) == Repeated(
         first
     )
-    late = await seeded.update_item("v1", "i1", 1, content("b"), by("p1", NOW + RETENTION_SECONDS), request=request)
+    late = await seeded.update_item("v1", "i1", 1, patch("b"), by("p1", NOW + RETENTION_SECONDS), request=request)
     assert isinstance(late, Conflict)  # runs again: base 1 is long gone
     reused_late = await seeded.create_item(
         new("n1"), by("p1", NOW + RETENTION_SECONDS), request=asked(ID_A, "create n1")
@@ -174,48 +180,44 @@ async def test_a_record_answers_for_24_hours_only(seeded: MigratableStore) -> No
 
 async def test_the_purge_forgets_records_past_24_hours(seeded: MigratableStore) -> None:
     request = asked(ID_A, "update b")
-    await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request)
+    await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request)
     kept = asked(ID_B, "update c")
-    await seeded.update_item("v1", "i1", 2, content("c"), by("p1", NOW + 100), request=kept)
+    await seeded.update_item("v1", "i1", 2, patch("c"), by("p1", NOW + 100), request=kept)
 
     await seeded.purge_tombstones(0, by("p1", NOW + RETENTION_SECONDS + 50))
 
     # Asked as of the records' own time, so that only the purge can have made one go.
-    assert isinstance(
-        await seeded.update_item("v1", "i1", 1, content("b"), by("p1", NOW + 1), request=request), Conflict
-    )
-    assert isinstance(
-        await seeded.update_item("v1", "i1", 2, content("c"), by("p1", NOW + 101), request=kept), Repeated
-    )
+    assert isinstance(await seeded.update_item("v1", "i1", 1, patch("b"), by("p1", NOW + 1), request=request), Conflict)
+    assert isinstance(await seeded.update_item("v1", "i1", 2, patch("c"), by("p1", NOW + 101), request=kept), Repeated)
 
 
 async def test_a_delete_erases_the_items_content_from_its_recorded_answers(seeded: MigratableStore) -> None:
     create = asked(ID_A, "create n1")
     await seeded.create_item(new("n1"), by("p1"), request=create)
     update = asked(ID_B, "update n1")
-    await seeded.update_item("v1", "n1", 1, content("b"), by("p1"), request=update)
+    await seeded.update_item("v1", "n1", 1, patch("b"), by("p1"), request=update)
     deleted = await seeded.delete_item("v1", "n1", 2, by("p2"))
     assert isinstance(deleted, ItemChange)
 
     # Nothing to answer from: the repeats run again, and meet the tombstone.
     assert await seeded.create_item(new("n1"), by("p1"), request=create) == Existing(deleted)
-    assert await seeded.update_item("v1", "n1", 1, content("b"), by("p1"), request=update) == Conflict(deleted)
+    assert await seeded.update_item("v1", "n1", 1, patch("b"), by("p1"), request=update) == Conflict(deleted)
 
 
 async def test_an_answer_recognised_by_its_content_is_recorded_while_the_item_lives(seeded: MigratableStore) -> None:
-    change = await seeded.update_item("v1", "i1", 1, content("b"), by("p1"))
+    change = await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"))
     assert isinstance(change, ItemChange)
     request = asked(ID_A, "update b")
 
     assert await seeded.record_answer(by("p1"), request, change) is None
     assert await seeded.record_answer(by("p1"), asked(ID_A, "other"), change) == Reused()
-    await seeded.update_item("v1", "i1", 2, content("c"), by("p1"))
-    assert await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request) == Repeated(change)
+    await seeded.update_item("v1", "i1", 2, patch("c"), by("p1"))
+    assert await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request) == Repeated(change)
 
     await seeded.delete_item("v1", "i1", 3, by("p1"))
     late = asked(ID_B, "update c")
     assert await seeded.record_answer(by("p1"), late, change) is None
-    assert isinstance(await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=late), Conflict)
+    assert isinstance(await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=late), Conflict)
 
 
 # tokens
@@ -252,11 +254,11 @@ async def test_a_repeated_revocation_answers_what_it_revoked(seeded: MigratableS
 
 async def test_a_repeat_writes_no_audit_event(seeded: MigratableStore) -> None:
     request = asked(ID_A, "update b")
-    await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request)
+    await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request)
     events = len(await seeded.audit_records("t1", 0, 1000))
 
-    await seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request)
-    await seeded.update_item("v1", "i1", 1, content("c"), by("p1"), request=request)
+    await seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request)
+    await seeded.update_item("v1", "i1", 1, patch("c"), by("p1"), request=request)
 
     assert len(await seeded.audit_records("t1", 0, 1000)) == events
 
@@ -268,7 +270,7 @@ async def test_concurrent_updates_with_one_id_apply_once_and_answer_alike(seeded
     request = asked(ID_A, "update b")
 
     outcomes = await asyncio.gather(
-        *(seeded.update_item("v1", "i1", 1, content("b"), by("p1"), request=request) for _ in range(12))
+        *(seeded.update_item("v1", "i1", 1, patch("b"), by("p1"), request=request) for _ in range(12))
     )
 
     applied = [o for o in outcomes if isinstance(o, ItemChange)]
@@ -328,7 +330,7 @@ async def test_concurrent_calls_with_one_id_through_two_stores_apply_once(
     async with closing(open_store(url)) as other:
         outcomes = await asyncio.gather(
             *(
-                store.update_item("v1", "i1", 1, content("b"), by("p1"), request=update)
+                store.update_item("v1", "i1", 1, patch("b"), by("p1"), request=update)
                 for _ in range(6)
                 for store in (seeded, other)
             ),

@@ -15,6 +15,7 @@ from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
 from zkplatform.repository import LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
+# Values of a line's own go in extra={"fields": ...}: keys of their own in the JSON log.
 
 # How fresh a token's recorded last use is kept: it is written when the stored value is
 # this much older than the call (or missing), so a token in steady use costs one write a
@@ -113,15 +114,15 @@ class Authenticator:
                 record.token_id, actor, Action.TOKEN_REVOKED_IN_URL, audited=False
             )
             log.error(  # noqa: TRY400 # one line, as above
-                "token %s was sent in a URL and has been revoked without its audit event"
+                "a token sent in a URL has been revoked without its audit event"
                 " (the audit write failed: %s); the trail has no record of this revocation",
-                record.token_id,
                 type(error).__name__,
+                extra={"fields": {"token_id": record.token_id}},
             )
         log.warning(
-            "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
-            record.token_id,
+            "a token sent in a URL has been revoked, with %d token(s) minted from it",
             max(len(revoked or []) - 1, 0),
+            extra={"fields": {"token_id": record.token_id}},
         )
 
     async def authenticate(self, presented: Presented, proof: ProofRequest, request_id: str = "") -> Caller:
@@ -168,5 +169,5 @@ class Authenticator:
 
 def _refused(reason: str, record: TokenRecord | None = None) -> Unauthenticated:
     """The refusal, logged with the token's public id when there is one (never the token)."""
-    log.info("authentication refused: %s%s", reason, f" (token {record.token_id})" if record else "")
+    log.info("authentication refused: %s", reason, extra={"fields": {"token_id": record.token_id}} if record else None)
     return Unauthenticated(reason)

@@ -21,7 +21,7 @@ from zkplatform.domain.errors import (
     RequestIdReused,
     VersionMismatch,
 )
-from zkplatform.domain.models import Item, ItemChange, ItemContent, Scope, Tombstone
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone
 from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import (
@@ -108,24 +108,24 @@ class VaultUseCases:
         vault_id: str,
         item_id: str,
         base_version: int,
-        content: ItemContent,
+        patch: ItemPatch,
         *,
         request: RequestId | None = None,
     ) -> ItemChange:
-        """Replace the content of a live item at base_version, or answer that change again
-        when this is a repeat of it: one with a request id the principal used for it
-        before, or one with its content."""
+        """Write what `patch` holds to a live item at base_version, or answer that change
+        again when this is a repeat of it: one with a request id the principal used for it
+        before, or one that writes what the item holds."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         caller.require_member(await self._directory.get_vault(vault_id))
         actor = caller.actor(self._clock())
-        match await self._items.update_item(vault_id, item_id, base_version, content, actor, request=request):
+        match await self._items.update_item(vault_id, item_id, base_version, patch, actor, request=request):
             case Missing():
                 raise _not_found(vault_id, item_id)
             case Conflict(current):
                 if current.item.deleted:
                     raise ItemDeleted
                 # The latest change made exactly what was asked from base_version: this update, repeated.
-                if current.item.version == base_version + 1 and current.item.content == content:
+                if current.item.version == base_version + 1 and patch.is_in(current.item):
                     return await self._answered(actor, request, current)
                 raise VersionMismatch(current.item.version)
             case ItemChange() as change:

@@ -137,6 +137,7 @@ class ObserveCalls:
         self._metrics = metrics
         self._procedures = frozenset(procedures)
         self._streams = frozenset(streams)
+        self.in_flight = 0  # HTTP requests being served, streams included
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -169,9 +170,11 @@ class ObserveCalls:
             metrics.in_flight_of(procedure).inc()
             if stream:
                 metrics.streams.inc()
+        self.in_flight += 1
         try:
             await self._app(scope, receive, observed)
         finally:
+            self.in_flight -= 1
             seconds = time.perf_counter() - started
             code = call.final_code()
             if metrics is not None:

@@ -15,6 +15,7 @@ from zkplatform.messages.convert import (
     changes_response,
     get_response,
     item_content,
+    item_patch,
     list_response,
     watch_message,
 )
@@ -64,7 +65,7 @@ class VaultServicer(VaultService):
             request.vault_id,
             request.item_id,
             request.base_version,
-            item_content(request),
+            item_patch(request),
             request=request_id_of(request),
         )
         return change_response(updated, vault_pb2.UpdateItemResponse())
