@@ -191,6 +191,7 @@ def build_front(
 ) -> Front:
     """The request path around the platform's services, health and reflection."""
     limit = settings.max_body_bytes
+    origin = Origin(settings.public_url, settings.forwarded_allow_ips)
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     # ErrorMapping first: its on_end sees every later failure. Authentication runs
     # before the body is read, so a bad token answers before a malformed or oversized body.
@@ -198,7 +199,7 @@ def build_front(
         *telemetry.interceptors(),
         ErrorMapping(),
         RequireProtocolVersion(),
-        Authenticate(platform.authenticator, Origin(settings.public_url, settings.forwarded_allow_ips)),
+        Authenticate(platform.authenticator, origin),
     ]
     vault_app = VaultServiceASGIApplication(
         vault or VaultServicer(platform.vault, platform.sync),
@@ -240,7 +241,7 @@ def build_front(
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ClientGone(app, settings.client_stall_seconds)
     app = connections = CloseWhenStopping(app)
-    app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming)
+    app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
     return Front(app, observed, streams, connections)
 
 

@@ -43,10 +43,18 @@ class Caller:
     principal: Principal
     secret: str  # the presented token itself, kept only for the DPoP `ath` check; never log it
     request_id: str = ""
+    client_address: str = ""  # the IP address the call came from (a trusted proxy's forwarded one)
 
     def actor(self, at: int) -> Actor:
         """The caller as the author of a change made at `at`, for the audit trail."""
-        return Actor(ActorKind.PRINCIPAL, at, self.principal.principal_id, self.token.token_id, self.request_id)
+        return Actor(
+            ActorKind.PRINCIPAL,
+            at,
+            self.principal.principal_id,
+            self.token.token_id,
+            self.request_id,
+            self.client_address,
+        )
 
     @property
     def tenant_id(self) -> str:
@@ -87,7 +95,7 @@ class Authenticator:
         self._hash = hasher
         self._clock = clock
 
-    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "") -> None:
+    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "", client_address: str = "") -> None:
         """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked.
 
         Never raises: the request that carried them is refused the same way whatever happens here.
@@ -96,17 +104,16 @@ class Authenticator:
         worse than a gap in the trail, and the line says where the gap is."""
         for token in leaked:
             try:
-                await self._revoke_leaked(token, request_id)
+                await self._revoke_leaked(token, Actor.service(self._clock(), request_id, client_address))
             except Exception as error:  # noqa: BLE001 # the refusal must go out whatever the store does
                 # One line, no traceback: a driver's message may quote what it was given.
                 log.error("a token sent in a URL could not be revoked: the store failed (%s)", type(error).__name__)  # noqa: TRY400
 
-    async def _revoke_leaked(self, token: str, request_id: str) -> None:
+    async def _revoke_leaked(self, token: str, actor: Actor) -> None:
         record = await self._tokens.find_token(self._hash(token))
         if record is None or record.revoked:
             return
         # With its whole tree: whoever holds the leaked token could have minted from it.
-        actor = Actor.service(self._clock(), request_id)
         try:
             revoked = await self._tokens.revoke_token_tree(record.token_id, actor, Action.TOKEN_REVOKED_IN_URL)
         except Exception as error:  # noqa: BLE001 # whichever store and driver: any failure of the audited write
@@ -125,7 +132,9 @@ class Authenticator:
             extra={"fields": {"token_id": record.token_id}},
         )
 
-    async def authenticate(self, presented: Presented, proof: ProofRequest, request_id: str = "") -> Caller:
+    async def authenticate(
+        self, presented: Presented, proof: ProofRequest, request_id: str = "", client_address: str = ""
+    ) -> Caller:
         """The caller, if the token is live and, when it is key-bound, presented
         with the DPoP scheme and a valid proof of that key."""
         secret = presented.token
@@ -156,7 +165,9 @@ class Authenticator:
         if principal.disabled:  # its tokens were revoked with it; this holds even for one that slipped by
             raise _refused("principal disabled", record)
         await self._note_use(record, now)
-        return Caller(token=record, principal=principal, secret=secret, request_id=request_id)
+        return Caller(
+            token=record, principal=principal, secret=secret, request_id=request_id, client_address=client_address
+        )
 
     async def _note_use(self, record: TokenRecord, now: int) -> None:
         """Record the token's last use, when the recorded one is a minute old: a write at most once
