@@ -277,3 +277,18 @@ async def test_a_repeat_recognised_by_its_content_is_recorded_under_its_id(
     await answer(client, update("twice", 1, "B"), alice)
 
     assert await answer(client, create("twice", request_id=ID_A), alice) == answered
+
+
+async def test_the_fingerprint_covers_every_field_the_update_mask_included(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    alice = world.token("alice")
+    await answer(client, create("masked"), alice)
+    whole = update("masked", 1, "A", ID_A)
+    await answer(client, whole, alice)
+
+    keys_only = update("masked", 1, "A", ID_A)
+    keys_only.update_mask.paths.append("wrapped_keys")
+    status, code, info = refusal(await call(client, keys_only, alice))
+
+    assert (status, code, info["reason"]) == (400, "invalid_argument", "REQUEST_ID_REUSED")
