@@ -3,8 +3,9 @@
 Two calls with one request id are the same request when they ask the same thing: the same
 method and the same value in every other field, whatever the encoding (JSON or binary) that
 carried them. The fingerprint is the SHA-256 of the request message's name, which names the
-method (one request message per RPC), and of its deterministic binary encoding without the id:
-a field added to a request later is covered without anything here knowing of it.
+method (one request message per RPC), and of its deterministic binary encoding without the id
+and without fields this server does not know: a field added to a request later is covered
+without anything here knowing of it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def request_id_of(request: Nameable) -> RequestId | None:
     asked = type(request)()
     asked.CopyFrom(request)
     asked.ClearField("request_id")
+    # Fields this server does not know change nothing it does, and JSON drops them anyway.
+    asked.DiscardUnknownFields()
     digest = hashlib.sha256(request.DESCRIPTOR.full_name.encode())
     digest.update(b"\n")
     digest.update(asked.SerializeToString(deterministic=True))
