@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/broker.proto.
  */
 export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIroCCgVUb2tlbhIbCgxhY2Nlc3NfdG9rZW4YASABKAlCBeJBAgMFEhcKCHRva2VuX2lkGAIgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAyABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgEIAEoCUIF4kECAwUSFQoGc2NvcGVzGAUgAygJQgXiQQIDBRIlCgRyb2xlGAYgASgOMhEucGxhdGZvcm0udjEuUm9sZUIE4kEBAxIZCgpwb3Bfa2V5X2lkGAcgASgJQgXiQQIDBRI0Cglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRI1CgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUiggMKF01pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0EkAKCXRlbmFudF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEsEBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQqYB4kEBArpIngGSAZoBCAEQICKTAXKQAVIQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZVITZGlyZWN0b3J5LmtleXMucmVhZFIWZGlyZWN0b3J5LmtleXMucHVibGlzaBIqChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCC+JBAQG6SAQaAigAEjUKCnBvcF9rZXlfaWQYBCABKAlCIeJBAQG6SBrYAQFyFTITXltBLVphLXowLTlfLV17NDN9JCJDChhNaW50VXNlckFwaVRva2VuUmVzcG9uc2USJwoFdG9rZW4YASABKAsyEi5wbGF0Zm9ybS52MS5Ub2tlbkIE4kEBAyKqAwoJVG9rZW5JbmZvEhcKCHRva2VuX2lkGAEgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAiABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgDIAEoCUIF4kECAwUSFQoGc2NvcGVzGAQgAygJQgXiQQIDBRIlCgRyb2xlGAUgASgOMhEucGxhdGZvcm0udjEuUm9sZUIE4kEBAxIZCgpwb3Bfa2V5X2lkGAYgASgJQgXiQQIDBRI0Cglpc3N1ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRI1CgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUSHgoPcGFyZW50X3Rva2VuX2lkGAkgASgJQgXiQQIDBRIvCgZvcmlnaW4YCiABKA4yGC5wbGF0Zm9ybS52MS5Ub2tlbk9yaWdpbkIF4kECAwUSNgoMbGFzdF91c2VkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIE4kEBAyKlAQoRTGlzdFRva2Vuc1JlcXVlc3QSRwoMcHJpbmNpcGFsX2lkGAEgASgJQjHiQQEBukgq2AEBciUYQDIhXihbQS1aYS16MC05XVtBLVphLXowLTkuXzotXSp8LSkkEiEKCXBhZ2Vfc2l6ZRgCIAEoBUIO4kEBAbpIBxoFGOgHKAASJAoKcGFnZV90b2tlbhgDIAEoCUIQ4kEBAbpICXIHiIgnARiACCJhChJMaXN0VG9rZW5zUmVzcG9uc2USLAoGdG9rZW5zGAEgAygLMhYucGxhdGZvcm0udjEuVG9rZW5JbmZvQgTiQQEDEh0KD25leHRfcGFnZV90b2tlbhgCIAEoCUIE4kEBAyJIChJSZXZva2VUb2tlblJlcXVlc3QSMgoIdG9rZW5faWQYASABKAlCIOJBAQK6SBnIAQFyFDISXnRva19bMC05YS1mXXsyNH0kIjYKE1Jldm9rZVRva2VuUmVzcG9uc2USHwoRcmV2b2tlZF90b2tlbl9pZHMYASADKAlCBOJBAQMqXwoLVG9rZW5PcmlnaW4SHAoYVE9LRU5fT1JJR0lOX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fT1JJR0lOX09QRVJBVE9SEAESFwoTVE9LRU5fT1JJR0lOX01JTlRFRBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAxIQCgxST0xFX1NFUlZJQ0UQBDKbAgoNQnJva2VyU2VydmljZRJfChBNaW50VXNlckFwaVRva2VuEiQucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlcXVlc3QaJS5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVzcG9uc2USUgoKTGlzdFRva2VucxIeLnBsYXRmb3JtLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh8ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgOQAgESVQoLUmV2b2tlVG9rZW4SHy5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlcXVlc3QaIC5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlc3BvbnNlIgOQAgJCvgEKGmRldi56a3BsYXRmb3JtLnBsYXRmb3JtLnYxQgtCcm9rZXJQcm90b1ABWj5naXRodWIuY29tL3prcGxhdGZvcm0vemtwbGF0Zm9ybS9nZW4vZ28vcGxhdGZvcm0vdjE7cGxhdGZvcm12MaICA1pLUKoCFlprcGxhdGZvcm0uUGxhdGZvcm0uVjHKAhZaa3BsYXRmb3JtXFBsYXRmb3JtXFYx6gIYWmtwbGF0Zm9ybTo6UGxhdGZvcm06OlYxYgZwcm90bzM", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIroCCgVUb2tlbhIbCgxhY2Nlc3NfdG9rZW4YASABKAlCBeJBAgMFEhcKCHRva2VuX2lkGAIgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAyABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgEIAEoCUIF4kECAwUSFQoGc2NvcGVzGAUgAygJQgXiQQIDBRIlCgRyb2xlGAYgASgOMhEucGxhdGZvcm0udjEuUm9sZUIE4kEBAxIZCgpwb3Bfa2V5X2lkGAcgASgJQgXiQQIDBRI0Cglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRI1CgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUipwMKF01pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0EkAKCXRlbmFudF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEsEBChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQqYB4kEBArpIngGSAZoBCAEQICKTAXKQAVIQdmF1bHQuaXRlbXMucmVhZFIRdmF1bHQuaXRlbXMud3JpdGVSEnZhdWx0Lml0ZW1zLmRlbGV0ZVISYnJva2VyLnRva2Vucy5taW50UhRicm9rZXIudG9rZW5zLm1hbmFnZVITZGlyZWN0b3J5LmtleXMucmVhZFIWZGlyZWN0b3J5LmtleXMucHVibGlzaBIqChVyZXF1ZXN0ZWRfdHRsX3NlY29uZHMYAyABKAVCC+JBAQG6SAQaAigAEjUKCnBvcF9rZXlfaWQYBCABKAlCIeJBAQG6SBrYAQFyFTITXltBLVphLXowLTlfLV17NDN9JBIjCgpyZXF1ZXN0X2lkGAUgASgJQg/iQQEBukgI2AEBcgOwAQEiQwoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEicKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW5CBOJBAQMiqgMKCVRva2VuSW5mbxIXCgh0b2tlbl9pZBgBIAEoCUIF4kECAwUSGAoJdGVuYW50X2lkGAIgASgJQgXiQQIDBRIbCgxwcmluY2lwYWxfaWQYAyABKAlCBeJBAgMFEhUKBnNjb3BlcxgEIAMoCUIF4kECAwUSJQoEcm9sZRgFIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGVCBOJBAQMSGQoKcG9wX2tleV9pZBgGIAEoCUIF4kECAwUSNAoJaXNzdWVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUSNQoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBeJBAgMFEh4KD3BhcmVudF90b2tlbl9pZBgJIAEoCUIF4kECAwUSLwoGb3JpZ2luGAogASgOMhgucGxhdGZvcm0udjEuVG9rZW5PcmlnaW5CBeJBAgMFEjYKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMipQEKEUxpc3RUb2tlbnNSZXF1ZXN0EkcKDHByaW5jaXBhbF9pZBgBIAEoCUIx4kEBAbpIKtgBAXIlGEAyIV4oW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qfC0pJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgiYQoSTGlzdFRva2Vuc1Jlc3BvbnNlEiwKBnRva2VucxgBIAMoCzIWLnBsYXRmb3JtLnYxLlRva2VuSW5mb0IE4kEBAxIdCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlCBOJBAQMibQoSUmV2b2tlVG9rZW5SZXF1ZXN0EjIKCHRva2VuX2lkGAEgASgJQiDiQQECukgZyAEBchQyEl50b2tfWzAtOWEtZl17MjR9JBIjCgpyZXF1ZXN0X2lkGAIgASgJQg/iQQEBukgI2AEBcgOwAQEiNgoTUmV2b2tlVG9rZW5SZXNwb25zZRIfChFyZXZva2VkX3Rva2VuX2lkcxgBIAMoCUIE4kEBAypfCgtUb2tlbk9yaWdpbhIcChhUT0tFTl9PUklHSU5fVU5TUEVDSUZJRUQQABIZChVUT0tFTl9PUklHSU5fT1BFUkFUT1IQARIXChNUT0tFTl9PUklHSU5fTUlOVEVEEAIqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDgoKUk9MRV9PV05FUhABEg4KClJPTEVfQURNSU4QAhIPCgtST0xFX01FTUJFUhADEhAKDFJPTEVfU0VSVklDRRAEMpsCCg1Ccm9rZXJTZXJ2aWNlEl8KEE1pbnRVc2VyQXBpVG9rZW4SJC5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVxdWVzdBolLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXNwb25zZRJSCgpMaXN0VG9rZW5zEh4ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1JlcXVlc3QaHy5wbGF0Zm9ybS52MS5MaXN0VG9rZW5zUmVzcG9uc2UiA5ACARJVCgtSZXZva2VUb2tlbhIfLnBsYXRmb3JtLnYxLlJldm9rZVRva2VuUmVxdWVzdBogLnBsYXRmb3JtLnYxLlJldm9rZVRva2VuUmVzcG9uc2UiA5ACAkK+AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCC0Jyb2tlclByb3RvUAFaPmdpdGh1Yi5jb20vemtwbGF0Zm9ybS96a3BsYXRmb3JtL2dlbi9nby9wbGF0Zm9ybS92MTtwbGF0Zm9ybXYxogIDWktQqgIWWmtwbGF0Zm9ybS5QbGF0Zm9ybS5WMcoCFlprcGxhdGZvcm1cUGxhdGZvcm1cVjHqAhhaa3BsYXRmb3JtOjpQbGF0Zm9ybTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Token is an issued API access token.
@@ -149,6 +149,31 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
    * @generated from field: string pop_key_id = 4;
    */
   popKeyId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the token it means to mint and sends, unchanged, with every retry of it
+   * (AIP-155). A token's secret is never stored, so it cannot be answered
+   * twice: a repeat of a call that succeeded, with the same `request_id` by
+   * the same principal within 24 hours, mints nothing and answers
+   * ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+   * `TOKEN_ALREADY_MINTED` and metadata `tokenId`, the id of the token that
+   * call minted: revoke it (RevokeToken) or find it (ListTokens), then mint
+   * with a new `request_id`. A repeat passes checks 1 to 7 of
+   * MintUserApiToken first, and counts against the mint rate as every
+   * attempt does; it is not a new token, so the cap of live tokens does not
+   * apply to it.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, every call that succeeds mints a new token.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
 };
 
 /**
@@ -361,6 +386,27 @@ export type RevokeTokenRequest = Message<"platform.v1.RevokeTokenRequest"> & {
    * @generated from field: string token_id = 1;
    */
   tokenId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the revocation it means to make and sends, unchanged, with every retry
+   * of it (AIP-155). A repeat of a call that succeeded, with the same
+   * `request_id` by the same principal within 24 hours, changes nothing and
+   * answers exactly what that call answered: the same `revoked_token_ids`.
+   * A repeat passes the checks of a first call (its token, who may revoke
+   * what) before its record is read: a token that revoked itself can make
+   * no further call, so its repeat is UNAUTHENTICATED.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat answers an empty list.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
 };
 
 /**
@@ -535,7 +581,10 @@ export const BrokerService: GenService<{
    *    (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
    *    google.rpc.RetryInfo. Older tokens are never revoked to make room.
    *
-   * The limits hold across every worker and host of one store.
+   * The limits hold across every worker and host of one store. A repeat
+   * with the `request_id` of a call that minted a token mints nothing:
+   * ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+   * (see the field).
    *
    * @generated from rpc platform.v1.BrokerService.MintUserApiToken
    */
@@ -580,10 +629,12 @@ export const BrokerService: GenService<{
    *
    * A repeat, like any call, first authenticates its own token. Made with a
    * token that is still live, it answers an empty list: the tree is revoked
-   * already. Made with a token the first call revoked (a token that revoked
-   * itself, a logout, or any token of the revoked tree), it answers
-   * UNAUTHENTICATED, as every call with a revoked token does; for a client
-   * that retries a logout, that answer means the token no longer works.
+   * already; with the first call's `request_id`, it answers what that call
+   * answered (see the field). Made with a token the first call revoked (a
+   * token that revoked itself, a logout, or any token of the revoked tree),
+   * it answers UNAUTHENTICATED, as every call with a revoked token does; for
+   * a client that retries a logout, that answer means the token no longer
+   * works.
    *
    * @generated from rpc platform.v1.BrokerService.RevokeToken
    */
