@@ -365,11 +365,19 @@ class AuditRepository(Protocol):
 @dataclass(frozen=True, slots=True)
 class KeyChange:
     """A recipient key as a publication or a revocation left it (or found it: `changed` False), and
-    the head of its tenant's key log read in the same transaction."""
+    the head of its tenant's key log read in the same transaction. `repeated`: a publication
+    the principal made with the same request id and key within the retention period, found
+    again (nothing was changed now)."""
 
     key: RecipientKey
     head: KeyLogHead
     changed: bool
+    repeated: bool = False
+
+    def publishes(self, key: RecipientKey) -> bool:
+        """Whether a publication of `key` that found this succeeded: the key is live and its
+        principal's (not another's, not revoked), so the directory answers it."""
+        return self.key.principal_id == key.principal_id and self.key.live
 
 
 class KeyDirectoryRepository(Protocol):
@@ -381,11 +389,18 @@ class KeyDirectoryRepository(Protocol):
     that concurrent changes of one tenant's keys, from any worker or host, queue on it and
     the log never forks."""
 
-    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+    async def publish_key(
+        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
+    ) -> KeyChange | Reused:
         """Atomically: unless the tenant holds a key of that id (live or revoked, any
         principal's), store the key, append its publication to the tenant's log and audit it;
         otherwise change nothing and answer the key held. UnknownReference when its principal
-        is not of its tenant."""
+        is not of its tenant.
+
+        With a request id (domain/request_ids.py): Reused, changing nothing, when the principal
+        made another request with it within the retention period; the key held, `repeated`,
+        when it made this one; otherwise, when the publication succeeds (KeyChange.publishes),
+        its record is kept in the same transaction."""
         ...
 
     async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:

@@ -19,6 +19,7 @@ from tests.actors import OPERATOR
 from tests.admin.conftest import admin, error_line
 from tests.store.stores import closing
 from zkplatform.domain.recipient_keys import RecipientKey, public_key
+from zkplatform.repository import KeyChange
 from zkplatform.store import open_store
 
 NOW = 1_800_000_000  # 2027-01-15T08:00:00Z
@@ -40,7 +41,9 @@ def published(url: str, *keys: RecipientKey) -> None:
     async def publish() -> None:
         async with closing(open_store(url)) as store:
             for key in keys:
-                assert (await store.publish_key(key, OPERATOR)).changed
+                change = await store.publish_key(key, OPERATOR)
+                assert isinstance(change, KeyChange)
+                assert change.changed
 
     asyncio.run(publish())
 

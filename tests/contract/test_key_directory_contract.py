@@ -16,7 +16,8 @@ from zkplatform.domain.audit import GENESIS, Action, Actor, ActorKind, chain
 from zkplatform.domain.key_log import EMPTY, KeyLogAction, KeyLogCheck, KeyLogEntry, KeyLogHead, KeyLogRecord
 from zkplatform.domain.models import Principal, Role, Tenant
 from zkplatform.domain.recipient_keys import RecipientKey, public_key
-from zkplatform.repository import UnknownReference
+from zkplatform.domain.request_ids import RequestId, Reused
+from zkplatform.repository import KeyChange, UnknownReference
 from zkplatform.store import MigratableStore, open_store
 
 NOW = 1_800_000_000
@@ -45,6 +46,15 @@ async def seeded(store: MigratableStore) -> MigratableStore:
     return store
 
 
+async def publish(
+    store: MigratableStore, key: RecipientKey, actor: Actor, request: RequestId | None = None
+) -> KeyChange:
+    """A publication that is no reuse of a request id: its KeyChange."""
+    change = await store.publish_key(key, actor, request)
+    assert isinstance(change, KeyChange)
+    return change
+
+
 async def log_of(store: MigratableStore, tenant_id: str) -> tuple[list[KeyLogRecord], KeyLogHead]:
     """The tenant's whole key log, after checking that it chains up to its head."""
     records, head = await store.key_log(tenant_id, 0, 10_000)
@@ -58,7 +68,7 @@ async def log_of(store: MigratableStore, tenant_id: str) -> tuple[list[KeyLogRec
 async def test_a_published_key_is_stored_logged_and_audited(seeded: MigratableStore) -> None:
     key = recipient_key("alice")
 
-    change = await seeded.publish_key(key, ALICE)
+    change = await publish(seeded, key, ALICE)
 
     entry = KeyLogEntry(KeyLogAction.PUBLISHED, "acme", "alice", key.key_id, key.jwk, NOW)
     assert change.changed
@@ -78,10 +88,10 @@ async def test_a_published_key_is_stored_logged_and_audited(seeded: MigratableSt
 
 async def test_publishing_the_same_key_again_changes_nothing(seeded: MigratableStore) -> None:
     key = recipient_key("alice")
-    first = await seeded.publish_key(key, ALICE)
+    first = await publish(seeded, key, ALICE)
     events = (await seeded.audit_head("acme"), await seeded.key_log("acme", 0, 100))
 
-    again = await seeded.publish_key(RecipientKey(key.key_id, "acme", "alice", key.jwk, NOW + 60), ALICE)
+    again = await publish(seeded, RecipientKey(key.key_id, "acme", "alice", key.jwk, NOW + 60), ALICE)
 
     assert not again.changed
     assert again.key == key  # as first published: created_at too
@@ -91,9 +101,9 @@ async def test_publishing_the_same_key_again_changes_nothing(seeded: MigratableS
 
 async def test_a_key_held_by_another_principal_is_answered_not_taken(seeded: MigratableStore) -> None:
     key = recipient_key("alice")
-    await seeded.publish_key(key, ALICE)
+    await publish(seeded, key, ALICE)
 
-    taken = await seeded.publish_key(RecipientKey(key.key_id, "acme", "bob", key.jwk, NOW), OPERATOR)
+    taken = await publish(seeded, RecipientKey(key.key_id, "acme", "bob", key.jwk, NOW), OPERATOR)
 
     assert not taken.changed
     assert taken.key.principal_id == "alice"
@@ -104,8 +114,8 @@ async def test_tenants_hold_keys_and_logs_of_their_own(seeded: MigratableStore) 
     text = new_jwk()
     acme, globex = recipient_key("alice", text=text), recipient_key("carol", "globex", text=text)
 
-    assert (await seeded.publish_key(acme, ALICE)).changed
-    in_globex = await seeded.publish_key(globex, OPERATOR)
+    assert (await publish(seeded, acme, ALICE)).changed
+    in_globex = await publish(seeded, globex, OPERATOR)
 
     assert in_globex.changed
     assert in_globex.head.size == 1
@@ -116,17 +126,17 @@ async def test_tenants_hold_keys_and_logs_of_their_own(seeded: MigratableStore) 
 
 async def test_a_key_of_a_principal_of_another_tenant_is_refused(seeded: MigratableStore) -> None:
     with pytest.raises(UnknownReference):
-        await seeded.publish_key(recipient_key("carol", "acme"), OPERATOR)
+        await publish(seeded, recipient_key("carol", "acme"), OPERATOR)
     with pytest.raises(UnknownReference):
-        await seeded.publish_key(recipient_key("nobody"), OPERATOR)
+        await publish(seeded, recipient_key("nobody"), OPERATOR)
 
     assert await seeded.key_log("acme", 0, 10) == ([], EMPTY)
 
 
 async def test_a_revoked_key_is_logged_audited_and_no_longer_live(seeded: MigratableStore) -> None:
     kept, revoked = recipient_key("alice"), recipient_key("alice", at=NOW + 1)
-    await seeded.publish_key(kept, ALICE)
-    await seeded.publish_key(revoked, ALICE)
+    await publish(seeded, kept, ALICE)
+    await publish(seeded, revoked, ALICE)
 
     change = await seeded.revoke_key("acme", revoked.key_id, Actor.operator(NOW + 30))
 
@@ -151,7 +161,7 @@ async def test_a_revoked_key_is_logged_audited_and_no_longer_live(seeded: Migrat
 
 async def test_revoking_a_revoked_key_answers_it_unchanged(seeded: MigratableStore) -> None:
     key = recipient_key("alice")
-    await seeded.publish_key(key, ALICE)
+    await publish(seeded, key, ALICE)
     first = await seeded.revoke_key("acme", key.key_id, Actor.operator(NOW + 30))
 
     again = await seeded.revoke_key("acme", key.key_id, Actor.operator(NOW + 90))
@@ -166,7 +176,7 @@ async def test_revoking_a_revoked_key_answers_it_unchanged(seeded: MigratableSto
 
 async def test_revoking_an_unknown_or_another_tenants_key_finds_none(seeded: MigratableStore) -> None:
     carols = recipient_key("carol", "globex")
-    await seeded.publish_key(carols, OPERATOR)
+    await publish(seeded, carols, OPERATOR)
 
     assert await seeded.revoke_key("acme", carols.key_id, OPERATOR) is None
     assert await seeded.revoke_key("acme", "x" * 43, OPERATOR) is None
@@ -178,7 +188,7 @@ async def test_live_keys_are_those_of_the_tenants_named_principals(seeded: Migra
     alices = [recipient_key("alice", at=NOW + n) for n in (2, 1)]
     bobs, carols = recipient_key("bob"), recipient_key("carol", "globex")
     for key in (*alices, bobs, carols):
-        await seeded.publish_key(key, OPERATOR)
+        await publish(seeded, key, OPERATOR)
 
     keys, head = await seeded.live_keys("acme", ["bob", "alice", "carol", "nobody", "alice"])
 
@@ -192,7 +202,7 @@ async def test_live_keys_are_those_of_the_tenants_named_principals(seeded: Migra
 async def test_the_log_is_read_in_pages_after_an_index(seeded: MigratableStore) -> None:
     keys = [recipient_key("alice", at=NOW + n) for n in range(5)]
     for key in keys:
-        await seeded.publish_key(key, ALICE)
+        await publish(seeded, key, ALICE)
     await seeded.revoke_key("acme", keys[0].key_id, Actor.operator(NOW + 10))
     whole, head = await log_of(seeded, "acme")
 
@@ -209,7 +219,7 @@ async def test_the_log_is_read_in_pages_after_an_index(seeded: MigratableStore) 
 async def test_concurrent_publications_of_one_tenant_make_one_unforked_log(seeded: MigratableStore) -> None:
     keys = [recipient_key(p, at=NOW + n) for n in range(8) for p in ("alice", "bob", "dave")]
 
-    changes = await asyncio.gather(*(seeded.publish_key(key, OPERATOR) for key in keys))
+    changes = await asyncio.gather(*(publish(seeded, key, OPERATOR) for key in keys))
 
     records, head = await log_of(seeded, "acme")
     assert head.size == len(keys)
@@ -240,9 +250,9 @@ async def test_concurrent_changes_from_two_stores_on_one_database_never_fork(
     shared = recipient_key("dave")
 
     changes = await asyncio.gather(
-        *(seeded.publish_key(key, OPERATOR) for key in first),
-        *(other.publish_key(key, OPERATOR) for key in second),
-        *(store.publish_key(shared, OPERATOR) for store in (seeded, other, seeded, other)),
+        *(publish(seeded, key, OPERATOR) for key in first),
+        *(publish(other, key, OPERATOR) for key in second),
+        *(publish(store, shared, OPERATOR) for store in (seeded, other, seeded, other)),
     )
 
     assert sum(change.changed for change in changes) == len(first) + len(second) + 1  # the shared key once
@@ -254,3 +264,64 @@ async def test_concurrent_changes_from_two_stores_on_one_database_never_fork(
     )
     assert sum(r is not None and r.changed for r in revocations) == 1
     assert (await log_of(other, "acme"))[1].size == head.size + 1
+
+
+# Request ids (AIP-155)
+
+FIRST, SECOND = "9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49", "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+
+
+def request(value: str, key: RecipientKey) -> RequestId:
+    """The request id of a PublishKey call of that key (its fingerprint stands for what the call asked)."""
+    return RequestId(value, key.jwk.encode())
+
+
+async def test_a_request_id_names_one_publication(seeded: MigratableStore) -> None:
+    key, other_key = recipient_key("alice"), recipient_key("alice")
+    first = await publish(seeded, key, ALICE, request(FIRST, key))
+    log = await seeded.key_log("acme", 0, 100)
+
+    again = await publish(seeded, key, ALICE, request(FIRST, key))
+    reused = await seeded.publish_key(other_key, ALICE, request(FIRST, other_key))
+
+    assert first.changed
+    assert not first.repeated
+    assert (again.key, again.head, again.changed, again.repeated) == (key, first.head, False, True)
+    assert reused == Reused()
+    assert await seeded.get_key("acme", other_key.key_id) is None
+    assert await seeded.key_log("acme", 0, 100) == log
+
+
+async def test_request_ids_are_per_principal_and_failures_record_nothing(seeded: MigratableStore) -> None:
+    alices, bobs = recipient_key("alice"), recipient_key("bob")
+    bob = Actor(ActorKind.PRINCIPAL, NOW, "bob", "tok_bob")
+    await publish(seeded, alices, ALICE, request(FIRST, alices))
+    taken = RecipientKey(alices.key_id, "acme", "bob", alices.jwk, NOW)
+
+    refused = await publish(seeded, taken, bob, request(SECOND, taken))  # alice's key: the directory refuses it
+    own = await publish(seeded, bobs, bob, request(FIRST, bobs))  # alice's id, bob's own
+    after_refusal = await publish(seeded, bobs, bob, request(SECOND, bobs))
+
+    assert (refused.changed, refused.key.principal_id) == (False, "alice")
+    assert own.changed
+    assert (after_refusal.changed, after_refusal.repeated) == (False, False)  # SECOND was not recorded
+
+
+async def test_a_request_id_is_forgotten_after_24_hours(seeded: MigratableStore) -> None:
+    key, later_key = recipient_key("alice"), recipient_key("alice", at=NOW + 86_400)
+    await publish(seeded, key, ALICE, request(FIRST, key))
+    later = Actor(ActorKind.PRINCIPAL, NOW + 86_400, "alice", "tok_alice")
+
+    assert (await publish(seeded, later_key, later, request(FIRST, later_key))).changed
+
+
+async def test_concurrent_publications_with_one_request_id_apply_once(seeded: MigratableStore) -> None:
+    keys = [recipient_key("alice") for _ in range(6)]
+
+    outcomes = await asyncio.gather(*(seeded.publish_key(key, ALICE, request(FIRST, key)) for key in keys))
+
+    published = [o for o in outcomes if isinstance(o, KeyChange)]
+    assert len(published) == 1
+    assert published[0].changed
+    assert outcomes.count(Reused()) == len(keys) - 1
+    assert (await log_of(seeded, "acme"))[1].size == 1

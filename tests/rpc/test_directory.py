@@ -182,6 +182,41 @@ async def test_a_revoked_key_cannot_be_published_again(client: httpx.AsyncClient
     assert reason(error) == "KEY_REVOKED"
 
 
+REQUEST_ID = "9B2F61D4-3C1E-4B8A-A7D0-5E6F1C2B3A49"
+
+
+async def test_a_request_id_with_another_key_is_request_id_reused(
+    client: httpx.AsyncClient, codec: Codec, world: World
+) -> None:
+    first = await answer(client, publish(public(x25519()), REQUEST_ID), world.token("alice"), codec)
+
+    response = await call(client, codec, publish(public(x25519()), REQUEST_ID.lower()), world.token("alice"))
+
+    error = refusal(response, 400, "invalid_argument")
+    assert reason(error) == "REQUEST_ID_REUSED"
+    assert [v["field"] for v in detail(error, "google.rpc.BadRequest")["fieldViolations"]] == ["requestId"]
+    log = await answer(client, key_log(), world.token("alice"))
+    assert [e.key_id for e in log.entries] == [first.key.key_id]
+    other = await answer(client, publish(public(x25519()), REQUEST_ID), world.token("bob"), codec)  # bob's own
+    assert other.key.principal_id == "bob"
+
+
+async def test_a_repeat_with_its_request_id_answers_the_key_even_revoked_since(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    text = public(x25519())
+    first = await answer(client, publish(text, REQUEST_ID), world.token("alice"))
+    clock.advance(60)
+    revoked = await answer(client, revoke(first.key.key_id), world.token("alice"))
+
+    repeat = await answer(client, publish(text, REQUEST_ID), world.token("alice"))
+    without_id = await call(client, JSON, publish(text), world.token("alice"))
+
+    assert repeat.key == revoked.key
+    assert repeat.log_head == revoked.log_head
+    assert reason(refusal(without_id, 400, "failed_precondition")) == "KEY_REVOKED"
+
+
 def bad_keys() -> Iterator[tuple[str, str, str]]:
     """(what, JWK text, a part of what the refusal says)."""
     okp, ec = x25519(), p256()

@@ -19,11 +19,13 @@ from zkplatform.domain.errors import (
     KeyExists,
     KeyNotFound,
     KeyRevoked,
+    RequestIdReused,
 )
 from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead
 from zkplatform.domain.models import Role, Scope
 from zkplatform.domain.paging import PageTokens, Position
 from zkplatform.domain.recipient_keys import RecipientKey, public_key
+from zkplatform.domain.request_ids import RequestId, Reused
 from zkplatform.repository import KeyDirectoryRepository
 
 DEFAULT_PAGE_SIZE = 100
@@ -70,14 +72,19 @@ class KeyDirectory:
         self._clock = clock
         self._page_tokens = page_tokens
 
-    async def publish(self, caller: Caller, jwk_text: str) -> KeyAnswer:
-        """Publish the caller's key, or answer it as published when it already is."""
+    async def publish(self, caller: Caller, jwk_text: str, *, request: RequestId | None = None) -> KeyAnswer:
+        """Publish the caller's key, or answer it as published when it already is; with a
+        request id, answer a repeat of the call that used it with the key as it is now."""
         caller.require_scope(Scope.DIRECTORY_KEYS_PUBLISH)
         public = public_key(jwk_text)
         now = self._clock()
         key = RecipientKey(public.key_id, caller.tenant_id, caller.principal.principal_id, public.jwk, now)
-        change = await self._keys.publish_key(key, caller.actor(now))
+        change = await self._keys.publish_key(key, caller.actor(now), request)
+        if isinstance(change, Reused):
+            raise RequestIdReused
         held = change.key
+        if change.repeated and held.principal_id == key.principal_id:
+            return KeyAnswer(held, change.head)  # what that call published, revoked since or not
         if held.principal_id != key.principal_id:
             raise KeyExists
         if not held.live:

@@ -14,7 +14,7 @@ import hashlib
 from typing import TypeVar
 
 from zkplatform.domain.request_ids import RequestId
-from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
 
 # The requests that take a request id.
 Nameable = TypeVar(
@@ -24,6 +24,7 @@ Nameable = TypeVar(
     vault_pb2.DeleteItemRequest,
     broker_pb2.MintUserApiTokenRequest,
     broker_pb2.RevokeTokenRequest,
+    directory_pb2.PublishKeyRequest,
 )
 
 

@@ -13,6 +13,7 @@ from zkplatform.messages.directory import (
     recipient_keys_response,
     revoke_response,
 )
+from zkplatform.messages.request_ids import request_id_of
 from zkplatform.rpc.auth import current_caller
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_api.platform.v1.directory_connect import DirectoryService
@@ -32,10 +33,11 @@ class DirectoryServicer(DirectoryService):
     async def publish_key(
         self, request: directory_pb2.PublishKeyRequest, ctx: RequestContext[Any, Any], /
     ) -> directory_pb2.PublishKeyResponse:
-        # request_id is validated (a UUID) and needs nothing more: a repeat with the same key
-        # answers the same key (directory.proto).
         _no_store(ctx)
-        return publish_response(await self._directory.publish(current_caller(), request.public_key_jwk))
+        published = await self._directory.publish(
+            current_caller(), request.public_key_jwk, request=request_id_of(request)
+        )
+        return publish_response(published)
 
     async def revoke_key(
         self, request: directory_pb2.RevokeKeyRequest, ctx: RequestContext[Any, Any], /

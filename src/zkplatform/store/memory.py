@@ -585,16 +585,24 @@ class MemoryStore:
 
     # key directory
 
-    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
+    async def publish_key(
+        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
+    ) -> KeyChange | Reused:
         principal = self._principals.get(key.principal_id)
         if principal is None or principal.tenant_id != key.tenant_id:
             raise UnknownReference(f"no principal {key.principal_id} in tenant {key.tenant_id}")
+        if isinstance(earlier := self._earlier(actor, request, tuple), Reused):
+            return earlier
         if (held := self._keys.get((key.tenant_id, key.key_id))) is not None:
-            return KeyChange(held, self._key_log_head(key.tenant_id), changed=False)
-        self._keys[key.tenant_id, key.key_id] = key
-        head = self._append_key_log(key.tenant_id, KeyLogEntry.published(key))
-        self._record([audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
-        return KeyChange(key, head, changed=True)
+            change = KeyChange(held, self._key_log_head(key.tenant_id), changed=False, repeated=earlier is not None)
+        else:
+            self._keys[key.tenant_id, key.key_id] = key
+            head = self._append_key_log(key.tenant_id, KeyLogEntry.published(key))
+            self._record([audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
+            change = KeyChange(key, head, changed=True)
+        if earlier is None and change.publishes(key):
+            self._remember(actor, request, (key.key_id,))
+        return change
 
     async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
         held = self._keys.get((tenant_id, key_id))

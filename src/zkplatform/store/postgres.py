@@ -616,20 +616,31 @@ class PostgresStore:
 
     # key directory
 
-    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
-        async def publish(conn: Conn) -> KeyChange:
+    async def publish_key(
+        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
+    ) -> KeyChange | Reused:
+        async def publish(conn: Conn) -> KeyChange | Reused:
+            # The request id's claim is the transaction's first lock, as on every write (then
+            # the key log's head, then the audit trail's): a concurrent call with the id waits.
+            earlier = None if request is None else await _claim(conn, actor, request, tuple)
+            if isinstance(earlier, Reused):
+                return earlier
             head = await _lock_key_log(conn, key.tenant_id)
             # Each statement below sees what committed before the lock was granted: a concurrent
             # publication of the same key, which held it first, is found here.
             missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
             await _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
             if (row := await _fetchone(conn, KEYS.get_key, (key.tenant_id, key.key_id))) is not None:
-                return KeyChange(key_rows.key_from_row(row), head, changed=False)
-            await conn.execute(KEYS.add_key, key_rows.key_params(key))
-            head = await _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
-            event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
-            await _record(conn, [event])
-            return KeyChange(key, head, changed=True)
+                change = KeyChange(key_rows.key_from_row(row), head, changed=False, repeated=earlier is not None)
+            else:
+                await conn.execute(KEYS.add_key, key_rows.key_params(key))
+                head = await _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
+                event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
+                await _record(conn, [event])
+                change = KeyChange(key, head, changed=True)
+            if request is not None and earlier is None:  # this call's claim: its answer, or none
+                await _settle(conn, actor, request, (key.key_id,) if change.publishes(key) else None)
+            return change
 
         return await self._tx(publish)
 

@@ -563,19 +563,28 @@ class SQLiteStore:
 
     # key directory
 
-    async def publish_key(self, key: RecipientKey, actor: Actor) -> KeyChange:
-        def publish(conn: sqlite3.Connection) -> KeyChange:
+    async def publish_key(
+        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
+    ) -> KeyChange | Reused:
+        def publish(conn: sqlite3.Connection) -> KeyChange | Reused:
             # The writer holds the file's write lock from BEGIN IMMEDIATE on: no other change
             # of the tenant's keys or log, in this process or another, comes in between.
             missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
             _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
+            if isinstance(earlier := _earlier(conn, actor, request, tuple), Reused):
+                return earlier
             head = key_rows.head_from_row(conn.execute(KEYS.head, (key.tenant_id,)).fetchone())
             if (row := conn.execute(KEYS.get_key, (key.tenant_id, key.key_id)).fetchone()) is not None:
-                return KeyChange(key_rows.key_from_row(row), head, changed=False)
-            conn.execute(KEYS.add_key, key_rows.key_params(key))
-            head = _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
-            _record(conn, [audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
-            return KeyChange(key, head, changed=True)
+                change = KeyChange(key_rows.key_from_row(row), head, changed=False, repeated=earlier is not None)
+            else:
+                conn.execute(KEYS.add_key, key_rows.key_params(key))
+                head = _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
+                event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
+                _record(conn, [event])
+                change = KeyChange(key, head, changed=True)
+            if earlier is None and change.publishes(key):
+                _remember(conn, actor, request, (key.key_id,))
+            return change
 
         return await self._write(publish)
 

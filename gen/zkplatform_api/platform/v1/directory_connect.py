@@ -83,7 +83,8 @@ class DirectoryService(Protocol):
         A new key is stored with `created_at` now and appended to the key log as
         a publication, in one atomic step. Publishing a key the caller has
         published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe.
+        published, and the log's current head: a retry is always safe (see
+        `request_id` for a repeat after a revocation).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -296,7 +297,8 @@ class DirectoryServiceClient(ConnectClient):
         A new key is stored with `created_at` now and appended to the key log as
         a publication, in one atomic step. Publishing a key the caller has
         published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe.
+        published, and the log's current head: a retry is always safe (see
+        `request_id` for a repeat after a revocation).
         """
         return await self.execute_unary(
             request=request,
@@ -475,7 +477,8 @@ class DirectoryServiceSync(Protocol):
         A new key is stored with `created_at` now and appended to the key log as
         a publication, in one atomic step. Publishing a key the caller has
         published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe.
+        published, and the log's current head: a retry is always safe (see
+        `request_id` for a repeat after a revocation).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -686,7 +689,8 @@ class DirectoryServiceClientSync(ConnectClientSync):
         A new key is stored with `created_at` now and appended to the key log as
         a publication, in one atomic step. Publishing a key the caller has
         published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe.
+        published, and the log's current head: a retry is always safe (see
+        `request_id` for a repeat after a revocation).
         """
         return self.execute_unary(
             request=request,

@@ -121,7 +121,8 @@ class DirectoryServiceServicer:
         A new key is stored with `created_at` now and appended to the key log as
         a publication, in one atomic step. Publishing a key the caller has
         published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe.
+        published, and the log's current head: a retry is always safe (see
+        `request_id` for a repeat after a revocation).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

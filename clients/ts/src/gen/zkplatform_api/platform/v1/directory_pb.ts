@@ -232,13 +232,19 @@ export type PublishKeyRequest = Message<"platform.v1.PublishKeyRequest"> & {
   publicKeyJwk: string;
 
   /**
-   * request_id: Optional. A UUID (RFC 4122, e.g.
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
    * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
    * the key it means to publish and sends, unchanged, with every retry of
-   * it (AIP-155), as on the other write RPCs. PublishKey needs it for
-   * nothing: a repeat with the same key answers the same key, whatever its
-   * `request_id`. A client must still never send one `request_id` with two
-   * different keys.
+   * it (AIP-155). Publishing is safe to repeat without it (the same key
+   * answers the same key). With it, a repeat of a call that succeeded, with
+   * the same `request_id` by the same principal within 24 hours, changes
+   * nothing and answers the key that call published, as it is now (revoked
+   * since or not), with the log's current head. A call that failed records
+   * nothing: its repeat runs again. The same `request_id` with another
+   * request (another key, or another method) within those 24 hours changes
+   * nothing and answers INVALID_ARGUMENT with a google.rpc.ErrorInfo of
+   * reason `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming
+   * `requestId`.
    *
    * @generated from field: string request_id = 2;
    */
@@ -558,7 +564,8 @@ export const DirectoryService: GenService<{
    * A new key is stored with `created_at` now and appended to the key log as
    * a publication, in one atomic step. Publishing a key the caller has
    * published already changes nothing and answers that key, as it was first
-   * published, and the log's current head: a retry is always safe.
+   * published, and the log's current head: a retry is always safe (see
+   * `request_id` for a repeat after a revocation).
    *
    * @generated from rpc platform.v1.DirectoryService.PublishKey
    */
