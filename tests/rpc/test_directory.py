@@ -14,11 +14,18 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from joserfc import jwk
+from prometheus_client import CollectorRegistry
 
 from tests.connect import JSON, Codec, detail, error_of, headers
 from tests.rpc.test_get_form import bearer, query
-from tests.world import FakeClock, World
+from tests.rpc.test_metrics import Scrape
+from tests.world import BASE_URL, FakeClock, World
+from zkplatform.app import create_app
+from zkplatform.config import Settings
 from zkplatform.domain.models import Scope
+from zkplatform.observability.metrics import Metrics
+from zkplatform.observability.telemetry import Telemetry
+from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import directory_pb2
 
 SERVICE = "/platform.v1.DirectoryService"
@@ -512,3 +519,19 @@ async def test_changes_are_audited_with_principal_token_and_request(client: http
         ("key.published", {"key": key_id, "principal": "bob"}, "bob", "req-key"),
         ("key.revoked", {"key": key_id, "principal": "bob"}, "bob", "req-key"),
     ]
+
+
+async def test_calls_are_counted_by_their_procedure(platform: Platform, world: World) -> None:
+    registry = CollectorRegistry()
+    app = create_app(Settings(), platform=platform, telemetry=Telemetry(metrics=Metrics(registry)))
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as measured:
+            await answer(measured, publish(public(x25519())), world.token("alice"))
+            await call(measured, JSON, revoke("A" * 43), world.token("alice"))
+    finally:
+        Telemetry().install()  # the store probes report nowhere again
+
+    scrape = Scrape(registry)
+    calls = "zkplatform_rpc_calls_total"
+    assert scrape.value(calls, procedure="platform.v1.DirectoryService/PublishKey", code="ok") == 1
+    assert scrape.value(calls, procedure="platform.v1.DirectoryService/RevokeKey", code="not_found") == 1
