@@ -69,7 +69,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEinwYKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCDq3ArpIswIabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiLAoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+gMKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIpEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoACJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCJzChNXYXRjaENoYW5nZXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIfCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IHukgEIgIoACJlChRXYXRjaENoYW5nZXNSZXNwb25zZRIoCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Iy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEiwQcKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCBIuCgpwdXJnZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDqpA7pIpQMabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpGnAKHWl0ZW0ucHVyZ2VfdGltZV9vbl90b21ic3RvbmVzEihvbmx5IGEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgYSBwdXJnZSB0aW1lGiV0aGlzLmRlbGV0ZWQgfHwgIWhhcyh0aGlzLnB1cmdlX3RpbWUpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiOwoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEg0KBWVwb2NoGAMgASgJIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+gMKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIsEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoABIuCgtzaW5jZV9lcG9jaBgEIAEoCUIZukgWchQYQDIQXltBLVphLXowLTlfLV0qJCJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCKjAQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHwoOc2luY2Vfc2VxdWVuY2UYAiABKANCB7pIBCICKAASLgoLc2luY2VfZXBvY2gYAyABKAlCGbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiZQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2USIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yMtQECgxWYXVsdFNlcnZpY2USUgoKRGVsZXRlSXRlbRIeLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKQ3JlYXRlSXRlbRIeLnBsYXRmb3JtLnYxLkNyZWF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKVXBkYXRlSXRlbRIeLnBsYXRmb3JtLnYxLlVwZGF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlc3BvbnNlIgOQAgISSQoHR2V0SXRlbRIbLnBsYXRmb3JtLnYxLkdldEl0ZW1SZXF1ZXN0GhwucGxhdGZvcm0udjEuR2V0SXRlbVJlc3BvbnNlIgOQAgESTwoJTGlzdEl0ZW1zEh0ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVxdWVzdBoeLnBsYXRmb3JtLnYxLkxpc3RJdGVtc1Jlc3BvbnNlIgOQAgESVQoLTGlzdENoYW5nZXMSHy5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlIgOQAgESVQoMV2F0Y2hDaGFuZ2VzEiAucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBohLnBsYXRmb3JtLnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -153,6 +153,18 @@ export type Item = Message<"platform.v1.Item"> & {
    * @generated from field: bool deleted = 10;
    */
   deleted: boolean;
+
+  /**
+   * purge_time: Output only. On a tombstone, when it may be purged: its
+   * deletion (`updated_at`) plus the server's tombstone retention (90 days by
+   * default). From then on the item may answer NOT_FOUND and a cursor from
+   * before its delete CURSOR_EXPIRED, so a client offline for longer starts
+   * over with ListItems. Whole seconds, as `updated_at`. Absent on a live
+   * item.
+   *
+   * @generated from field: google.protobuf.Timestamp purge_time = 11;
+   */
+  purgeTime?: Timestamp | undefined;
 };
 
 /**
@@ -257,7 +269,8 @@ export const WrappedKeySchema: GenMessage<WrappedKey> = /*@__PURE__*/
   messageDesc(file_zkplatform_api_platform_v1_vault, 2);
 
 /**
- * Cursor is a position in a vault's change sequence.
+ * Cursor is a position in a vault's change sequence, in one history of the
+ * store (its epoch).
  *
  * @generated from message platform.v1.Cursor
  */
@@ -271,11 +284,23 @@ export type Cursor = Message<"platform.v1.Cursor"> & {
 
   /**
    * sequence: Output only. Numbers the vault's changes: strictly increasing, one per
-   * change. Rendered in JSON as a string.
+   * change. Rendered in JSON as a string: compare it as a number.
    *
    * @generated from field: int64 sequence = 2;
    */
   sequence: bigint;
+
+  /**
+   * epoch: Output only. The identity of the store's history the sequence
+   * belongs to: opaque (compare it whole, never parse it), at most 64
+   * characters of base64url. It changes when the store is restored from a
+   * backup (`zkplatform admin epoch rotate`): the sequence numbers of
+   * another epoch do not continue this one's. Keep it with the sequence and
+   * send it back as `since_epoch`.
+   *
+   * @generated from field: string epoch = 3;
+   */
+  epoch: string;
 };
 
 /**
@@ -332,7 +357,7 @@ export const DeleteItemRequestSchema: GenMessage<DeleteItemRequest> = /*@__PURE_
 export type DeleteItemResponse = Message<"platform.v1.DeleteItemResponse"> & {
   /**
    * item: Output only. The tombstone: `deleted` true, the version after the
-   * delete, no payload, wrapped keys or title hash.
+   * delete, no payload, wrapped keys or title hash, and its `purge_time`.
    *
    * @generated from field: platform.v1.Item item = 1;
    */
@@ -603,7 +628,8 @@ export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
 
   /**
    * page_size: Optional. The most items in one page: 0 means 100, at most
-   * 1000.
+   * 1000. A page may hold fewer, as one stops before its binary encoding
+   * would exceed 3 MiB: only an empty `next_page_token` ends the listing.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -612,7 +638,8 @@ export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
   /**
    * page_token: Optional. The `next_page_token` of the previous page, as it
    * was returned: opaque, and valid only for the same vault, filter and
-   * tenant; never containing U+0000. Empty for the first page.
+   * tenant, and in the store's epoch it was issued in; never containing
+   * U+0000. Empty for the first page.
    *
    * @generated from field: string page_token = 3;
    */
@@ -634,13 +661,16 @@ export const ListItemsRequestSchema: GenMessage<ListItemsRequest> = /*@__PURE__*
   messageDesc(file_zkplatform_api_platform_v1_vault, 12);
 
 /**
- * ListItemsResponse is the response of VaultService.ListItems.
+ * ListItemsResponse is the response of VaultService.ListItems. Its binary
+ * encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.ListItemsResponse
  */
 export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
   /**
-   * items: Output only. The page's items, in ascending `item_id` order.
+   * items: Output only. The page's items, in ascending `item_id` order: at
+   * most `page_size`, and fewer when more would exceed 3 MiB.
    *
    * @generated from field: repeated platform.v1.Item items = 1;
    */
@@ -648,7 +678,8 @@ export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
 
   /**
    * next_page_token: Output only. The token of the next page; empty on the
-   * last page.
+   * last page, and only there: a page shorter than `page_size` does not
+   * mean the end.
    *
    * @generated from field: string next_page_token = 2;
    */
@@ -656,7 +687,8 @@ export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
 
   /**
    * cursor: Output only. The vault's cursor when the first page was read,
-   * the same on every page of one listing: resume the changes from there.
+   * the same on every page of one listing: resume the changes from there,
+   * with its `sequence` and `epoch`.
    *
    * @generated from field: platform.v1.Cursor cursor = 3;
    */
@@ -714,8 +746,8 @@ export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
 
   /**
    * since_sequence: Optional. The cursor to resume from: the sequence of the
-   * last change the client has; 0 means from the start. Accepted in JSON as
-   * a number or a string.
+   * last change the client has; 0 means from the start (every item that
+   * exists, always accepted). Accepted in JSON as a number or a string.
    *
    * @generated from field: int64 since_sequence = 2;
    */
@@ -723,11 +755,24 @@ export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
 
   /**
    * page_size: Optional. The most changes in one answer: 0 means 100, at
-   * most 1000.
+   * most 1000. An answer may hold fewer, as one stops before its binary
+   * encoding would exceed 3 MiB: only `has_more` says whether more follow.
    *
    * @generated from field: int32 page_size = 3;
    */
   pageSize: number;
+
+  /**
+   * since_epoch: Optional. The `epoch` of the cursor `since_sequence` comes
+   * from. When given and the store's epoch is another (the store was
+   * restored from a backup since), the answer is FAILED_PRECONDITION with
+   * reason `CURSOR_EXPIRED`, whatever the sequence: start over with
+   * ListItems. Empty: not checked, the sequence alone is trusted (as before
+   * epochs existed; a client that can send it should).
+   *
+   * @generated from field: string since_epoch = 4;
+   */
+  sinceEpoch: string;
 };
 
 /**
@@ -738,14 +783,17 @@ export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PUR
   messageDesc(file_zkplatform_api_platform_v1_vault, 15);
 
 /**
- * ListChangesResponse is the response of VaultService.ListChanges.
+ * ListChangesResponse is the response of VaultService.ListChanges. Its
+ * binary encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.ListChangesResponse
  */
 export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
   /**
    * changes: Output only. The changes after `since_sequence`, in ascending
-   * sequence, each item at most once.
+   * sequence, each item at most once: at most `page_size`, and fewer when
+   * more would exceed 3 MiB.
    *
    * @generated from field: repeated platform.v1.ItemChange changes = 1;
    */
@@ -753,7 +801,7 @@ export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
 
   /**
    * cursor: Output only. Where to resume: the last change's sequence, or
-   * `since_sequence` when there is nothing new.
+   * `since_sequence` when there is nothing new, with the store's epoch.
    *
    * @generated from field: platform.v1.Cursor cursor = 2;
    */
@@ -761,7 +809,8 @@ export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
 
   /**
    * has_more: Output only. True when more changes follow: call again at once
-   * with `cursor`.
+   * with `cursor`. False only when the answer reached the vault's latest
+   * change: an answer shorter than `page_size` may still have more.
    *
    * @generated from field: bool has_more = 3;
    */
@@ -794,6 +843,15 @@ export type WatchChangesRequest = Message<"platform.v1.WatchChangesRequest"> & {
    * @generated from field: int64 since_sequence = 2;
    */
   sinceSequence: bigint;
+
+  /**
+   * since_epoch: Optional. The `epoch` of that cursor, as in ListChanges:
+   * another epoch than the store's ends the stream at once with
+   * FAILED_PRECONDITION `CURSOR_EXPIRED`.
+   *
+   * @generated from field: string since_epoch = 3;
+   */
+  sinceEpoch: string;
 };
 
 /**
@@ -804,21 +862,25 @@ export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__P
   messageDesc(file_zkplatform_api_platform_v1_vault, 17);
 
 /**
- * WatchChangesResponse is one message of VaultService.WatchChanges.
+ * WatchChangesResponse is one message of VaultService.WatchChanges. Its
+ * binary encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.WatchChangesResponse
  */
 export type WatchChangesResponse = Message<"platform.v1.WatchChangesResponse"> & {
   /**
    * changes: Output only. Changes in ascending sequence; empty on a
-   * heartbeat.
+   * heartbeat. As many as fit in 3 MiB (always at least one): more may
+   * follow in the next message at once.
    *
    * @generated from field: repeated platform.v1.ItemChange changes = 1;
    */
   changes: ItemChange[];
 
   /**
-   * cursor: Output only. Where to resume after this message.
+   * cursor: Output only. Where to resume after this message: its sequence
+   * and its epoch.
    *
    * @generated from field: platform.v1.Cursor cursor = 2;
    */
@@ -968,12 +1030,21 @@ export const VaultService: GenService<{
    * have the caller as a member (PERMISSION_DENIED), then `page_token`, when
    * given, must be one this server issued for the same vault, filter and
    * tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-   * `pageToken`). Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * `pageToken`), in the store's current epoch (FAILED_PRECONDITION with a
+   * google.rpc.ErrorInfo of reason `CURSOR_EXPIRED` and metadata `epoch`, the
+   * current one, when the store was restored from a backup since the
+   * listing began: start again from the first page). Also served by the
+   * Connect GET form; the answer carries `Cache-Control: no-store`.
+   *
+   * A page holds at most `page_size` items, and fewer when more would make
+   * its binary encoding exceed 3 MiB (always at least one item): a page
+   * shorter than `page_size` does not mean the end, only an empty
+   * `next_page_token` does.
    *
    * A full sync is ListItems to the last page, then the changes after the
-   * returned `cursor`: anything that changed while the pages were read
-   * arrives again there, and clients keep the higher version.
+   * returned `cursor` (its `sequence` and `epoch`): anything that changed
+   * while the pages were read arrives again there, and clients keep the
+   * higher version.
    *
    * @generated from rpc platform.v1.VaultService.ListItems
    */
@@ -989,21 +1060,30 @@ export const VaultService: GenService<{
    * After the checks common to every RPC: the token's scopes must include
    * `vault.items.read`, then the vault must belong to the caller's tenant and
    * have the caller as a member (PERMISSION_DENIED), then the cursor must be
-   * usable:
+   * usable, in this order:
    *
-   * - below the vault's purge horizon (the highest sequence of a tombstone
-   *   purged after the retention period), the client may have missed a
-   *   delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
-   *   `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
-   *   accepted); the client starts over with ListItems;
+   * - `since_epoch`, when given, must be the store's current epoch: another
+   *   one means the store was restored from a backup since the cursor was
+   *   read, and its sequence numbers no longer mean the same changes:
+   *   FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+   *   `CURSOR_EXPIRED` and metadata `epoch` (the current one); the client
+   *   starts over with ListItems;
+   * - above 0 and below the vault's purge horizon (the highest sequence of a
+   *   tombstone purged after the retention period), the client may have
+   *   missed a delete: FAILED_PRECONDITION with reason `CURSOR_EXPIRED` and
+   *   metadata `minSequence` (the lowest cursor still accepted) and `epoch`;
+   *   the client starts over with ListItems. A `since_sequence` of 0 is
+   *   always accepted: it lists every item that exists;
    * - above the vault's latest sequence (a cursor of another vault, or from
    *   before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
    *   `currentSequence`.
    *
    * `changes` are in ascending sequence, each item at most once, in its
    * latest state (tombstones included: that is how deletes reach offline
-   * clients). Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * clients). An answer holds at most `page_size` changes, and fewer when
+   * more would make its binary encoding exceed 3 MiB (always at least one
+   * change): only `has_more` says whether more follow. Also served by the
+   * Connect GET form; the answer carries `Cache-Control: no-store`.
    *
    * @generated from rpc platform.v1.VaultService.ListChanges
    */
@@ -1017,18 +1097,21 @@ export const VaultService: GenService<{
    * the cursor (as ListChanges pages), then every change as it commits,
    * within about a second, whichever worker or host made it.
    *
-   * The same checks as ListChanges open the stream. A message with no
-   * changes and the current cursor comes every 15 seconds (configurable)
-   * when nothing changes, so that proxies and clients know the stream is
-   * alive. The stream ends with UNAUTHENTICATED when the token expires or is
-   * revoked, PERMISSION_DENIED when the caller stops being a member,
-   * FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
-   * `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
-   * the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
-   * and UNAVAILABLE when the server shuts down: in every case the client may
-   * reconnect with the last cursor it received. At most 10 open watches per
-   * principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
-   * google.rpc.RetryInfo beyond).
+   * The same checks as ListChanges open the stream. Each message's binary
+   * encoding stays within 3 MiB (a backlog comes in as many messages as that
+   * takes). A message with no changes and the current cursor comes every 15
+   * seconds (configurable) when nothing changes, so that proxies and clients
+   * know the stream is alive. The stream ends with UNAUTHENTICATED when the
+   * token expires or is revoked, PERMISSION_DENIED when the caller stops
+   * being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
+   * store's epoch changes while the stream is open (a restore: seen at the
+   * next change or heartbeat period), ABORTED with reason `WATCH_BEHIND`
+   * when the client reads too slowly to keep up (resume from the last cursor
+   * received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`, and UNAVAILABLE
+   * when the server shuts down: in every case but `CURSOR_EXPIRED` the
+   * client may reconnect with the last cursor it received. At most 10 open
+   * watches per principal and 1,000 per worker by default
+   * (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
    *
    * @generated from rpc platform.v1.VaultService.WatchChanges
    */
