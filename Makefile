@@ -29,8 +29,15 @@ $(NODE_STAMP): clients/ts/package.json clients/ts/package-lock.json
 	npm ci --prefix clients/ts --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# nginx for the proxy tests (tests/e2e/test_proxy.py): installed from the distribution's
+# packages when missing, as root with apt-get, its service left disabled; otherwise those
+# tests skip. Never fails: see scripts/install-nginx.
+.PHONY: nginx
+nginx:
+	@scripts/install-nginx
+
 .PHONY: install
-install: $(STAMP) $(NODE_STAMP) ## Create the venv and install pinned dependencies (Python and Node)
+install: $(STAMP) $(NODE_STAMP) nginx ## Create the venv and install pinned dependencies (Python, Node, nginx for tests)
 
 PROTOS := $(shell find proto -name '*.proto' | sort)
 
@@ -40,6 +47,8 @@ GENERATED := gen clients/ts/src/gen docs/reference.md
 .PHONY: gen
 gen: $(STAMP) $(NODE_STAMP) ## Regenerate gen/, clients/ts/src/gen/ and docs/reference.md from proto/
 	buf generate
+	@# google.api for Python comes from googleapis-common-protos (see buf.yaml)
+	rm -rf gen/google
 	@# grpcio stubs for gRPC clients: buf has no builtin grpc_python plugin
 	$(BIN)/python -m grpc_tools.protoc -Iproto -Ithird_party/proto --grpc_python_out=gen $(PROTOS)
 	@# The API reference, from the comments: the image keeps its source info
@@ -99,7 +108,7 @@ WORKERS ?= auto
 XDIST = -n $(WORKERS) --dist loadfile
 
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) ## Run the whole test suite, every marker (WORKERS=0 for one process)
+pytest: $(STAMP) $(NODE_STAMP) nginx ## Run the whole test suite, every marker (WORKERS=0 for one process)
 	pytest $(XDIST) $(ARGS)
 
 .PHONY: test-fast

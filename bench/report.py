@@ -20,6 +20,21 @@ from bench.plan import (
     ROUNDS,
     SYNC_ROUNDS,
 )
+from bench.stalled import (
+    CLOSE_TIMEOUT_S,
+    H2_CONNECTIONS,
+    MIXED_CONNECTIONS,
+    READING_H1,
+    READING_H2,
+    SAMPLE_S,
+    STALLED,
+    STALLED_H1,
+    STALLED_H2,
+    WARM_WRITES,
+    Soak,
+)
+from bench.stalled import WRITE_S as STALLED_WRITE_S
+from bench.stalled import WRITES as STALLED_WRITES
 from bench.watching import H2_STREAMS, IDLE_S, IDLE_STREAMS, WATCHERS, WRITE_RATE, WRITES, WatchFigures
 
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"  # hand-written: what the profiles showed
@@ -39,6 +54,10 @@ TARGET_CHANGES_PAGE = 0.9  # ListChanges at the end of 1,000,000 changes and at 
 TARGET_STREAM_KIB = 50  # resident memory per idle watch
 TARGET_IDLE_CORES = 0.05  # the CPU of 1,000 idle watches, in cores
 TARGET_COMMIT_TO_CLIENT_S = 1.0  # p99 of a change's way from its commit to a watcher of another process
+# The server's peak per stalled watch over its RSS with them open: room for two of the largest
+# messages (48 KiB each) and an idle watch's TARGET_STREAM_KIB. A slow client costs one page
+# (docs/api.md), never the backlog of changes it has not read.
+TARGET_STALLED_KIB = 150
 
 _STORES = (("memory", "memory"), ("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
 # The unary RPCs besides DeleteItem and MintUserApiToken: the load, its name in the report, and
@@ -71,6 +90,29 @@ _LATENCY_NOTE = (
     " write to the last change received: each change wakes every watch, which reads it from the store."
 )
 
+_STALLED_NOTE = (
+    f"bench/stalled.py: one `zkplatform serve`, one worker, a vault of 1,000 items, and its clients together:"
+    f" {READING_H2 + READING_H1} watches that read everything ({READING_H2} over HTTP/2, {READING_H1} over"
+    f" HTTP/1.1) and {STALLED} that read their first message and then nothing: {STALLED_H2} HTTP/2 streams on"
+    f" {H2_CONNECTIONS} connections whose windows are never refilled ({MIXED_CONNECTIONS} of those connections"
+    f" carry the reading HTTP/2 watches too) and {STALLED_H1} HTTP/1.1 connections whose sockets are never read."
+    f" Then {STALLED_WRITES} UpdateItem calls over {STALLED_WRITE_S} s, each with a ciphertext of the largest size"
+    f" allowed (48 KiB). Resident set (VmRSS) with the reading watches open and {WARM_WRITES} changes passed"
+    f" (before), with the stalled ones open too (opened), the largest of its samples every {SAMPLE_S} s (peak, and"
+    " when from the first write), once the reading watches had every change (end), and once the stalled clients"
+    " had gone (HTTP/2: their streams reset by the client, or their connections closed; HTTP/1.1: closed) and"
+    f" their calls had ended (closed; {CLOSE_TIMEOUT_S} s at most). Per stalled watcher: (peak - opened) /"
+    f" {STALLED}, judged; all told: (peak - before) / {STALLED}, their first message included. The stall bound is"
+    " the server's ZKPLATFORM_CLIENT_STALL_SECONDS."
+)
+_STALLED_CALLS_NOTE = (
+    "Given up: the stalled calls whose access line (told apart by request id) was written while their clients"
+    " were still there, with their median duration and their codes (`canceled` meant); resets: the HTTP/2"
+    " streams the server reset, as the clients saw; ended once closed: the stalled calls ended by 'closed';"
+    " ERROR lines in the server's log over the soak. Commit to client: over the reading watches and every"
+    " write, from the writer's answer to the watch receiving the change; server CPU during the writes."
+)
+
 _HEADER = """\
 # Benchmarks
 
@@ -100,6 +142,7 @@ class Inputs:
     minutes: float
     imported: ImportFigures | None = None
     watches: WatchFigures | None = None
+    stalled: list[Soak] | None = None
 
 
 class _Table:
@@ -407,6 +450,62 @@ class _Report:
             )
         return table
 
+    def stalled(self) -> None:
+        memory = _Table(
+            "~store", "~stall bound", "RSS before MiB", "opened", "peak", "peak at s", "end", "closed",
+            "KiB per stalled watcher", "all told",
+        )  # fmt: skip
+        calls = _Table(
+            "~store", "~stall bound", "~given up: HTTP/2", "~HTTP/1.1", "~codes", "resets", "ended once closed",
+            "ERROR lines", "changes x reading watches", "missing", "p50 ms", "p99 ms", "server CPU",
+        )  # fmt: skip
+        for soak in self.inputs.stalled or ():
+            label = dict(_STORES)[soak.store]
+            bound = f"{soak.stall_s} s" + (" (default)" if soak.stall_default else "")
+            memory.row(
+                label, bound, f"{soak.rss_before_mib:,.1f}", f"{soak.rss_opened_mib:,.1f}", f"{soak.rss_peak_mib:,.1f}",
+                f"{soak.peak_at_s:.0f}", f"{soak.rss_end_mib:,.1f}", f"{soak.rss_closed_mib:,.1f}",
+                f"{soak.kib_per_stalled:,.1f}", f"{soak.kib_per_stalled_all_told:,.1f}",
+            )  # fmt: skip
+            h2, h1 = soak.given_up["HTTP/2"], soak.given_up["HTTP/1.1"]
+            codes = {code: h2.codes.get(code, 0) + h1.codes.get(code, 0) for code in h2.codes | h1.codes}
+            calls.row(
+                label, bound, _given_up(h2.calls, STALLED_H2, h2.after_s), _given_up(h1.calls, STALLED_H1, h1.after_s),
+                ", ".join(f"{code} {count}" for code, count in sorted(codes.items())) or "-", soak.h2_resets,
+                f"{soak.ended_after_close} of {STALLED}", soak.errors_logged, f"{soak.samples:,}", soak.missing,
+                f"{soak.p50_s * 1000:,.0f}", f"{soak.p99_s * 1000:,.0f}", f"{soak.server_cores:.2f}",
+            )  # fmt: skip
+            where = f"{label}, stall bound {soak.stall_s} s" + (", the default" if soak.stall_default else "")
+            self.judge(
+                f"Memory per stalled watcher < {TARGET_STALLED_KIB} KiB ({where})",
+                soak.kib_per_stalled,
+                lambda v: v < TARGET_STALLED_KIB,
+                f"{soak.kib_per_stalled:,.1f} KiB",
+            )
+            given_up, canceled = h2.calls + h1.calls, codes.get("canceled", 0)
+            self.judge(
+                f"Every stalled watcher given up within the soak ({where})",
+                given_up,
+                lambda v: v == STALLED,
+                f"{given_up} of {STALLED}",
+            )
+            self.judge(
+                f"Given up as `canceled`, with no ERROR line in the log ({where})",
+                float(canceled == given_up and soak.errors_logged == 0),
+                lambda v: v == 1,
+                f"{canceled} of {given_up} canceled, {soak.errors_logged} ERROR lines",
+            )
+            late = soak.p99_s + (float("inf") if soak.missing or soak.reading_ended else 0)
+            self.judge(
+                f"Reading watches beside stalled ones: every change, p99 < {TARGET_COMMIT_TO_CLIENT_S:.0f} s ({where})",
+                late,
+                lambda v: v < TARGET_COMMIT_TO_CLIENT_S,
+                f"{soak.p99_s * 1000:,.0f} ms, {soak.missing} missing, {soak.reading_ended} ended",
+            )
+        if self.inputs.stalled:
+            self.section("Stalled watchers beside reading ones", _STALLED_NOTE, memory)
+            self.out += [_STALLED_CALLS_NOTE, "", *calls.lines, ""]
+
     def authentication(self) -> None:
         table = _Table("~store", f"before ({BEFORE_TOKEN_LIFECYCLE})", "now", "now / before")
         for store, label in _STORES[:2]:
@@ -539,6 +638,10 @@ class _Report:
         self.section("Import: NDJSON items into SQLite", note, table)
 
 
+def _given_up(calls: int, of: int, after_s: float | None) -> str:
+    return f"{calls} of {of}" + ("" if after_s is None else f", after {after_s:.1f} s")
+
+
 def render(inputs: Inputs) -> str:
     report = _Report(inputs)
     header = _HEADER.format(
@@ -553,7 +656,8 @@ def render(inputs: Inputs) -> str:
     report.out.append(header)
     for section in (
         report.every_run, report.overhead, report.per_call, report.per_call_rpcs, report.stores, report.workers,
-        report.store_size, report.items, report.listing, report.sync, report.authentication, report.audit,
+        report.store_size, report.items, report.listing, report.sync, report.stalled, report.authentication,
+        report.audit,
         report.observability, report.last_use,
         report.servers, report.half_peak, report.memory, report.importing,
     ):  # fmt: skip

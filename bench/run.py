@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from bench import importing, report, watching
+from bench import importing, report, stalled, watching
 from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.pages import last_changes_since, last_page_token
@@ -205,25 +205,29 @@ def machine(wrk_version: str) -> str:
 
 
 def main() -> int:
-    wrk_version = ensure_wrk()
     started = time.monotonic()
     # Some setups (by key) or named groups (bench/plan.py's NAMED) only, to run or try them alone.
     only = os.environ.get("BENCH_ONLY", "").split(",")
     named = [NAMED[name] for name in only if name in NAMED]
+    chosen = [tuple(setup for setup in group if only == [""] or setup.key in only or group in named) for group in PLAN]
+    chosen = [group for group in chosen if group]
+    wrk_version = ensure_wrk() if chosen else "not run"  # the loads' only
     imported = None
     watches = None
+    soaks = None
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-bench-") as tmp:
         bench = Bench(stack, Path(tmp))
-        for group in PLAN:
-            chosen = tuple(setup for setup in group if only == [""] or setup.key in only or group in named)
-            if chosen:
-                bench.run(chosen)
+        for group in chosen:
+            bench.run(group)
         if only == [""] or "import" in only:  # alone on the machine: no server is running now
             imported = importing.measure(Path(tmp) / "import")
             print(f"  import: {imported}", file=sys.stderr)
         if only == [""] or "sync" in only:  # the watches, alone on the machine too
             watches = watching.measure(Path(tmp) / "watch", bench.postgres)
             print(f"  watch: {watches}", file=sys.stderr)
+        if only == [""] or "stalled" in only:  # the soak of stalled watchers, alone on the machine too
+            soaks = stalled.measure(Path(tmp) / "stalled", bench.postgres)
+            print(f"  stalled: {soaks}", file=sys.stderr)
     text = report.render(
         report.Inputs(
             figures=bench.figures,
@@ -232,6 +236,7 @@ def main() -> int:
             minutes=(time.monotonic() - started) / 60,
             imported=imported,
             watches=watches,
+            stalled=soaks,
         )
     )
     print(text)

@@ -80,6 +80,7 @@ class Front:
     """The request path, built once the platform exists."""
 
     app: ASGIApp
+    observed: ObserveCalls
     streams: StreamLimits
     connections: CloseWhenStopping
 
@@ -140,12 +141,16 @@ class Server:
         if self._front is not None:
             self._front.streams.end_all()
 
-    def stop(self) -> None:
+    def stop(self) -> tuple[int, int]:
         """The server stops: calls in flight finish, their HTTP/1.1 connections closing after
-        the answer; open streams end at once."""
-        if self._front is not None:
-            self._front.connections.stopping = True
+        the answer; open streams end at once. How many of each there were."""
+        if self._front is None:
+            return 0, 0
+        self._front.connections.stopping = True
+        streams = len(self._front.streams)
+        calls = self._front.observed.in_flight - streams
         self.end_streams()
+        return calls, streams
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -186,6 +191,7 @@ def build_front(
 ) -> Front:
     """The request path around the platform's services, health and reflection."""
     limit = settings.max_body_bytes
+    origin = Origin(settings.public_url, settings.forwarded_allow_ips)
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
     # ErrorMapping first: its on_end sees every later failure. Authentication runs
     # before the body is read, so a bad token answers before a malformed or oversized body.
@@ -193,7 +199,7 @@ def build_front(
         *telemetry.interceptors(),
         ErrorMapping(),
         RequireProtocolVersion(),
-        Authenticate(platform.authenticator, Origin(settings.public_url, settings.forwarded_allow_ips)),
+        Authenticate(platform.authenticator, origin),
     ]
     vault_app = VaultServiceASGIApplication(
         vault or VaultServicer(platform.vault, platform.sync, settings.tombstone_retention_seconds),
@@ -235,8 +241,8 @@ def build_front(
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ClientGone(app, settings.client_stall_seconds)
     app = connections = CloseWhenStopping(app)
-    app = ObserveCalls(app, telemetry.metrics, routes, streaming)
-    return Front(app, streams, connections)
+    app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
+    return Front(app, observed, streams, connections)
 
 
 def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]:

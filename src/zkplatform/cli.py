@@ -14,8 +14,9 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn, cast
 
 from hypercorn.asyncio import serve as hypercorn_serve
@@ -138,9 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--bind",
         type=_bind,
-        default=DEFAULT_BIND,
         metavar="HOST:PORT",
-        help=f"address to listen on (default {DEFAULT_BIND})",
+        help=f"address to listen on (default: $ZKPLATFORM_BIND or {DEFAULT_BIND})",
     )
     serve.add_argument(
         "--store",
@@ -148,18 +148,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
     )
-    serve.add_argument("--workers", type=_positive, default=1, metavar="N", help="worker processes (default 1)")
+    serve.add_argument(
+        "--workers", type=_positive, metavar="N", help="worker processes (default: $ZKPLATFORM_WORKERS or 1)"
+    )
     serve.add_argument(
         "--migrate", action="store_true", help="create or upgrade the store's schema first (as `admin migrate` does)"
     )
     serve.add_argument(
-        "--log-level", choices=LOG_LEVELS, default="info", help="least severe log level shown (default info)"
+        "--log-level", choices=LOG_LEVELS, help="least severe log level shown (default: $ZKPLATFORM_LOG_LEVEL or info)"
     )
     serve.add_argument(
         "--log-format",
         choices=LOG_FORMATS,
-        default="text",
-        help="text lines, or one JSON object a line (default text)",
+        help="text lines, or one JSON object a line (default: $ZKPLATFORM_LOG_FORMAT or text)",
     )
     serve.add_argument(
         "--metrics-bind",
@@ -169,10 +170,16 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics on this address of their own, needing no token (default: no metrics)",
     )
     serve.add_argument(
-        "--certfile", type=Path, default=None, metavar="PATH", help="serve TLS with this certificate chain (PEM)"
+        "--certfile",
+        type=Path,
+        metavar="PATH",
+        help="serve TLS with this certificate chain (PEM; $ZKPLATFORM_CERTFILE)",
     )
     serve.add_argument(
-        "--keyfile", type=Path, default=None, metavar="PATH", help="the certificate's private key (PEM, unencrypted)"
+        "--keyfile",
+        type=Path,
+        metavar="PATH",
+        help="the certificate's private key (PEM, unencrypted; $ZKPLATFORM_KEYFILE)",
     )
     serve.add_argument(
         "--public-url",
@@ -192,9 +199,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--graceful-timeout",
         type=_seconds,
-        default=DEFAULT_GRACEFUL_TIMEOUT,
         metavar="SECONDS",
-        help=f"on SIGTERM, how long calls in flight may take to finish (default {DEFAULT_GRACEFUL_TIMEOUT:g})",
+        help="on SIGTERM, how long calls in flight may take to finish"
+        f" (default: $ZKPLATFORM_GRACEFUL_TIMEOUT or {DEFAULT_GRACEFUL_TIMEOUT:g})",
     )
     serve.add_argument(
         "--dev",
@@ -270,6 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
 
         return admin_main(args.arguments)
+    try:
+        _flags_from_environment(args, os.environ)
+    except ConfigError as error:
+        print(f"zkplatform: {error}", file=sys.stderr)
+        return 2
     configure_logging(args.log_level, args.log_format)
     try:
         return _serve(args)
@@ -278,6 +290,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C before the server listened: nothing to stop
         return 130
+
+
+def _choice(choices: Sequence[str]) -> Callable[[str], str]:
+    def check(raw: str) -> str:
+        if raw not in choices:
+            msg = f"must be one of {', '.join(choices)}, not {raw!r}"
+            raise argparse.ArgumentTypeError(msg)
+        return raw
+
+    return check
+
+
+# The serve flags whose environment variables the parser does not read itself: a
+# flag given wins, else its variable, else the default.
+_FLAG_VARIABLES: dict[str, tuple[str, Callable[[str], object], object]] = {
+    "bind": ("ZKPLATFORM_BIND", _bind, DEFAULT_BIND),
+    "workers": ("ZKPLATFORM_WORKERS", _positive, 1),
+    "log_level": ("ZKPLATFORM_LOG_LEVEL", _choice(LOG_LEVELS), "info"),
+    "log_format": ("ZKPLATFORM_LOG_FORMAT", _choice(LOG_FORMATS), "text"),
+    "certfile": ("ZKPLATFORM_CERTFILE", Path, None),
+    "keyfile": ("ZKPLATFORM_KEYFILE", Path, None),
+    "graceful_timeout": ("ZKPLATFORM_GRACEFUL_TIMEOUT", _seconds, DEFAULT_GRACEFUL_TIMEOUT),
+}
+
+
+def _flags_from_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    """Fill each serve flag not given from its ZKPLATFORM_* variable, or its default."""
+    for dest, (variable, convert, default) in _FLAG_VARIABLES.items():
+        if getattr(args, dest) is not None:
+            continue
+        raw = environ.get(variable, "")
+        try:
+            setattr(args, dest, convert(raw) if raw else default)
+        except argparse.ArgumentTypeError as error:
+            raise ConfigError(f"{variable} {error}") from None
 
 
 def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
@@ -381,9 +428,24 @@ class Listener:
             )
             raise ConfigError(msg) from None
         except OSError as error:  # ssl.SSLError is one: a key that does not match, a file that is not PEM
-            why = error.strerror or getattr(error, "reason", None) or error
-            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why})"
+            why = _tls_files_problem(self.certfile, self.keyfile) or error.strerror or getattr(error, "reason", None)
+            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why or error})"
             raise ConfigError(msg) from None
+
+
+def _tls_files_problem(certfile: str, keyfile: str) -> str | None:
+    """What is wrong with the pair, in words, when the PEM blocks in the files tell (OpenSSL only says "PEM lib")."""
+    try:
+        cert, key = Path(certfile).read_text(errors="replace"), Path(keyfile).read_text(errors="replace")
+    except OSError:
+        return None  # OpenSSL's own reason (no such file, permission denied) says it
+    if "PRIVATE KEY-----" in cert and "-----BEGIN CERTIFICATE-----" in key:
+        return "the two are swapped: --certfile names the private key and --keyfile the certificate"
+    if "-----BEGIN CERTIFICATE-----" not in cert:
+        return "--certfile holds no PEM certificate"
+    if "PRIVATE KEY-----" not in key:
+        return "--keyfile holds no PEM private key"
+    return None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -423,10 +485,11 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     revoker = _LeakRevoker(settings)
+    signal.signal(signal.SIGHUP, _ignore_hangup)
     # The lock first, so a second server on the port is told so; then the address, bound
     # whatever the worker count, so a taken address fails before anything starts.
     with (
-        contextlib.closing(hold_address(args.bind)),
+        contextlib.closing(hold_address(args.bind)) as lock,
         contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
         _metrics_port(settings.metrics_bind, args.workers, revoker.screen),
     ):
@@ -437,9 +500,15 @@ def _serve(args: argparse.Namespace) -> int:
         else:  # sock stays bound, never listening: only listening sockets are given connections
             worker = functools.partial(_worker, log_level=args.log_level, log_format=args.log_format, listener=listener)
             stop_timeout = listener.graceful_timeout + STOP_MARGIN_S
-            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout)
+            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout, lock=lock)
     log.info("stopped")
     return code
+
+
+def _ignore_hangup(_signum: int, _frame: FrameType | None) -> None:
+    """A terminal's hangup must not end the server without its graceful stop; and it
+    reads its settings only as it starts, so there is nothing to reload."""
+    log.warning("SIGHUP ignored: to change the settings, stop the server (SIGTERM) and start it again")
 
 
 class _LeakRevoker:
@@ -534,8 +603,13 @@ async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one work
 
     async def stopped() -> None:
         await stopping.wait()
-        log.info("stopping: calls in flight finish within %g s; open streams end now", listener.graceful_timeout)
-        app.stop()
+        calls, streams = app.stop()
+        log.info(
+            "stopping: %d call(s) in flight finish within %g s; %d open stream(s) end now",
+            calls,
+            listener.graceful_timeout,
+            streams,
+        )
 
     try:
         if stopping.is_set():

@@ -37,6 +37,14 @@ end. Now a stream's buffer is released whenever the stream closes, an HTTP/2
 stream whose answer was not finished is reset (CANCEL), and an HTTP/1.1
 connection whose answer was not finished is closed.
 
+Idle connections closed at shutdown under a request. On SIGTERM each idle
+connection is closed, by a task that waits for the shutdown with
+`asyncio.wait_for`; a request arriving on it cancels that task. But Python
+3.11's wait_for loses a cancellation that comes as its wait ends, so a request
+read in the same turn as the shutdown had its connection closed under it: its
+call, already running (even committed), was cut without an answer. The wait
+now uses `asyncio.timeout`, whose cancellation always lands.
+
 A full request queue after the application ended. What a client sends on a
 stream waits in a queue of ten messages for the application to receive it; the
 connection reads nothing more while it is full. Once the application has ended
@@ -61,6 +69,7 @@ import h2.events
 import h2.exceptions
 import h11
 from hypercorn.asyncio import task_group
+from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.config import Config
 from hypercorn.events import Closed, Updated
 from hypercorn.protocol.h2 import BUFFER_LOW_WATER, H2Protocol, StreamBuffer
@@ -111,6 +120,7 @@ def apply() -> None:
     H2Protocol.initiate = initiate_idle  # type: ignore[method-assign]
     StreamBuffer.pop = _pop  # type: ignore[method-assign]
     _release_closed_streams()
+    TCPServer._idle_timeout = _idle_timeout  # type: ignore[method-assign] # noqa: SLF001
     task_group.TaskGroup.spawn_app = _spawn_app  # type: ignore[method-assign]
     _applied = True
 
@@ -194,3 +204,11 @@ async def _spawn_app(
         call_soon,
     )
     return put
+
+
+async def _idle_timeout(self: TCPServer) -> None:
+    """TCPServer._idle_timeout, waiting with asyncio.timeout: a request that cancels it is never closed under."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(self.config.keep_alive_timeout):
+            await self.context.terminated.wait()
+    await asyncio.shield(self._initiate_server_close())

@@ -23,8 +23,8 @@ from zkplatform.domain.models import (
     ChangePage,
     Item,
     ItemChange,
-    ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Tenant,
     TokenRecord,
@@ -168,10 +168,10 @@ class ItemRepository(Protocol):
         ...
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
+        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
     ) -> UpdateOutcome:
-        """Atomically: if the item is live at base_version, replace its content,
-        one version later, at `actor.at`, with the vault's next sequence number. A
+        """Atomically: if the item is live at base_version, write what `patch` holds
+        (the other fields kept as they are), one version later, at `actor.at`, with the vault's next sequence number. A
         compare-and-set: of concurrent updates at one base_version exactly one
         applies, and the others answer Conflict with the item as it then is."""
         ...

@@ -8,10 +8,17 @@ Here each worker binds a socket of its own to the address with SO_REUSEPORT,
 and the kernel spreads new connections evenly over them. A worker listens only
 once its application has started, so no connection waits on a worker that is
 still opening its store; it then tells the parent, which knows when all listen.
+
+Workers never outlive their server. However the parent ends (kill -9 included),
+the kernel sends each worker SIGTERM (PR_SET_PDEATHSIG), and it stops as on any
+SIGTERM. Each worker holds the port's lock too, so the port stays taken until
+the last of them has finished its calls: a new server on the port starts only
+once the old one is wholly gone, never beside its orphans.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import logging
 import multiprocessing
@@ -25,6 +32,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 
 STOP_TIMEOUT_S = 30.0
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = logging.getLogger(__name__)
 
@@ -96,23 +104,27 @@ def _why(bind: str, error: OSError) -> str:
     return f"cannot listen on {bind} ({error.strerror or error}): choose another --bind"
 
 
-def run_workers(
+def run_workers(  # noqa: PLR0913 # the workers, and how they start, stop and hold the port
     count: int,
     bind: str,
     worker: Worker,
     on_ready: Callable[[], None] = lambda: None,
     *,
     stop_timeout: float = STOP_TIMEOUT_S,
+    lock: socket.socket | None = None,
 ) -> int:
     """Run `worker(bind, ready)` in `count` spawned processes until one exits or we are told to stop.
 
     `on_ready` runs once every worker has called its `ready`. The first worker
     to exit stops the others; its exit code is ours (0 when we were told to stop).
     A worker told to stop (SIGTERM) finishes its calls in flight; one still
-    running after `stop_timeout` seconds is killed."""
+    running after `stop_timeout` seconds is killed. Each worker holds `lock`
+    (hold_address's) as long as it lives."""
     context = multiprocessing.get_context("spawn")  # a clean interpreter each: no forked event loop or pool
     readiness, tell = context.Pipe(duplex=False)
-    processes: list[BaseProcess] = [context.Process(target=_run, args=(worker, bind, tell)) for _ in range(count)]
+    processes: list[BaseProcess] = [
+        context.Process(target=_run, args=(worker, bind, tell, lock, os.getpid())) for _ in range(count)
+    ]
     started: list[BaseProcess] = []
     stopping = False
 
@@ -128,15 +140,18 @@ def run_workers(
         for process in processes:
             if stopping:
                 break
-            # A worker ignores SIGINT from birth (an ignored signal stays ignored
-            # in the child): Ctrl-C reaches the whole process group, and a worker
-            # still starting would die of a KeyboardInterrupt traceback. The
-            # parent relays it as SIGTERM.
+            # A worker ignores SIGINT and SIGHUP from birth (an ignored signal
+            # stays ignored in the child): Ctrl-C and a terminal's hangup reach
+            # the whole process group, and a worker still starting would die of
+            # a KeyboardInterrupt traceback. The parent relays Ctrl-C as
+            # SIGTERM, and says that it ignores a hangup.
+            hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
                 process.start()
             finally:
                 signal.signal(signal.SIGINT, stop)
+                signal.signal(signal.SIGHUP, hangup)
             started.append(process)
         tell.close()  # ours: the workers hold their own copies
         if not started:
@@ -183,6 +198,21 @@ def _first_exit(processes: list[BaseProcess], readiness: Connection, on_ready: C
                 on_ready()
 
 
-def _run(worker: Worker, bind: str, tell: Connection) -> None:
-    """A worker process's entry point: ready() tells the parent this worker listens."""
-    worker(bind, lambda: tell.send(os.getpid()))
+def _run(worker: Worker, bind: str, tell: Connection, lock: socket.socket | None, parent: int) -> None:
+    """A worker process's entry point: ready() tells the parent this worker listens. `lock`
+    is only held: the port stays taken while this worker lives."""
+    _stop_with_parent(parent)
+    try:
+        worker(bind, lambda: tell.send(os.getpid()))
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _stop_with_parent(parent: int) -> None:
+    """Have the kernel send this process SIGTERM when its parent ends, however it ends."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("this worker cannot follow its parent (prctl: %s)", os.strerror(ctypes.get_errno()))
+    if os.getppid() != parent:  # it ended before the request above took effect
+        raise SystemExit(0)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.actors import OPERATOR
-from tests.contract.test_item_changes import content
+from tests.contract.test_item_changes import replacing
 from tests.contract.test_store_contract import NOW, item, token
 from tests.contract.test_token_contract import child
 from zkplatform.domain.audit import Action, Actor, ActorKind, ChainCheck
@@ -91,8 +91,8 @@ async def test_item_changes_are_audited_with_their_author_and_unchanged_outcomes
     await seeded.add_items([item("i1"), item("i2")], OPERATOR)
     await seeded.create_item(item("i3"), BOB)
     await seeded.create_item(item("i3"), BOB)  # exists: no change
-    await seeded.update_item("v1", "i1", 1, content("x"), BOB)
-    await seeded.update_item("v1", "i1", 1, content("y"), BOB)  # stale: no change
+    await seeded.update_item("v1", "i1", 1, replacing("x"), BOB)
+    await seeded.update_item("v1", "i1", 1, replacing("y"), BOB)  # stale: no change
     await seeded.delete_item("v1", "i2", 1, BOB)
     await seeded.delete_item("v1", "i2", 1, BOB)  # the tombstone again: no change
     await seeded.delete_item("v1", "nope", 1, BOB)
@@ -167,7 +167,7 @@ async def test_concurrent_changes_of_one_tenant_make_one_unbroken_chain(seeded: 
 async def test_an_event_holds_ids_only(seeded: MigratableStore) -> None:
     stored = item("i1")
     await seeded.create_item(stored, BOB)
-    await seeded.update_item("v1", "i1", 1, content("secret-title"), BOB)
+    await seeded.update_item("v1", "i1", 1, replacing("secret-title"), BOB)
     record = token("tok_t")
     await seeded.add_token(record, OPERATOR)
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from tests.actors import OPERATOR, at
-from tests.contract.test_item_changes import NOW, content, new
+from tests.contract.test_item_changes import NOW, new, replacing
 from tests.store.stores import closing
 from zkplatform.domain.models import ChangePage, Principal, Role, Tenant, Vault
 from zkplatform.store import MigratableStore, open_store
@@ -31,9 +31,9 @@ def shape(page: ChangePage) -> list[tuple[str, int, bool]]:
 
 
 async def test_changes_come_in_sequence_each_item_once_at_its_latest_change(seeded: MigratableStore) -> None:
-    await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))  # 4
+    await seeded.update_item("v1", "i1", 1, replacing("b"), at(NOW))  # 4
     await seeded.delete_item("v1", "i2", 1, at(NOW))  # 5
-    await seeded.update_item("v1", "i1", 2, content("c"), at(NOW))  # 6
+    await seeded.update_item("v1", "i1", 2, replacing("c"), at(NOW))  # 6
 
     page = await seeded.list_changes("v1", 0, 10)
 
@@ -54,7 +54,7 @@ async def test_a_page_starts_after_the_cursor_and_stops_at_the_limit(seeded: Mig
 async def test_an_item_changed_many_times_is_listed_once_at_its_latest_change(seeded: MigratableStore) -> None:
     # More changes than the vault has items, many times over (the memory store drops superseded ones).
     for version in range(1, 201):
-        await seeded.update_item("v1", "i1", version, content(f"v{version}"), at(NOW))  # 4 .. 203
+        await seeded.update_item("v1", "i1", version, replacing(f"v{version}"), at(NOW))  # 4 .. 203
     await seeded.delete_item("v1", "i2", 1, at(NOW))  # 204
     await seeded.purge_tombstones(NOW + 1, OPERATOR)
     await seeded.create_item(new("i0"), OPERATOR)  # 205
@@ -127,7 +127,7 @@ async def test_a_change_wakes_the_watches_of_its_vault(seeded: MigratableStore) 
     feed = seeded.change_feed()
     watching = feed.subscribe("v1", "tok_1")
     try:
-        await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
+        await seeded.update_item("v1", "i1", 1, replacing("b"), at(NOW))
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)
         await seeded.delete_item("v1", "i1", 2, at(NOW))
         await asyncio.wait_for(watching.wait(), WAKE_TIMEOUT)

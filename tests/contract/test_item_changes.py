@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from zkplatform.domain.models import (
     ItemChange,
     ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Role,
     Tenant,
@@ -33,6 +35,11 @@ def content(tag: str = "a") -> ItemContent:
         payload=EncryptedPayload("A256GCM", f"bm9uY2U{tag}", "YWFk", f"Y2lwaGVy{tag}", 2),
         wrapped_keys=(WrappedKey("p1", "ECDH-ES+A256KW", f"a2V5{tag}"), WrappedKey("p2", "A256KW", "a2V5Mg")),
     )
+
+
+def replacing(tag: str = "a") -> ItemPatch:
+    """An update of the whole content, as one without a field mask writes."""
+    return ItemPatch.replacing(content(tag))
 
 
 def new(item_id: str, vault_id: str = "v1", tenant_id: str = "t1", tag: str = "a", now: int = NOW) -> Item:
@@ -114,36 +121,75 @@ async def test_concurrent_creates_of_many_ids_take_one_number_each(seeded: Migra
 
 
 async def test_update_replaces_the_content_one_version_later(seeded: MigratableStore) -> None:
-    outcome = await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
+    outcome = await seeded.update_item("v1", "i1", 1, replacing("b"), at(NOW))
 
     expected = replace(new("i1", tag="b"), version=2)
     assert outcome == ItemChange(expected, 3)
     assert await seeded.get_item("v1", "i1") == expected
     assert await seeded.vault_sequence("v1") == 3
-    assert await seeded.update_item("v1", "i1", 2, content("c"), at(NOW + 1)) == ItemChange(
+    assert await seeded.update_item("v1", "i1", 2, replacing("c"), at(NOW + 1)) == ItemChange(
         replace(new("i1", tag="c", now=NOW + 1), version=3), 4
     )
 
 
+async def test_an_update_of_the_wrapped_keys_alone_keeps_the_rest(seeded: MigratableStore) -> None:
+    """Sharing an item with a new recipient: the keys change, the ciphertext is not sent again."""
+    before = await seeded.get_item("v1", "i1")
+    assert before is not None
+    keys = (WrappedKey("p1", "A256KW", "bmV3MQ"), WrappedKey("p3", "ECDH-ES", "bmV3Mw"))
+
+    outcome = await seeded.update_item("v1", "i1", 1, ItemPatch(wrapped_keys=keys), at(NOW))
+
+    expected = replace(before, version=2, updated_at=NOW, wrapped_keys=keys)
+    assert outcome == ItemChange(expected, 3)
+    assert await seeded.get_item("v1", "i1") == expected
+    assert await seeded.vault_sequence("v1") == 3
+    # Still a compare-and-set: at the old version it changes nothing.
+    assert await seeded.update_item("v1", "i1", 1, ItemPatch(wrapped_keys=keys[:1]), at(NOW)) == Conflict(outcome)
+
+
+async def test_an_update_writes_each_field_it_names_and_only_those(seeded: MigratableStore) -> None:
+    first, other = new("i1", now=NOW - 100), content("b")
+    steps: list[tuple[ItemPatch, dict[str, Any]]] = [
+        (ItemPatch(kind="card"), {"kind": "card"}),
+        (ItemPatch(title_hash=""), {"title_hash": ""}),  # empty is a value: it clears the title hash
+        (ItemPatch(payload=other.payload), {"payload": other.payload}),
+        (
+            ItemPatch(kind="login", title_hash="dGl0bGU", wrapped_keys=other.wrapped_keys),
+            {"kind": "login", "title_hash": "dGl0bGU", "wrapped_keys": other.wrapped_keys},
+        ),
+    ]
+    expected = first
+
+    for version, (patch, written) in enumerate(steps, start=1):
+        outcome = await seeded.update_item("v1", "i1", version, patch, at(NOW + version))
+
+        expected = replace(expected, version=version + 1, updated_at=NOW + version, **written)
+        assert outcome == ItemChange(expected, 2 + version)
+        assert await seeded.get_item("v1", "i1") == expected
+    assert (expected.kind, expected.title_hash, expected.payload) == ("login", "dGl0bGU", other.payload)
+    assert first.payload != other.payload
+
+
 async def test_update_that_does_not_apply_answers_the_item_as_it_is(seeded: MigratableStore) -> None:
-    changed = await seeded.update_item("v1", "i1", 1, content("b"), at(NOW))
+    changed = await seeded.update_item("v1", "i1", 1, replacing("b"), at(NOW))
     deleted = await seeded.delete_item("v1", "i2", 1, at(NOW))
     assert isinstance(changed, ItemChange)
     assert isinstance(deleted, ItemChange)
 
-    assert await seeded.update_item("v1", "i1", 1, content("c"), at(NOW + 1)) == Conflict(changed)
-    assert await seeded.update_item("v1", "i1", 5, content("c"), at(NOW + 1)) == Conflict(changed)
-    assert await seeded.update_item("v1", "i2", 1, content("c"), at(NOW + 1)) == Conflict(deleted)
-    assert await seeded.update_item("v1", "i2", 2, content("c"), at(NOW + 1)) == Conflict(deleted)
-    assert await seeded.update_item("v1", "nope", 1, content("c"), at(NOW + 1)) == Missing()
-    assert await seeded.update_item("v2", "i1", 1, content("c"), at(NOW + 1)) == Missing()
+    assert await seeded.update_item("v1", "i1", 1, replacing("c"), at(NOW + 1)) == Conflict(changed)
+    assert await seeded.update_item("v1", "i1", 5, replacing("c"), at(NOW + 1)) == Conflict(changed)
+    assert await seeded.update_item("v1", "i2", 1, replacing("c"), at(NOW + 1)) == Conflict(deleted)
+    assert await seeded.update_item("v1", "i2", 2, replacing("c"), at(NOW + 1)) == Conflict(deleted)
+    assert await seeded.update_item("v1", "nope", 1, replacing("c"), at(NOW + 1)) == Missing()
+    assert await seeded.update_item("v2", "i1", 1, replacing("c"), at(NOW + 1)) == Missing()
     assert await seeded.vault_sequence("v1") == 4
     assert await seeded.vault_sequence("v2") == 0
 
 
 async def test_concurrent_updates_at_one_version_make_one_change(seeded: MigratableStore) -> None:
     outcomes = await asyncio.gather(
-        *(seeded.update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(20)),
+        *(seeded.update_item("v1", "i1", 1, replacing(str(n)), at(NOW)) for n in range(20)),
     )
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
@@ -158,7 +204,7 @@ async def test_concurrent_updates_at_one_version_make_one_change(seeded: Migrata
 
 async def test_concurrent_updates_and_deletes_of_one_version(seeded: MigratableStore) -> None:
     outcomes = await asyncio.gather(
-        *(seeded.update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(10)),
+        *(seeded.update_item("v1", "i1", 1, replacing(str(n)), at(NOW)) for n in range(10)),
         *(seeded.delete_item("v1", "i1", 1, at(NOW)) for _ in range(10)),
     )
 
@@ -225,7 +271,7 @@ async def test_list_reads_the_sequence_in_the_items_snapshot(seeded: MigratableS
 
     async def updates() -> None:
         for version in range(1, 41):
-            await seeded.update_item("v1", "hot", version, content(str(version)), at(NOW))
+            await seeded.update_item("v1", "hot", version, replacing(str(version)), at(NOW))
 
     async def pages() -> list[ItemPage]:
         return [await seeded.list_items("v1", "", 10, show_deleted=False) for _ in range(40)]

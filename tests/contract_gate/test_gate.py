@@ -106,7 +106,9 @@ def test_a_tightened_request_rule_fails_though_buf_breaking_passes(protos: Proto
 
 
 def test_a_removed_field_fails(protos: Protos, baseline: Image) -> None:
-    outcome = protos.edit("ListItemsRequest", "bool show_deleted = 4;", "").gate(baseline)
+    outcome = protos.edit(
+        "ListItemsRequest", "bool show_deleted = 4 [(google.api.field_behavior) = OPTIONAL];", ""
+    ).gate(baseline)
     assert not outcome.passed
     assert outcome.breaking.returncode != 0
     assert '"show_deleted"' in outcome.breaking.stdout, outcome.breaking.stdout

@@ -48,6 +48,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def alice(server: Server) -> str:
+    return alice_of(server)
+
+
+def alice_of(server: Server) -> str:
+    """alice's token in a `--dev` server's credentials file."""
     credentials: dict[str, Any] = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
     return str(next(p["token"] for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == "alice"))
 
@@ -437,6 +442,70 @@ def test_a_stream_whose_client_stops_reading_is_given_up(tmp_path: Path) -> None
     assert again
     assert reset
     assert "Traceback" not in log
+
+
+def test_a_watch_whose_client_stops_reading_is_given_up_as_canceled(tmp_path: Path) -> None:
+    """A gRPC WatchChanges over HTTP/2 whose client grants no window, with changes larger than
+    the stream's buffer: given up after the stall bound, logged as `canceled`, no error."""
+    env = {"ZKPLATFORM_CLIENT_STALL_SECONDS": "1"}
+    with serving(tmp_path, "--dev", env=env) as running:
+        token = alice_of(running)
+        for n in range(3):  # about 40 KB each: more than a stream buffers
+            created = httpx.post(
+                f"{running.base_url}/platform.v1.VaultService/CreateItem",
+                json={
+                    "vaultId": "acme-private",
+                    "itemId": f"large-{n}",
+                    "kind": "login",
+                    "encryptedPayload": {"alg": "A256GCM", "nonce": "bm9uY2U", "ciphertext": "Q" * 40_000},
+                    "wrappedKeys": [{"recipientId": "alice", "wrapAlg": "A256KW", "wrappedKey": "a2V5"}],
+                },
+                headers={"Connect-Protocol-Version": "1", "Authorization": f"Bearer {token}"},
+                timeout=WAIT_S,
+            )
+            assert created.status_code == 200, created.text
+        sock, connection = h2_stalled_call(
+            running,
+            "/platform.v1.VaultService/WatchChanges",
+            vault_pb2.WatchChangesRequest(vault_id="acme-private").SerializeToString(),
+            token,
+        )
+        try:
+            given_up = _eventually_logged(running, "WatchChanges protocol=grpc code=canceled")
+            reset = h2_reset_seen(sock, connection)
+        finally:
+            sock.close()
+        log = running.log()
+
+    assert given_up, log
+    assert reset
+    assert " ERROR " not in log, log
+    assert "Traceback" not in log
+
+
+def h2_stalled_call(
+    server: Server, path: str, request: bytes, token: str
+) -> tuple[socket.socket, h2.connection.H2Connection]:
+    """A gRPC server-streaming call over HTTP/2 that grants the server no window, never reading."""
+    sock = socket.create_connection(address(server), timeout=WAIT_S)
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.local_settings = h2.settings.Settings(
+        client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0}
+    )
+    connection.initiate_connection()
+    headers = [
+        (":method", "POST"),
+        (":path", path),
+        (":scheme", "http"),
+        (":authority", "test"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+        ("authorization", f"Bearer {token}"),
+    ]
+    connection.send_headers(1, headers)
+    connection.send_data(1, grpc_frame(request), end_stream=True)
+    sock.sendall(connection.data_to_send())
+    return sock, connection
 
 
 def h2_reset_seen(sock: socket.socket, connection: h2.connection.H2Connection) -> bool:

@@ -7,6 +7,8 @@ import re
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -15,6 +17,7 @@ import pytest
 from tests.e2e.server import STOP_TIMEOUT_S, free_port, run_serve, serving
 
 # Our own lines: an ISO 8601 time with its UTC offset, the pid, the level, the logger.
+WAIT_S = 20.0  # the most the server may take to react to a signal, on a busy machine
 LIFECYCLE_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} \[\d+\] INFO zkplatform: (?P<message>.*)$")
 
 
@@ -118,7 +121,7 @@ def test_lifecycle_lines_are_ours_with_a_time_zone_and_no_access_log(tmp_path: P
     log = server.log()
 
     ours = [match["message"] for line in log.splitlines() if (match := LIFECYCLE_LINE.match(line))]
-    stopping = "stopping: calls in flight finish within 30 s; open streams end now"  # each worker's
+    stopping = "stopping: 0 call(s) in flight finish within 30 s; 0 open stream(s) end now"  # each worker's
     assert ours == [f"listening on {server.base_url} (2 worker(s), store memory:)", stopping, stopping, "stopped"], log
     assert "leaked-secret-value" not in log
     assert "/healthz" not in log
@@ -141,3 +144,94 @@ def test_migrate_serves_a_new_store_after_creating_its_schema(tmp_path: Path) ->
     _refused(refused, "migrate")
     assert health.text == "ok\n"
     assert f"migrated {url}" in server.log()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_hangup_is_ignored_and_said_so(tmp_path: Path, workers: str) -> None:
+    """A terminal's hangup reaches the whole process group: the server goes on serving."""
+    with serving(tmp_path, "--store", "memory:", "--workers", workers) as server:
+        os.killpg(server.process.pid, signal.SIGHUP)
+        said = _eventually(lambda: "SIGHUP ignored" in server.log())
+        answer = httpx.get(f"{server.base_url}/healthz", timeout=STOP_TIMEOUT_S)
+        alive = server.process.poll() is None
+        server.process.send_signal(signal.SIGTERM)
+        code = server.process.wait(timeout=STOP_TIMEOUT_S)
+        log = server.log()
+
+    assert said, log
+    assert answer.status_code == 200
+    assert alive
+    assert code == 0, log
+    assert log.splitlines()[-1].endswith("INFO zkplatform: stopped"), log
+
+
+def test_workers_end_with_their_parent_and_the_port_is_free_again(tmp_path: Path) -> None:
+    """kill -9 of the parent of `--workers 2`: its workers stop too (no orphans serving
+    beside a new server on the port), and a new server then starts on the port."""
+    port = free_port()
+    with serving(tmp_path, "--store", "memory:", "--workers", "2", port=port) as server:
+        workers = _children(server.process.pid)
+        server.process.kill()
+        server.process.wait(timeout=STOP_TIMEOUT_S)
+        gone = _eventually(lambda: not any(_alive(pid) for pid in workers))
+
+    assert len(workers) == 2
+    assert gone, [pid for pid in workers if _alive(pid)]
+    with serving(tmp_path, "--store", "memory:", "--workers", "2", port=port) as again:
+        assert httpx.get(f"{again.base_url}/healthz", timeout=STOP_TIMEOUT_S).status_code == 200
+
+
+def _eventually(condition: Callable[[], bool]) -> bool:
+    """Whether the condition comes to hold (bounded; what it waits on is another process)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _children(parent: int) -> list[int]:
+    """The worker processes whose parent is `parent` (from /proc; multiprocessing also
+    starts a resource tracker, which is not one)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue  # it ended meanwhile
+        if int(fields[1]) == parent and b"spawn_main" in command:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for whichever process adopted it to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_serve_flags_come_from_the_environment_and_a_flag_wins(tmp_path: Path) -> None:
+    env = {"ZKPLATFORM_WORKERS": "2", "ZKPLATFORM_LOG_FORMAT": "json", "ZKPLATFORM_GRACEFUL_TIMEOUT": "7"}
+    (tmp_path / "env").mkdir()
+    (tmp_path / "flag").mkdir()
+    with serving(tmp_path / "env", "--store", "memory:", env=env) as server:
+        pass
+    from_env = server.log()  # the stopping line too
+    with serving(tmp_path / "flag", "--store", "memory:", "--log-format", "text", env=env) as server:
+        flag_wins = server.log()
+
+    assert '"message": "listening on' in from_env, from_env
+    assert "(2 worker(s)" in from_env
+    assert "call(s) in flight finish within 7 s" in from_env
+    assert "INFO zkplatform: listening on" in flag_wins, flag_wins
+
+
+def test_a_bad_serve_variable_is_one_line_naming_it(tmp_path: Path) -> None:
+    _refused(
+        run_serve(tmp_path, env={"ZKPLATFORM_WORKERS": "many"}), "ZKPLATFORM_WORKERS must be a positive whole number"
+    )

@@ -290,16 +290,19 @@ def test_two_workers_serve_tls(tmp_path: Path, pki: Pki) -> None:
         ({"--keyfile": None}, "--certfile and --keyfile go together"),
         ({"--certfile": "missing.pem"}, "No such file or directory"),
         ({"--keyfile": "ca"}, "cannot serve TLS with --certfile"),
+        ({"--certfile": "key", "--keyfile": "cert"}, "the two are swapped"),
+        ({"--keyfile": "cert"}, "--keyfile holds no PEM private key"),
     ],
-    ids=["certfile-alone", "missing-certificate", "key-of-another-certificate"],
+    ids=["certfile-alone", "missing-certificate", "key-of-another-certificate", "swapped", "certificate-as-key"],
 )
 def test_an_unusable_certificate_is_one_line(
     tmp_path: Path, pki: Pki, change: dict[str, str | None], message: str
 ) -> None:
     other_key = make_pki(tmp_path).key
     flags: dict[str, str | None] = {"--certfile": str(pki.cert), "--keyfile": str(pki.key)}
+    files = {"ca": str(other_key), "key": str(pki.key), "cert": str(pki.cert)}
     for flag, value in change.items():
-        flags[flag] = str(other_key) if value == "ca" else value
+        flags[flag] = files.get(value, value) if value is not None else None
     args = [part for flag, value in flags.items() if value is not None for part in (flag, value)]
 
     result = run_serve(tmp_path, "--store", "memory:", *args)

@@ -95,3 +95,27 @@ def test_one_server_holds_a_port_until_it_ends() -> None:
             pass
     with hold_address(bind):  # released with its holder
         pass
+
+
+def test_the_workers_hold_the_port_too() -> None:
+    """Were the parent gone (kill -9), its workers, still finishing their calls, keep the
+    port taken: no second server starts beside them."""
+    bind = _free_bind()
+    lock = hold_address(bind)
+    held_by_the_worker: list[bool] = []
+
+    def on_ready() -> None:
+        lock.close()  # as the parent's end would
+        try:
+            hold_address(bind).close()
+        except AddressUnavailable:
+            held_by_the_worker.append(True)
+        else:
+            held_by_the_worker.append(False)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    code = run_workers(1, bind, functools.partial(_ready_then_wait, log=Path(os.devnull)), on_ready, lock=lock)
+
+    assert code == 0
+    assert held_by_the_worker == [True]
+    hold_address(bind).close()  # free once the worker has ended

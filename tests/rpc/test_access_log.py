@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, headers
 from tests.world import World
 from zkplatform.domain import tokens
-from zkplatform.observability.logs import JSONFormatter
+from zkplatform.observability.logs import JSONFormatter, TextFormatter
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 ACCESS = "zkplatform.access"
@@ -184,3 +184,18 @@ async def test_json_lines_carry_the_access_fields(
     assert {"time", "level", "logger", "message", "pid"} <= line.keys()
     assert (line["level"], line["logger"], line["code"], line["principal"]) == ("info", ACCESS, "ok", "alice")
     assert line["procedure"] == DELETE_PROCEDURE
+
+
+async def test_a_refusal_names_the_token_by_a_field_of_its_own(
+    client: httpx.AsyncClient, world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    bob = world.token("bob")
+    await client.post(f"{VAULT_DELETE}?access_token={bob}", json={}, headers=headers(JSON))  # leaked: revoked
+    await delete(client, bob)  # refused: revoked
+
+    [refusal] = [r for r in caplog.records if r.getMessage() == "authentication refused: token revoked"]
+    line = json.loads(JSONFormatter().format(refusal))
+    text = TextFormatter().format(refusal)
+    assert line["message"] == "authentication refused: token revoked"
+    assert line["token_id"].startswith("tok_")
+    assert text.endswith(f"authentication refused: token revoked token_id={line['token_id']}")

@@ -10,9 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from tests.connect import JSON, Codec, detail, error_of, headers
+from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
 from tests.world import FakeClock, World
 from zkplatform.domain.models import Scope
 from zkplatform_api.platform.v1 import vault_pb2
@@ -461,6 +462,126 @@ async def test_a_repeated_update_answers_the_same(
     assert error_info(other)["metadata"] == {"currentVersion": "2"}
 
 
+# update_mask
+
+
+def masked(vault_id: str, item_id: str, base_version: int, *paths: str, **fields: Any) -> vault_pb2.UpdateItemRequest:
+    """An update of the fields `paths` names, holding only `fields`."""
+    request = vault_pb2.UpdateItemRequest(vault_id=vault_id, item_id=item_id, base_version=base_version, **fields)
+    request.update_mask.paths.extend(paths)
+    return request
+
+
+async def test_a_mask_of_wrapped_keys_shares_an_item_without_its_ciphertext(
+    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
+) -> None:
+    before = await world.item("acme-shared", "item-1")
+    sequence_before = await world.platform.store.vault_sequence("acme-shared")
+    clock.advance(60)
+    request = masked("acme-shared", "item-1", 1, "wrapped_keys", wrapped_keys=keys("alice", "bob", "carol"))
+    assert not request.HasField("encrypted_payload")
+
+    response = await call(client, codec, request, world.token("bob"))
+
+    assert response.status_code == 200, response.text
+    answer = codec.decode(response.content, vault_pb2.UpdateItemResponse)
+    assert (answer.item.version, answer.item.updated_at.seconds) == (2, clock.now)
+    assert list(answer.item.wrapped_keys) == list(request.wrapped_keys)
+    assert answer.cursor.sequence == sequence_before + 1
+    stored = await world.item("acme-shared", "item-1")
+    assert (stored.kind, stored.title_hash, stored.payload) == (before.kind, before.title_hash, before.payload)
+    assert [k.recipient_id for k in stored.wrapped_keys] == ["alice", "bob", "carol"]
+    assert before.payload is not None
+    assert answer.item.encrypted_payload.ciphertext == before.payload.ciphertext
+
+
+async def test_a_json_mask_names_fields_in_lower_camel_case(client: httpx.AsyncClient, world: World) -> None:
+    before = await world.item("acme-shared", "item-1")
+    body = {
+        "vaultId": "acme-shared",
+        "itemId": "item-1",
+        "baseVersion": "1",
+        "updateMask": "titleHash,wrappedKeys",
+        "kind": "ignored",  # not in the mask: left as stored
+        "titleHash": "dGl0bGU",
+        "wrappedKeys": [{"recipientId": "alice", "wrapAlg": "A256KW", "wrappedKey": "a2V5"}],
+    }
+
+    response = await client.post(UPDATE, json=body, headers=headers(JSON, world.token("bob")))
+
+    assert response.status_code == 200, response.text
+    item = response.json()["item"]
+    assert (item["version"], item["kind"], item["titleHash"]) == ("2", before.kind, "dGl0bGU")
+    assert item["wrappedKeys"] == body["wrappedKeys"]
+    assert before.payload is not None
+    assert item["encryptedPayload"]["ciphertext"] == before.payload.ciphertext
+
+
+async def test_a_masked_update_needs_only_the_fields_it_names(
+    client: httpx.AsyncClient, codec: Codec, world: World
+) -> None:
+    no_keys = masked("acme-shared", "item-1", 1, "wrapped_keys", "kind", kind="card")
+    response = await call(client, codec, no_keys, world.token("bob"))
+    assert violated_fields(response) == ["wrappedKeys"]
+
+    response = await call(client, codec, masked("acme-shared", "item-1", 1, "kind", kind="card"), world.token("bob"))
+    assert response.status_code == 200, response.text
+    assert codec.decode(response.content, vault_pb2.UpdateItemResponse).item.kind == "card"
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["version"],  # output only
+        ["deleted"],
+        ["item_id"],
+        ["payload"],
+        ["encrypted_payload.ciphertext"],
+        ["wrappedKeys"],  # the JSON name, where the proto name belongs
+        [""],
+        ["wrapped_keys", "kind", "wrapped_keys"],  # twice
+    ],
+)
+async def test_a_mask_naming_anything_else_is_refused_naming_update_mask(
+    client: httpx.AsyncClient, world: World, paths: list[str]
+) -> None:
+    request = update("acme-shared", "item-1", 1)
+    request.update_mask.paths.extend(paths)
+
+    response = await call(client, PROTO, request, world.token("bob"))
+
+    assert violated_fields(response) == ["updateMask"]
+    assert (await world.item("acme-shared", "item-1")).version == 1
+
+
+@pytest.mark.parametrize("mask", ["version", "wrapped_keys", "encryptedPayload.ciphertext", "kind,kind", 7])
+async def test_a_json_mask_naming_anything_else_is_refused_naming_update_mask(
+    client: httpx.AsyncClient, world: World, mask: object
+) -> None:
+    body = {**json_format.MessageToDict(update("acme-shared", "item-1", 1)), "updateMask": mask}
+
+    response = await client.post(UPDATE, json=body, headers=headers(JSON, world.token("bob")))
+
+    assert violated_fields(response) == ["updateMask"]
+    assert (await world.item("acme-shared", "item-1")).version == 1
+
+
+async def test_a_repeated_masked_update_answers_the_same(
+    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
+) -> None:
+    request = masked("acme-shared", "item-1", 1, "wrapped_keys", wrapped_keys=keys("carol"))
+    first = await call(client, codec, request, world.token("bob"))
+    clock.advance(30)
+
+    repeat = await call(client, codec, request, world.token("bob"))
+    other = masked("acme-shared", "item-1", 1, "wrapped_keys", wrapped_keys=keys("dave"))
+    refused = await call(client, codec, other, world.token("bob"))
+
+    assert first.status_code == repeat.status_code == 200
+    assert repeat.content == first.content
+    assert error_info(refused)["metadata"] == {"currentVersion": "2"}
+
+
 async def test_concurrent_updates_at_one_version_make_exactly_one_change(
     client: httpx.AsyncClient, world: World
 ) -> None:
@@ -526,6 +647,9 @@ BAD_CONTENT = [
     pytest.param({"kind": "Login"}, ["kind"], id="kind"),
     pytest.param({"kind": ""}, ["kind"], id="no-kind"),
     pytest.param({"title_hash": "t" * 129}, ["titleHash"], id="title-hash"),
+    pytest.param({"title_hash": "dGl0bGU="}, ["titleHash"], id="title-hash-padded"),
+    pytest.param({"title_hash": "a+b/c"}, ["titleHash"], id="title-hash-base64"),
+    pytest.param({"title_hash": "title hash"}, ["titleHash"], id="title-hash-text"),
 ]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import platform as platform_module
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -148,6 +150,7 @@ async def test_sqlite_group_commits_and_store_latency_are_measured(tmp_path: Pat
     assert batched == writes  # every write was committed in exactly one batch
     assert after.value("zkplatform_sqlite_commit_batch_size_count") <= writes
     assert after.value("zkplatform_store_operation_duration_seconds_count", store="sqlite", operation="read") > 0
+    assert "zkplatform_postgres_" not in after.text
 
 
 async def test_postgresql_pool_use_and_store_latency_are_measured(
@@ -177,7 +180,19 @@ async def test_postgresql_pool_use_and_store_latency_are_measured(
     assert scrape.value("zkplatform_postgres_pool_connections", state="max") == 10
     assert scrape.value("zkplatform_postgres_pool_connections", state="open") >= 1
     assert scrape.value("zkplatform_postgres_pool_requests_waiting") == 0
+    assert "zkplatform_sqlite_" not in scrape.text  # another store's series are not exported
     assert (
         scrape.value("zkplatform_store_operation_duration_seconds_count", store="postgresql", operation="transaction")
         > 0
     )
+
+
+async def test_the_build_is_a_series_and_no_store_series_is_exported_without_its_store(
+    measured: httpx.AsyncClient, registry: CollectorRegistry
+) -> None:
+    scrape = Scrape(registry)  # the memory store
+
+    version = importlib.metadata.version("zkplatform")
+    assert scrape.value("zkplatform_build_info", version=version, python=platform_module.python_version()) == 1
+    assert "zkplatform_sqlite_" not in scrape.text
+    assert "zkplatform_postgres_" not in scrape.text

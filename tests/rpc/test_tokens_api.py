@@ -88,6 +88,20 @@ async def test_any_token_logs_itself_out_with_its_tree_without_a_scope(client: h
     assert not await works(client, below.access_token)
 
 
+async def test_a_logout_repeated_with_the_token_it_revoked_is_unauthenticated(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    """As broker.proto says of a repeat: the revoked token no longer authenticates even the repeat."""
+    reader = await mint(client, world.token("alice"), READ, MINT)
+    await post(client, REVOKE, {"tokenId": reader.token_id}, reader.access_token)
+
+    repeat = await post(client, REVOKE, {"tokenId": reader.token_id}, reader.access_token)
+
+    assert repeat.status_code == 401, repeat.text
+    assert error_of(repeat)["code"] == "unauthenticated"
+    assert error_of(repeat)["message"] == "token revoked"
+
+
 async def test_a_token_without_the_scope_revokes_its_descendants_but_not_its_siblings(
     client: httpx.AsyncClient, world: World
 ) -> None:

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from tests.actors import OPERATOR, at
-from tests.contract.test_item_changes import content
+from tests.contract.test_item_changes import replacing
 from tests.contract.test_store_contract import NOW, item, token
 from tests.store.stores import closing, migrated, sqlite_file
 from tests.world import PEPPER, World, serve_in_process
@@ -83,7 +83,7 @@ async def test_no_change_is_made_without_its_event(refusing: tuple[MigratableSto
     before = await store.audit_head("t1")
     changes = [
         store.delete_item("v1", "i1", 1, at(NOW)),
-        store.update_item("v1", "i2", 1, content("x"), at(NOW)),
+        store.update_item("v1", "i2", 1, replacing("x"), at(NOW)),
         store.create_item(item("i3"), OPERATOR),
         store.add_items([item("i4")], OPERATOR),
         store.purge_tombstones(NOW + 1, OPERATOR),  # nothing to purge: no event, so this one succeeds

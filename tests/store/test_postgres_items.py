@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from tests.actors import OPERATOR, at
-from tests.contract.test_item_changes import content, new
+from tests.contract.test_item_changes import new, replacing
 from tests.store.stores import closing
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
 from zkplatform.repository import Conflict, Created, Existing
@@ -33,7 +33,9 @@ async def from_both(stores: Stores, count: int, call: Callable[[PostgresStore, i
 async def test_concurrent_updates_at_one_version_make_one_change(stores: Stores) -> None:
     await seed(stores[0])
 
-    outcomes = await from_both(stores, 40, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), at(NOW)))
+    outcomes = await from_both(
+        stores, 40, lambda store, n: store.update_item("v1", "i1", 1, replacing(str(n)), at(NOW))
+    )
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
     assert len(changes) == 1
@@ -52,7 +54,7 @@ async def test_a_chain_of_racing_updates_takes_one_number_per_version(stores: St
     async def update_until_applied(store: PostgresStore, n: int) -> ItemChange:
         base = 1
         for _ in range(100):
-            match await store.update_item("v1", "i1", base, content(str(n)), at(NOW)):
+            match await store.update_item("v1", "i1", base, replacing(str(n)), at(NOW)):
                 case ItemChange() as change:
                     return change
                 case Conflict(current):
@@ -83,7 +85,7 @@ async def test_concurrent_creates_updates_and_deletes_take_distinct_numbers(stor
 
     created, updated, deleted = await asyncio.gather(
         from_both(stores, 10, lambda store, n: store.create_item(new(f"n{n}"), OPERATOR)),
-        from_both(stores, 10, lambda store, n: store.update_item("v1", "i1", 1, content(str(n)), at(NOW))),
+        from_both(stores, 10, lambda store, n: store.update_item("v1", "i1", 1, replacing(str(n)), at(NOW))),
         from_both(stores, 10, lambda store, _: store.delete_item("v1", "i2", 1, at(NOW))),
     )
 
@@ -100,9 +102,9 @@ async def test_an_update_and_a_create_in_one_vault_do_not_deadlock(stores: Store
     await seed(stores[0])
     async with closing(PostgresStore.open(migrated_url)) as third:
         outcomes = await asyncio.gather(
-            *(stores[0].update_item("v1", "i1", v, content(str(v)), at(NOW)) for v in range(1, 11)),
+            *(stores[0].update_item("v1", "i1", v, replacing(str(v)), at(NOW)) for v in range(1, 11)),
             *(stores[1].create_item(new(f"c{n}"), OPERATOR) for n in range(10)),
-            *(third.update_item("v1", "i2", v, content(str(v)), at(NOW)) for v in range(1, 11)),
+            *(third.update_item("v1", "i2", v, replacing(str(v)), at(NOW)) for v in range(1, 11)),
         )
     assert await stores[0].vault_sequence("v1") == 2 + len(
         {o for o in outcomes if isinstance(o, (ItemChange, Created))}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.actors import OPERATOR, at
-from tests.contract.test_item_changes import content, new
+from tests.contract.test_item_changes import new, replacing
 from tests.contract.test_store_contract import token
 from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
@@ -39,7 +39,7 @@ async def stores(tmp_path: Path) -> AsyncIterator[Stores]:
 
 async def test_updates_at_one_version_from_two_stores_make_one_change(stores: Stores) -> None:
     outcomes = await asyncio.gather(
-        *(stores[n % 2].update_item("v1", "i1", 1, content(str(n)), at(NOW)) for n in range(40))
+        *(stores[n % 2].update_item("v1", "i1", 1, replacing(str(n)), at(NOW)) for n in range(40))
     )
 
     changes = [o for o in outcomes if isinstance(o, ItemChange)]
@@ -96,7 +96,7 @@ async def test_lookups_see_at_once_what_the_other_store_committed(stores: Stores
     first, second = stores
     for version in range(1, 6):
         assert (await second.get_item("v1", "i1") or new("none")).version == version
-        await first.update_item("v1", "i1", version, content(str(version)), at(NOW))
+        await first.update_item("v1", "i1", version, replacing(str(version)), at(NOW))
         assert (await second.get_item("v1", "i1") or new("none")).version == version + 1
     assert await second.vault_sequence("v1") == 2 + 5
 

@@ -20,7 +20,7 @@ from zkplatform.domain.audit import (
     by_tenant,
 )
 
-ALICE = Actor(ActorKind.PRINCIPAL, 1_800_000_000, "alice", "tok_a", "req-1")
+ALICE = Actor(ActorKind.PRINCIPAL, 1_800_000_000, "alice", "tok_a", "req-1", "203.0.113.7")
 
 
 def test_the_canonical_bytes_are_compact_json_with_sorted_keys() -> None:
@@ -30,13 +30,17 @@ def test_the_canonical_bytes_are_compact_json_with_sorted_keys() -> None:
     assert json.loads(data) == {
         "action": "item.deleted",
         "actor": {"kind": "principal", "principal": "alice", "token": "tok_a"},
+        "clientAddress": "203.0.113.7",
         "requestId": "req-1",
         "target": {"item": "i", "vault": "v"},
         "time": 1_800_000_000,
     }
-    assert json.loads(Actor.operator(5).event("acme", Action.TENANT_ADDED, tenant="acme").canonical())["actor"] == {
-        "kind": "operator"
-    }
+    by_operator = json.loads(Actor.operator(5).event("acme", Action.TENANT_ADDED, tenant="acme").canonical())
+    assert (by_operator["actor"], by_operator["clientAddress"], by_operator["requestId"]) == (
+        {"kind": "operator"},
+        "",
+        "",
+    )
 
 
 def test_non_ascii_ids_are_kept_as_utf8() -> None:
@@ -50,7 +54,7 @@ def test_non_ascii_ids_are_kept_as_utf8() -> None:
         ALICE,
         Actor(ActorKind.PRINCIPAL, 7, 'qu"ote\\back', "tok_\n\t\x00", "r\u2028\U0001f600"),
         Actor.operator(0),
-        Actor.service(1_900_000_000, "x-request-<id>&'é"),
+        Actor.service(1_900_000_000, "x-request-<id>&'é", "2001:db8::1"),
     ],
 )
 def test_the_canonical_bytes_are_what_json_dumps_makes_of_the_event(actor: Actor) -> None:
@@ -59,6 +63,7 @@ def test_the_canonical_bytes_are_what_json_dumps_makes_of_the_event(actor: Actor
     assert event.canonical() == json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert fields["target"] == {"vault": 'v"\\', "principal": "\u00e9\x7f\x1f"}
     assert fields["requestId"] == actor.request_id
+    assert fields["clientAddress"] == actor.client_address
     assert fields["time"] == actor.at
 
 

@@ -8,7 +8,15 @@ import ipaddress
 import pytest
 
 from zkplatform.config import ConfigError, check_public_url, parse_networks
-from zkplatform.rpc.origin import Forwarded, Origin, forwarded_by_proxy, is_trusted, parse_forwarded
+from zkplatform.rpc.origin import (
+    Forwarded,
+    Origin,
+    client_of,
+    forwarded_by_proxy,
+    is_trusted,
+    node_address,
+    parse_forwarded,
+)
 
 PROXY = ("10.0.0.5", 40000)
 TRUSTED = parse_networks("10.0.0.0/24,::1")
@@ -123,6 +131,58 @@ def test_the_public_url_wins_over_everything() -> None:
     forwarded = scope(("forwarded", "proto=http;host=other.example"))
 
     assert origin.url(forwarded) == "https://api.example.com/platform.v1.VaultService/DeleteItem"
+
+
+@pytest.mark.parametrize(
+    ("node", "address"),
+    [
+        ("192.0.2.43", ("192.0.2.43", None)),
+        ("192.0.2.43:47011", ("192.0.2.43", 47011)),
+        ("[2001:db8:cafe::17]:4711", ("2001:db8:cafe::17", 4711)),
+        ("[2001:db8:cafe::17]", ("2001:db8:cafe::17", None)),
+        ("2001:db8:cafe::17", ("2001:db8:cafe::17", None)),  # X-Forwarded-For's bare IPv6
+        ("192.0.2.43:_port", ("192.0.2.43", None)),  # an obfuscated port
+        ("unknown", None),
+        ("_hidden", None),
+        ("192.0.2.300", None),
+        ("[192.0.2.43]", None),
+        ("192.0.2.43:0", None),
+        ("192.0.2.43:65536", None),
+        ("proxy.internal", None),
+        ("", None),
+    ],
+)
+def test_forwarded_nodes(node: str, address: tuple[str, int | None] | None) -> None:
+    assert node_address(node) == address
+
+
+@pytest.mark.parametrize(
+    ("headers", "peer", "client"),
+    [
+        ([("x-forwarded-for", "203.0.113.7")], PROXY, ("203.0.113.7", None)),
+        ([("x-forwarded-for", "198.51.100.1"), ("x-forwarded-for", "203.0.113.7")], PROXY, ("203.0.113.7", None)),
+        ([("x-forwarded-for", "198.51.100.1, 203.0.113.7, 10.0.0.8")], PROXY, ("203.0.113.7", None)),
+        ([("x-forwarded-for", "10.0.0.7, 10.0.0.8")], PROXY, ("10.0.0.7", None)),  # proxies all the way
+        ([("forwarded", 'for="[2001:db8::1]:4711"')], ("::1", 9), ("2001:db8::1", 4711)),
+        ([("forwarded", "for=203.0.113.7"), ("x-forwarded-for", "198.51.100.1")], PROXY, ("203.0.113.7", None)),
+        ([("forwarded", "for=203.0.113.7;;")], PROXY, PROXY),
+        ([("forwarded", "for=unknown")], PROXY, PROXY),
+        ([("forwarded", "host=a.example")], PROXY, PROXY),
+        ([("x-forwarded-for", "")], PROXY, PROXY),
+        ([("x-forwarded-for", "203.0.113.7, , 10.0.0.8")], PROXY, PROXY),
+        ([], PROXY, PROXY),
+        ([("x-forwarded-for", "203.0.113.7")], ("192.0.2.1", 5), ("192.0.2.1", 5)),  # not a proxy
+        ([("x-forwarded-for", "203.0.113.7")], None, None),
+    ],
+)
+def test_the_client_behind_trusted_proxies(
+    headers: list[tuple[str, str]], peer: tuple[str, int] | None, client: tuple[str, int | None] | None
+) -> None:
+    encoded = [(k.encode(), v.encode()) for k, v in headers]
+
+    assert client_of(peer, encoded, TRUSTED) == client
+    assert Origin(trusted=TRUSTED).client(scope(*headers, client=peer)) == client
+    assert Origin().client(scope(*headers, client=peer)) == peer  # nobody trusted
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 import pytest
 
 from tests.actors import OPERATOR
-from tests.unit.test_vault_items import VAULT, caller, content
+from tests.unit.test_vault_items import VAULT, caller, content, replacing
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.errors import (
@@ -67,7 +67,7 @@ async def test_changes_page_by_page_with_the_cursor_of_the_last_change(world: Wo
 async def test_an_item_changed_twice_comes_once_in_its_latest_state(world: World) -> None:
     bob = await caller(world, "bob")
     vault = world.platform.vault
-    await vault.update_item(bob, VAULT, "item-2", 1, content("b"))  # 7
+    await vault.update_item(bob, VAULT, "item-2", 1, replacing("b"))  # 7
     await vault.delete_item(bob, VAULT, "item-2", 2)  # 8
 
     listed = await world.platform.sync.list_changes(bob, VAULT, 0, 0)
@@ -88,7 +88,7 @@ async def test_a_page_size_of_0_means_100_and_more_than_1000_is_refused(world: W
 async def test_a_cursor_below_the_purge_horizon_has_expired(world: World, clock: FakeClock) -> None:
     bob = await caller(world, "bob")
     await world.platform.vault.delete_item(bob, VAULT, "item-3", 1)  # 7
-    await world.platform.vault.update_item(bob, VAULT, "item-4", 1, content("b"))  # 8
+    await world.platform.vault.update_item(bob, VAULT, "item-4", 1, replacing("b"))  # 8
     clock.advance(10)
     await world.platform.store.purge_tombstones(clock.now, OPERATOR)
 

@@ -19,7 +19,7 @@ from zkplatform.domain.errors import (
     PermissionDenied,
     VersionMismatch,
 )
-from zkplatform.domain.models import EncryptedPayload, ItemChange, ItemContent, Scope, WrappedKey
+from zkplatform.domain.models import EncryptedPayload, ItemChange, ItemContent, ItemPatch, Scope, WrappedKey
 from zkplatform.domain.vault import ListedItems
 
 NO_PROOF = ProofRequest(proof=None, htm="POST", htu="http://testserver/platform.v1.VaultService/CreateItem")
@@ -33,6 +33,11 @@ def content(tag: str = "a", keys: Iterable[str] = ("alice", "bob")) -> ItemConte
         payload=EncryptedPayload("XC20P", f"nonce{tag}", "", f"ciphertext{tag}", 1),
         wrapped_keys=tuple(WrappedKey(k, "A256KW", f"key-{k}-{tag}") for k in keys),
     )
+
+
+def replacing(tag: str = "a", keys: Iterable[str] = ("alice", "bob")) -> ItemPatch:
+    """An update of the whole content, as one without a field mask writes."""
+    return ItemPatch.replacing(content(tag, keys))
 
 
 async def caller(world: World, principal_id: str, scopes: Iterable[Scope] | None = None) -> Caller:
@@ -99,7 +104,7 @@ async def test_create_of_a_taken_id_with_other_content_is_refused(world: World, 
 async def test_create_over_a_changed_or_deleted_item_is_refused(world: World) -> None:
     bob = await caller(world, "bob")
     first = await world.platform.vault.create_item(bob, VAULT, "new-1", content())
-    await world.platform.vault.update_item(bob, VAULT, "new-1", 1, content("b"))
+    await world.platform.vault.update_item(bob, VAULT, "new-1", 1, replacing("b"))
     deleted = await world.platform.vault.delete_item(bob, VAULT, "item-1", 1)
     seeded = await world.item(VAULT, "item-2")
     assert seeded.content is not None
@@ -113,7 +118,7 @@ async def test_create_over_a_changed_or_deleted_item_is_refused(world: World) ->
     # Live at version 1 with this very content: answered as its creation, however it was created.
     assert await world.platform.vault.create_item(bob, VAULT, "item-2", seeded.content) == ItemChange(seeded, 2)
     assert first.item.version == 1
-    await world.platform.vault.update_item(bob, VAULT, "new-1", 2, content())  # back to the first content
+    await world.platform.vault.update_item(bob, VAULT, "new-1", 2, replacing())  # back to the first content
     with pytest.raises(ItemExists) as again:
         await world.platform.vault.create_item(bob, VAULT, "new-1", content())
     assert again.value.current_version == 3
@@ -156,7 +161,7 @@ async def test_update_replaces_everything_one_version_later(world: World, clock:
     seq = await sequence(world)
     clock.advance(7)
 
-    change = await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("b", keys=("bob",)))
+    change = await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("b", keys=("bob",)))
 
     assert change.sequence == seq + 1
     assert change.item.version == 2
@@ -172,18 +177,18 @@ async def test_update_replaces_everything_one_version_later(world: World, clock:
 
 async def test_a_repeated_update_answers_the_first(world: World, clock: FakeClock) -> None:
     bob = await caller(world, "bob")
-    first = await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("b"))
+    first = await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("b"))
     clock.advance(60)
 
-    assert await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("b")) == first
+    assert await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("b")) == first
     assert await sequence(world) == first.sequence
     with pytest.raises(VersionMismatch) as raised:  # another content at the same base: a real conflict
-        await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("c"))
+        await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("c"))
     assert raised.value.current_version == 2
-    await world.platform.vault.update_item(bob, VAULT, "item-3", 2, content("c"))
-    third = await world.platform.vault.update_item(bob, VAULT, "item-3", 3, content("b"))
+    await world.platform.vault.update_item(bob, VAULT, "item-3", 2, replacing("c"))
+    third = await world.platform.vault.update_item(bob, VAULT, "item-3", 3, replacing("b"))
     with pytest.raises(VersionMismatch) as later:  # the first update repeated, its content now current
-        await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("b"))
+        await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("b"))
     assert later.value.current_version == 4
     assert await world.item(VAULT, "item-3") == third.item
 
@@ -192,26 +197,26 @@ async def test_update_at_another_version_is_refused_with_the_current_one(world: 
     bob = await caller(world, "bob")
     for base in (2, 5):
         with pytest.raises(VersionMismatch) as raised:
-            await world.platform.vault.update_item(bob, VAULT, "item-3", base, content())
+            await world.platform.vault.update_item(bob, VAULT, "item-3", base, replacing())
         assert raised.value.current_version == 1
     assert (await world.item(VAULT, "item-3")).content != content()
 
 
 async def test_update_of_a_tombstone_is_refused_whatever_the_version(world: World) -> None:
     bob = await caller(world, "bob")
-    await world.platform.vault.update_item(bob, VAULT, "item-3", 1, content("b"))
+    await world.platform.vault.update_item(bob, VAULT, "item-3", 1, replacing("b"))
     await world.platform.vault.delete_item(bob, VAULT, "item-3", 2)
     for base in (1, 2, 3):
         with pytest.raises(ItemDeleted):
-            await world.platform.vault.update_item(bob, VAULT, "item-3", base, content("b"))
+            await world.platform.vault.update_item(bob, VAULT, "item-3", base, replacing("b"))
 
 
 async def test_update_of_an_unknown_item_is_not_found(world: World) -> None:
     bob = await caller(world, "bob")
     with pytest.raises(NotFound):
-        await world.platform.vault.update_item(bob, VAULT, "no-such-item", 1, content())
+        await world.platform.vault.update_item(bob, VAULT, "no-such-item", 1, replacing())
     with pytest.raises(NotFound):  # an item of another vault
-        await world.platform.vault.update_item(await caller(world, "alice"), VAULT, "new-1", 1, content())
+        await world.platform.vault.update_item(await caller(world, "alice"), VAULT, "new-1", 1, replacing())
 
 
 async def test_concurrent_updates_at_one_version_make_one_change(world: World) -> None:
@@ -219,7 +224,7 @@ async def test_concurrent_updates_at_one_version_make_one_change(world: World) -
     before = await sequence(world)
 
     outcomes = await asyncio.gather(
-        *(world.platform.vault.update_item(bob, VAULT, "item-4", 1, content(str(n))) for n in range(20)),
+        *(world.platform.vault.update_item(bob, VAULT, "item-4", 1, replacing(str(n))) for n in range(20)),
         return_exceptions=True,
     )
 
@@ -248,7 +253,7 @@ async def test_get_answers_items_and_tombstones(world: World) -> None:
 UseCase = Callable[[World, Caller, str], Awaitable[object]]
 USE_CASES: dict[str, tuple[Scope, UseCase]] = {
     "create": (Scope.VAULT_ITEMS_WRITE, lambda w, c, v: w.platform.vault.create_item(c, v, "item-1", content())),
-    "update": (Scope.VAULT_ITEMS_WRITE, lambda w, c, v: w.platform.vault.update_item(c, v, "nope", 9, content())),
+    "update": (Scope.VAULT_ITEMS_WRITE, lambda w, c, v: w.platform.vault.update_item(c, v, "nope", 9, replacing())),
     "get": (Scope.VAULT_ITEMS_READ, lambda w, c, v: w.platform.vault.get_item(c, v, "nope")),
     "list": (Scope.VAULT_ITEMS_READ, lambda w, c, v: w.platform.vault.list_items(c, v, 0, "garbage", False)),
 }
@@ -341,8 +346,8 @@ async def test_the_first_pages_sequence_holds_for_the_whole_listing(world: World
     at_first = await sequence(world)
     assert first.sequence == at_first
     # Changes between pages: after the page read, within it, and new items ahead.
-    await world.platform.vault.update_item(bob, VAULT, "item-1", 1, content("b"))
-    await world.platform.vault.update_item(bob, VAULT, "item-4", 1, content("b"))
+    await world.platform.vault.update_item(bob, VAULT, "item-1", 1, replacing("b"))
+    await world.platform.vault.update_item(bob, VAULT, "item-4", 1, replacing("b"))
     await world.platform.vault.delete_item(bob, VAULT, "item-5", 1)
     await world.platform.vault.create_item(bob, VAULT, "item-9", content())
     assert await sequence(world) == at_first + 4

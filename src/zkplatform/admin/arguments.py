@@ -186,9 +186,10 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     purge = command(subcommands, "purge-tombstones", "forget tombstones deleted longer ago than the retention")
     purge.add_argument(
         "--older-than-days",
-        type=_bounded(commands.MAX_RETENTION_DAYS),
+        type=_bounded(commands.MAX_RETENTION_DAYS, lower=0),
         metavar="N",
-        help="the retention in days (default: $ZKPLATFORM_TOMBSTONE_RETENTION_DAYS or 90)",
+        help="the retention in days; 0 purges every tombstone now"
+        " (default: $ZKPLATFORM_TOMBSTONE_RETENTION_DAYS or 90)",
     )
     purge.set_defaults(run=commands.purge_tombstones)
 
@@ -283,12 +284,12 @@ def _sequence(raw: str) -> int:
     return int(raw)
 
 
-def _bounded(upper: int) -> Callable[[str], int]:
-    """A whole number from 1 to `upper`, as an argparse type."""
+def _bounded(upper: int, lower: int = 1) -> Callable[[str], int]:
+    """A whole number from `lower` to `upper`, as an argparse type."""
 
     def whole(raw: str) -> int:
-        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= upper:
-            msg = f"must be a whole number from 1 to {upper}, not {raw!r}"
+        if not (raw.isascii() and raw.isdigit()) or not lower <= int(raw) <= upper:
+            msg = f"must be a whole number from {lower} to {upper}, not {raw!r}"
             raise argparse.ArgumentTypeError(msg)
         return int(raw)
 

@@ -222,7 +222,7 @@ def _token_id(given: str) -> str:
 
 
 async def purge_tombstones(args: argparse.Namespace, store: MigratableStore) -> str:
-    days: int = args.older_than_days or Settings.from_env().tombstone_retention_days
+    days: int = Settings.from_env().tombstone_retention_days if args.older_than_days is None else args.older_than_days
     if days > MAX_RETENTION_DAYS:
         msg = f"ZKPLATFORM_TOMBSTONE_RETENTION_DAYS must be at most {MAX_RETENTION_DAYS}, not {days}"
         raise ConfigError(msg)

@@ -8,10 +8,11 @@ written does not happen. Each tenant's events form a hash chain:
 
 An event edited or removed after the fact no longer matches the chain from
 there on. The canonical bytes are the event as compact UTF-8 JSON with sorted
-keys: time, actor, action, target and request id. Its tenant and sequence number
-are the chain it is in and its place there, which the hashes already fix, so the
-bytes can be made before the store knows either. An event names ids only: never
-a token, a payload, a title hash or a wrapped key.
+keys: time, actor, action, target, request id and the client's IP address. Its
+tenant and sequence number are the chain it is in and its place there, which the
+hashes already fix, so the bytes can be made before the store knows either. An
+event names ids only (and the address): never a token, a payload, a title hash
+or a wrapped key.
 """
 
 from __future__ import annotations
@@ -58,22 +59,24 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who makes a change, when (Unix seconds), and in which request: what each of the
-    change's events records of its cause."""
+    """Who makes a change, when (Unix seconds), in which request and from which IP address
+    (the client's: behind a trusted proxy, the one it forwarded; "" without a request):
+    what each of the change's events records of its cause."""
 
     kind: ActorKind
     at: int
     principal_id: str = ""
     token_id: str = ""
     request_id: str = ""
+    client_address: str = ""
 
     @classmethod
     def operator(cls, at: int) -> Actor:
         return cls(ActorKind.OPERATOR, at)
 
     @classmethod
-    def service(cls, at: int, request_id: str = "") -> Actor:
-        return cls(ActorKind.SERVICE, at, request_id=request_id)
+    def service(cls, at: int, request_id: str = "", client_address: str = "") -> Actor:
+        return cls(ActorKind.SERVICE, at, request_id=request_id, client_address=client_address)
 
     def event(self, tenant_id: str, action: Action, **target: str) -> Event:
         return Event(tenant_id, self, action, tuple(sorted(target.items())))
@@ -105,7 +108,8 @@ class Event:
             who = f'"kind":{_quote(actor.kind.value)}'
         target = ",".join(f"{_quote(kind)}:{_quote(id_)}" for kind, id_ in self.target)  # sorted by Actor.event
         return (
-            f'{{"action":{_quote(self.action.value)},"actor":{{{who}}},"requestId":{_quote(actor.request_id)},'
+            f'{{"action":{_quote(self.action.value)},"actor":{{{who}}},'
+            f'"clientAddress":{_quote(actor.client_address)},"requestId":{_quote(actor.request_id)},'
             f'"target":{{{target}}},"time":{int(actor.at)}}}'
         ).encode()
 

@@ -15,6 +15,7 @@ from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
 from zkplatform.repository import LimitsRepository, TokenRepository
 
 log = logging.getLogger(__name__)
+# Values of a line's own go in extra={"fields": ...}: keys of their own in the JSON log.
 
 # How fresh a token's recorded last use is kept: it is written when the stored value is
 # this much older than the call (or missing), so a token in steady use costs one write a
@@ -42,10 +43,18 @@ class Caller:
     principal: Principal
     secret: str  # the presented token itself, kept only for the DPoP `ath` check; never log it
     request_id: str = ""
+    client_address: str = ""  # the IP address the call came from (a trusted proxy's forwarded one)
 
     def actor(self, at: int) -> Actor:
         """The caller as the author of a change made at `at`, for the audit trail."""
-        return Actor(ActorKind.PRINCIPAL, at, self.principal.principal_id, self.token.token_id, self.request_id)
+        return Actor(
+            ActorKind.PRINCIPAL,
+            at,
+            self.principal.principal_id,
+            self.token.token_id,
+            self.request_id,
+            self.client_address,
+        )
 
     @property
     def tenant_id(self) -> str:
@@ -86,7 +95,7 @@ class Authenticator:
         self._hash = hasher
         self._clock = clock
 
-    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "") -> None:
+    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "", client_address: str = "") -> None:
         """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked.
 
         Never raises: the request that carried them is refused the same way whatever happens here.
@@ -95,17 +104,16 @@ class Authenticator:
         worse than a gap in the trail, and the line says where the gap is."""
         for token in leaked:
             try:
-                await self._revoke_leaked(token, request_id)
+                await self._revoke_leaked(token, Actor.service(self._clock(), request_id, client_address))
             except Exception as error:  # noqa: BLE001 # the refusal must go out whatever the store does
                 # One line, no traceback: a driver's message may quote what it was given.
                 log.error("a token sent in a URL could not be revoked: the store failed (%s)", type(error).__name__)  # noqa: TRY400
 
-    async def _revoke_leaked(self, token: str, request_id: str) -> None:
+    async def _revoke_leaked(self, token: str, actor: Actor) -> None:
         record = await self._tokens.find_token(self._hash(token))
         if record is None or record.revoked:
             return
         # With its whole tree: whoever holds the leaked token could have minted from it.
-        actor = Actor.service(self._clock(), request_id)
         try:
             revoked = await self._tokens.revoke_token_tree(record.token_id, actor, Action.TOKEN_REVOKED_IN_URL)
         except Exception as error:  # noqa: BLE001 # whichever store and driver: any failure of the audited write
@@ -113,18 +121,20 @@ class Authenticator:
                 record.token_id, actor, Action.TOKEN_REVOKED_IN_URL, audited=False
             )
             log.error(  # noqa: TRY400 # one line, as above
-                "token %s was sent in a URL and has been revoked without its audit event"
+                "a token sent in a URL has been revoked without its audit event"
                 " (the audit write failed: %s); the trail has no record of this revocation",
-                record.token_id,
                 type(error).__name__,
+                extra={"fields": {"token_id": record.token_id}},
             )
         log.warning(
-            "token %s was sent in a URL and has been revoked, with %d token(s) minted from it",
-            record.token_id,
+            "a token sent in a URL has been revoked, with %d token(s) minted from it",
             max(len(revoked or []) - 1, 0),
+            extra={"fields": {"token_id": record.token_id}},
         )
 
-    async def authenticate(self, presented: Presented, proof: ProofRequest, request_id: str = "") -> Caller:
+    async def authenticate(
+        self, presented: Presented, proof: ProofRequest, request_id: str = "", client_address: str = ""
+    ) -> Caller:
         """The caller, if the token is live and, when it is key-bound, presented
         with the DPoP scheme and a valid proof of that key."""
         secret = presented.token
@@ -155,7 +165,9 @@ class Authenticator:
         if principal.disabled:  # its tokens were revoked with it; this holds even for one that slipped by
             raise _refused("principal disabled", record)
         await self._note_use(record, now)
-        return Caller(token=record, principal=principal, secret=secret, request_id=request_id)
+        return Caller(
+            token=record, principal=principal, secret=secret, request_id=request_id, client_address=client_address
+        )
 
     async def _note_use(self, record: TokenRecord, now: int) -> None:
         """Record the token's last use, when the recorded one is a minute old: a write at most once
@@ -168,5 +180,5 @@ class Authenticator:
 
 def _refused(reason: str, record: TokenRecord | None = None) -> Unauthenticated:
     """The refusal, logged with the token's public id when there is one (never the token)."""
-    log.info("authentication refused: %s%s", reason, f" (token {record.token_id})" if record else "")
+    log.info("authentication refused: %s", reason, extra={"fields": {"token_id": record.token_id}} if record else None)
     return Unauthenticated(reason)

@@ -130,18 +130,18 @@ class Item:
             return None
         return ItemContent(self.kind, self.title_hash, self.payload, self.wrapped_keys)
 
-    def with_content(self, content: ItemContent, now: int) -> Item:
-        """This item with its content replaced at `now`, one version later."""
+    def patched(self, patch: ItemPatch, now: int) -> Item:
+        """This item with what `patch` writes at `now`, one version later; the rest as it was."""
         return Item(
             item_id=self.item_id,
             tenant_id=self.tenant_id,
             vault_id=self.vault_id,
             version=self.version + 1,
-            kind=content.kind,
-            title_hash=content.title_hash,
+            kind=self.kind if patch.kind is None else patch.kind,
+            title_hash=self.title_hash if patch.title_hash is None else patch.title_hash,
             updated_at=now,
-            payload=content.payload,
-            wrapped_keys=content.wrapped_keys,
+            payload=self.payload if patch.payload is None else patch.payload,
+            wrapped_keys=self.wrapped_keys if patch.wrapped_keys is None else patch.wrapped_keys,
         )
 
     def tombstone(self, now: int) -> Item:
@@ -163,7 +163,8 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class ItemContent:
-    """What a client writes to an item, all of it at once: the server cannot merge ciphertexts."""
+    """What a client writes to a new item, all of it at once: the server cannot merge ciphertexts.
+    An update without a field mask writes all of it too (ItemPatch.replacing)."""
 
     kind: str
     title_hash: str
@@ -182,6 +183,35 @@ class ItemContent:
             updated_at=now,
             payload=self.payload,
             wrapped_keys=self.wrapped_keys,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPatch:
+    """What an update writes: each field that is not None. The item keeps the others, so that
+    sharing an item (new wrapped keys) does not send its ciphertext again, and a field added to
+    items later is never cleared by a client that does not know it."""
+
+    kind: str | None = None
+    title_hash: str | None = None
+    payload: EncryptedPayload | None = None
+    wrapped_keys: tuple[WrappedKey, ...] | None = None  # in the client's order, as in ItemContent
+
+    @classmethod
+    def replacing(cls, content: ItemContent) -> ItemPatch:
+        """All of the content: what an update without a field mask writes."""
+        return cls(content.kind, content.title_hash, content.payload, content.wrapped_keys)
+
+    def is_in(self, item: Item) -> bool:
+        """Whether the item holds what this writes (a tombstone holds nothing)."""
+        return not item.deleted and all(
+            wanted is None or wanted == held
+            for wanted, held in (
+                (self.kind, item.kind),
+                (self.title_hash, item.title_hash),
+                (self.payload, item.payload),
+                (self.wrapped_keys, item.wrapped_keys),
+            )
         )
 
 

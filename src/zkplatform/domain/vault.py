@@ -20,7 +20,7 @@ from zkplatform.domain.errors import (
     NotFound,
     VersionMismatch,
 )
-from zkplatform.domain.models import Item, ItemChange, ItemContent, Scope, Tombstone
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
 from zkplatform.repository import (
     Conflict,
@@ -96,20 +96,20 @@ class VaultUseCases:
                 raise ItemExists(change.item.version, change.item.deleted)
 
     async def update_item(
-        self, caller: Caller, vault_id: str, item_id: str, base_version: int, content: ItemContent
+        self, caller: Caller, vault_id: str, item_id: str, base_version: int, patch: ItemPatch
     ) -> ItemChange:
-        """Replace the content of a live item at base_version, or answer that
+        """Write what `patch` holds to a live item at base_version, or answer that
         change again when this is a repeat of it."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.update_item(vault_id, item_id, base_version, content, caller.actor(self._clock())):
+        match await self._items.update_item(vault_id, item_id, base_version, patch, caller.actor(self._clock())):
             case Missing():
                 raise _not_found(vault_id, item_id)
             case Conflict(current):
                 if current.item.deleted:
                     raise ItemDeleted
                 # The latest change made exactly what was asked from base_version: this update, repeated.
-                if current.item.version == base_version + 1 and current.item.content == content:
+                if current.item.version == base_version + 1 and patch.is_in(current.item):
                     return current
                 raise VersionMismatch(current.item.version)
             case ItemChange() as change:

@@ -18,6 +18,8 @@ from zkplatform.domain.issuing import IssuedToken
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
     from zkplatform.domain.sync import ListedChanges
@@ -77,15 +79,48 @@ def item_from_proto(message: vault_pb2.Item) -> models.Item:
     )
 
 
-def item_content(request: vault_pb2.CreateItemRequest | vault_pb2.UpdateItemRequest) -> models.ItemContent:
-    """What a create or an update writes; the wrapped keys keep the client's order."""
-    p = request.encrypted_payload
+def item_content(request: vault_pb2.CreateItemRequest) -> models.ItemContent:
+    """What a create writes; the wrapped keys keep the client's order."""
     return models.ItemContent(
         kind=request.kind,
         title_hash=request.title_hash,
-        payload=models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version),
-        wrapped_keys=tuple(models.WrappedKey(k.recipient_id, k.wrap_alg, k.wrapped_key) for k in request.wrapped_keys),
+        payload=_payload(request.encrypted_payload),
+        wrapped_keys=_keys(request.wrapped_keys),
     )
+
+
+# The fields an UpdateItem may write, by proto name (the update mask's paths), and their JSON names.
+UPDATABLE = {
+    "kind": "kind",
+    "title_hash": "titleHash",
+    "encrypted_payload": "encryptedPayload",
+    "wrapped_keys": "wrappedKeys",
+}
+
+
+def updated_fields(request: vault_pb2.UpdateItemRequest) -> frozenset[str]:
+    """The fields the update writes: those its mask names, or all of them when it names none."""
+    return frozenset(request.update_mask.paths) or frozenset(UPDATABLE)
+
+
+def item_patch(request: vault_pb2.UpdateItemRequest) -> models.ItemPatch:
+    """What an update writes: the fields its mask names (all when it names none), and no other,
+    whatever the request holds for them."""
+    fields = updated_fields(request)
+    return models.ItemPatch(
+        kind=request.kind if "kind" in fields else None,
+        title_hash=request.title_hash if "title_hash" in fields else None,
+        payload=_payload(request.encrypted_payload) if "encrypted_payload" in fields else None,
+        wrapped_keys=_keys(request.wrapped_keys) if "wrapped_keys" in fields else None,
+    )
+
+
+def _payload(p: vault_pb2.EncryptedPayload) -> models.EncryptedPayload:
+    return models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version)
+
+
+def _keys(keys: Iterable[vault_pb2.WrappedKey]) -> tuple[models.WrappedKey, ...]:
+    return tuple(models.WrappedKey(k.recipient_id, k.wrap_alg, k.wrapped_key) for k in keys)
 
 
 _ChangeResponse = TypeVar(

@@ -117,4 +117,6 @@ def _expected_value(field: FieldDescriptor) -> str:  # noqa: PLR0911 # one answe
         return "must be a string"
     if field.message_type is not None and field.message_type.full_name == "google.protobuf.Timestamp":
         return "must be an RFC 3339 time, e.g. 2026-01-02T03:04:05Z"
+    if field.message_type is not None and field.message_type.full_name == "google.protobuf.FieldMask":
+        return 'must be a string of field names in lowerCamelCase separated by commas, e.g. "kind,wrappedKeys"'
     return "is not valid for its type"

@@ -8,18 +8,41 @@ import protovalidate
 from google.protobuf.message import Message
 
 from zkplatform.domain.errors import FieldViolation
+from zkplatform.messages.convert import UPDATABLE, updated_fields
+from zkplatform_api.platform.v1 import vault_pb2
 
 _validator = protovalidate.Validator()
 
 
 def violations_of(message: Message) -> list[FieldViolation]:
     """Every rule the message breaks, each named by its JSON field path (or "" for the message)."""
-    return [
+    violations = [
         FieldViolation(
             field=_field_path(message.DESCRIPTOR, violation.proto),
             description=violation.proto.message or violation.proto.rule_id,
         )
         for violation in _validator.collect_violations(message)
+    ]
+    if isinstance(message, vault_pb2.UpdateItemRequest):
+        violations += _missing_updates(message)
+    return violations
+
+
+def _missing_updates(request: vault_pb2.UpdateItemRequest) -> list[FieldViolation]:
+    """The fields the update must write but the request leaves empty. Not a protovalidate rule:
+    whether they are required depends on `update_mask`, and a message rule added to the request
+    would refuse nothing a client sends that the field rules it replaces did not refuse already,
+    yet read as a breaking change to the contract gate (scripts/check_rules.py)."""
+    fields = updated_fields(request)
+    missing = {
+        "kind": ("value is required", request.kind == ""),
+        "encrypted_payload": ("value is required", not request.HasField("encrypted_payload")),
+        "wrapped_keys": ("must contain at least 1 item(s)", not request.wrapped_keys),
+    }  # title_hash is optional: empty clears it
+    return [
+        FieldViolation(UPDATABLE[name], f"{what} when updateMask is empty or names it")
+        for name, (what, empty) in missing.items()
+        if empty and name in fields
     ]
 
 

@@ -9,7 +9,10 @@ caller and the proof (rpc/auth.py); the mint attempt count its attempt
 (rpc/broker.py). Otherwise the answer's grpc-status or HTTP status tells the
 code. The access line then names the procedure, protocol, code, duration,
 principal, token id, request id and peer: never the URL's query, a header's
-value other than the request id, a token or a payload.
+value other than the request id, a token or a payload. The peer is the client's
+address: the connection's, or behind a trusted proxy the one it forwarded (the
+`client` function given, rpc/origin.py's Origin.client), which the audit
+events of the call record too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
@@ -67,14 +70,16 @@ class Call:
     """What is known of one call so far."""
 
     __slots__ = (
-        "caller", "code", "grpc_status", "http_status", "message", "mint_attempt", "procedure", "proof",
+        "caller", "client", "code", "grpc_status", "http_status", "message", "mint_attempt", "procedure", "proof",
         "request_id", "scope",
     )  # fmt: skip
 
-    def __init__(self, procedure: str, request_id: str, scope: Scope) -> None:
+    def __init__(self, procedure: str, request_id: str, scope: Scope, client: Sequence[Any] | None = None) -> None:
         self.procedure = procedure
         self.request_id = request_id
         self.scope = scope  # the HTTP request, for what connectrpc's context does not carry (its URL)
+        # The client's (address, port), the port None when a proxy forwarded none; None when unknown.
+        self.client = client
         self.caller: Caller | None = None  # once authenticated (rpc/auth.py)
         self.proof: ProofRequest | None = None  # the DPoP proof the call carried, with what it must name
         self.mint_attempt: MintAttempt | None = None  # a mint's counted attempt (rpc/broker.py)
@@ -86,6 +91,11 @@ class Call:
     @property
     def principal_id(self) -> str:
         return "" if self.caller is None else self.caller.principal.principal_id
+
+    @property
+    def client_address(self) -> str:
+        """The client's IP address ("" when unknown): the peer's, or a trusted proxy's forwarded one."""
+        return "" if not self.client else str(self.client[0])
 
     @property
     def token_id(self) -> str:
@@ -121,22 +131,39 @@ def request_id() -> str:
     return "" if call is None else call.request_id
 
 
+def client_address() -> str:
+    """The address of the client of the request being served ("" outside one)."""
+    call = _current.get(None)
+    return "" if call is None else call.client_address
+
+
 def note_code(code: Code, message: str = "") -> None:
     """The call being served ends with `code` and that error message."""
     if (call := _current.get(None)) is not None:
         call.code, call.message = code, message
 
 
+ClientOf = Callable[[Scope], Sequence[Any] | None]
+
+
 class ObserveCalls:
-    """Middleware around every HTTP request: the record, the access line, the metrics."""
+    """Middleware around every HTTP request: the record, the access line, the metrics.
+    `client`: the client's address and port for a request (default: the connection's peer)."""
 
     def __init__(
-        self, app: ASGIApp, metrics: Metrics | None, procedures: Collection[str], streams: Collection[str]
+        self,
+        app: ASGIApp,
+        metrics: Metrics | None,
+        procedures: Collection[str],
+        streams: Collection[str],
+        client: ClientOf | None = None,
     ) -> None:
         self._app = app
         self._metrics = metrics
         self._procedures = frozenset(procedures)
         self._streams = frozenset(streams)
+        self._client = client
+        self.in_flight = 0  # HTTP requests being served, streams included
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -146,7 +173,7 @@ class ObserveCalls:
         path = scope["path"]
         procedure = path[1:] if path in self._procedures else HEALTHZ if path == "/healthz" else UNKNOWN_PROCEDURE
         request_id, protocol = _read_headers(scope)
-        call = Call(procedure, request_id, scope)
+        call = Call(procedure, request_id, scope, scope.get("client") if self._client is None else self._client(scope))
         _current.set(call)
         echoed = (REQUEST_ID_HEADER, call.request_id.encode())
         grpc = protocol != "connect"  # only gRPC and gRPC-Web answers carry a grpc-status
@@ -169,9 +196,11 @@ class ObserveCalls:
             metrics.in_flight_of(procedure).inc()
             if stream:
                 metrics.streams.inc()
+        self.in_flight += 1
         try:
             await self._app(scope, receive, observed)
         finally:
+            self.in_flight -= 1
             seconds = time.perf_counter() - started
             code = call.final_code()
             if metrics is not None:
@@ -191,7 +220,6 @@ def _count_end(metrics: Metrics, call: Call, protocol: str, code: str, seconds: 
 
 
 def _log_access(scope: Scope, call: Call, protocol: str, code: str, seconds: float) -> None:
-    client = scope.get("client")
     fields = {
         "procedure": call.procedure,
         "protocol": protocol,
@@ -200,7 +228,7 @@ def _log_access(scope: Scope, call: Call, protocol: str, code: str, seconds: flo
         "principal": call.principal_id or "-",
         "token_id": call.token_id or "-",
         "request_id": call.request_id,
-        "peer": _peer(client),
+        "peer": _peer(call.client),
         "http_method": scope.get("method", ""),
         "http_status": call.http_status,
     }
@@ -213,10 +241,12 @@ _TEXT_LINE: Final = (
 )
 
 
-def _peer(client: Any) -> str:
+def _peer(client: Sequence[Any] | None) -> str:
     if not client:
         return "-"
     host, port = client[0], client[1]
+    if port is None:  # forwarded without its port
+        return str(host)
     return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 

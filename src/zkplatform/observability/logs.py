@@ -15,8 +15,32 @@ TEXT_DATE_FORMAT: Final = "%Y-%m-%dT%H:%M:%S%z"
 ACCESS_LOGGER: Final = "zkplatform.access"
 
 
+# A record's values of their own: `log.info("...", extra={FIELDS: {"token_id": ...}})`. Keys of
+# their own in JSON, `key=value` after the message in text, so that collectors need not parse messages.
+FIELDS: Final = "fields"
+
+
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    fields = getattr(record, FIELDS, None)
+    return fields if isinstance(fields, dict) else {}
+
+
+class TextFormatter(logging.Formatter):
+    """TEXT_FORMAT, then the record's fields as key=value."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT, datefmt=TEXT_DATE_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 # logging's name
+        line = super().formatMessage(record)
+        if fields := _fields(record):
+            line += " " + " ".join(f"{key}={value}" for key, value in fields.items())
+        return line
+
+
 class JSONFormatter(logging.Formatter):
-    """time, level, logger, message, pid; an access line's fields as keys of their own; an exception as text."""
+    """time, level, logger, message, pid; an access line's fields and a record's fields as keys
+    of their own; an exception as text."""
 
     def format(self, record: logging.LogRecord) -> str:
         access = getattr(record, "access", None)
@@ -30,6 +54,7 @@ class JSONFormatter(logging.Formatter):
         }
         if isinstance(access, dict):
             entry.update(access)
+        entry.update(_fields(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)
@@ -38,7 +63,7 @@ class JSONFormatter(logging.Formatter):
 def formatter(log_format: str) -> logging.Formatter:
     if log_format == "json":
         return JSONFormatter()
-    return logging.Formatter(TEXT_FORMAT, datefmt=TEXT_DATE_FORMAT)
+    return TextFormatter()
 
 
 class _QueuedHandler(QueueHandler):

@@ -9,7 +9,9 @@ sum over the workers alive. With one worker the process serves its own registry.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform
 import shutil
 import tempfile
 import threading
@@ -78,25 +80,18 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.commit_batch_size = Histogram(
-            "zkplatform_sqlite_commit_batch_size",
-            "Use cases committed together by one SQLite transaction (group commit)",
-            buckets=BATCH_BUCKETS,
+        self.build_info = Gauge(
+            "zkplatform_build_info",
+            "Always 1: the server's version and Python's, as labels",
+            ["version", "python"],
+            multiprocess_mode="livemax",
             registry=registry,
         )
-        self.pool_connections = Gauge(
-            "zkplatform_postgres_pool_connections",
-            "PostgreSQL pool connections, by state (open, idle) and the configured bound (max)",
-            ["state"],
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
-        self.pool_waiting = Gauge(
-            "zkplatform_postgres_pool_requests_waiting",
-            "Requests waiting for a PostgreSQL connection",
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
+        self.build_info.labels(_version(), platform.python_version()).set(1)
+        # A store's own series exist only where that store serves: no SQLite series on PostgreSQL.
+        self._commit_batch_size: Histogram | None = None
+        self._pool_connections: Gauge | None = None
+        self._pool_waiting: Gauge | None = None
         # The labelled children, found once: labels() validates and locks on every call.
         self._in_flight: dict[str, Gauge] = {}
         self._calls: dict[tuple[str, str, str], Counter] = {}
@@ -124,9 +119,30 @@ class Metrics:
         self.store_duration.labels(store, operation).observe(seconds)
 
     def commit_batch(self, size: int) -> None:
-        self.commit_batch_size.observe(size)
+        if self._commit_batch_size is None:
+            self._commit_batch_size = Histogram(
+                "zkplatform_sqlite_commit_batch_size",
+                "Use cases committed together by one SQLite transaction (group commit)",
+                buckets=BATCH_BUCKETS,
+                registry=self.registry,
+            )
+        self._commit_batch_size.observe(size)
 
     def watch_pool(self, stats: probes.PoolStats) -> None:
+        if self._pool_connections is None:
+            self._pool_connections = Gauge(
+                "zkplatform_postgres_pool_connections",
+                "PostgreSQL pool connections, by state (open, idle) and the configured bound (max)",
+                ["state"],
+                multiprocess_mode="livesum",
+                registry=self.registry,
+            )
+            self._pool_waiting = Gauge(
+                "zkplatform_postgres_pool_requests_waiting",
+                "Requests waiting for a PostgreSQL connection",
+                multiprocess_mode="livesum",
+                registry=self.registry,
+            )
         self._pools.append(stats)
         self.refresh_pools(force=True)
 
@@ -134,7 +150,8 @@ class Metrics:
         """Copy the pools' figures into the gauges, at most once a second: a
         worker cannot be asked at scrape time, so the calls it serves refresh them."""
         now = time.monotonic()
-        if not self._pools or (not force and now - self._pools_read_at < _POOL_REFRESH_SECONDS):
+        connections, waiting = self._pool_connections, self._pool_waiting
+        if connections is None or waiting is None or (not force and now - self._pools_read_at < _POOL_REFRESH_SECONDS):
             return
         self._pools_read_at = now
         totals = {"pool_size": 0, "pool_available": 0, "pool_max": 0, "requests_waiting": 0}
@@ -142,10 +159,17 @@ class Metrics:
             figures = stats()
             for key in totals:
                 totals[key] += figures.get(key, 0)
-        self.pool_connections.labels("open").set(totals["pool_size"])
-        self.pool_connections.labels("idle").set(totals["pool_available"])
-        self.pool_connections.labels("max").set(totals["pool_max"])
-        self.pool_waiting.set(totals["requests_waiting"])
+        connections.labels("open").set(totals["pool_size"])
+        connections.labels("idle").set(totals["pool_available"])
+        connections.labels("max").set(totals["pool_max"])
+        waiting.set(totals["requests_waiting"])
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("zkplatform")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing it
+        return "unknown"
 
 
 def install(metrics: Metrics | None) -> None:

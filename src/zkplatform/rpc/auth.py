@@ -53,7 +53,7 @@ class Authenticate:
             raise Unauthenticated("DPoP proof: more than one DPoP header")
         htu = self._origin.url(call.scope) if proofs else ""  # only a proof has an htu to compare
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
-        caller = await self._authenticator.authenticate(presented, proof, call.request_id)
+        caller = await self._authenticator.authenticate(presented, proof, call.request_id, call.client_address)
         call.caller, call.proof = caller, proof
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:

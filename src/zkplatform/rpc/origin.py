@@ -1,4 +1,5 @@
-"""The origin (scheme://host[:port]) a client addressed: what a DPoP proof's `htu` must name.
+"""What the client addressed (scheme://host[:port], what a DPoP proof's `htu` must name), and
+where the client is (its address, for the access log and the audit trail).
 
 Behind a load balancer or reverse proxy, the request that reaches the server
 names the server's internal address, not the one the client used. Two ways
@@ -12,6 +13,14 @@ to know the public one:
   the trusted peer, saw. A malformed value is ignored, never half-used.
 
 Without either, the origin is the request's own scheme and Host header.
+
+The client's address is the connecting peer's, unless that peer is a trusted
+proxy: then it is the address the proxies forwarded (the `for` parameters of
+`Forwarded`, else `X-Forwarded-For`), read from the right, where the nearest
+proxy appended the address it saw, past every address that is itself a trusted
+proxy. Anything before the first untrusted address could have been written by
+the client itself, so it is never read. A member that is no IP address
+(`unknown`, an obfuscated name, garbage) leaves the peer as it was.
 """
 
 from __future__ import annotations
@@ -30,6 +39,11 @@ _TCHAR = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _PAIR = re.compile(rf'({_TCHAR})=([!#$%&\'*+.^_`|~0-9A-Za-z:\[\]-]+|"(?:[^"\\]|\\.)*")')
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?")
 _SCHEMES = ("http", "https")
+# A node (RFC 7239 section 6, the unquoted value; X-Forwarded-For members alike): an IPv4
+# address or a bracketed IPv6 address with an optional port, or an IPv6 address alone.
+_NODE = re.compile(r"(?:([0-9.]+)|\[([0-9A-Fa-f:.]+)\])(?::([0-9]{1,5}|_[A-Za-z0-9._-]+))?|([0-9A-Fa-f:.]+)")
+
+Client = tuple[str, int | None]  # an address and, when known, its port
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +125,66 @@ def _host(value: str | None) -> str | None:
     return value
 
 
+def forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> list[str] | None:
+    """The client addresses the proxies forwarded, in order (the nearest proxy's last): the `for`
+    parameters of the `Forwarded` elements when the request carries that header, else the
+    members of `X-Forwarded-For`. None when there are none, or when one is missing or the
+    header is malformed: then nothing is known of the client."""
+    forwarded: list[str] = []
+    x_forwarded_for: list[str] = []
+    for key, value in headers:
+        if key == b"forwarded":
+            forwarded.append(value.decode("latin-1"))
+        elif key == b"x-forwarded-for":
+            x_forwarded_for.append(value.decode("latin-1"))
+    if forwarded:
+        elements = parse_forwarded(forwarded)
+        if not elements or any("for" not in element for element in elements):
+            return None
+        return [element["for"] for element in elements]
+    members = [member.strip() for member in ",".join(x_forwarded_for).split(",")]
+    return None if not x_forwarded_for or "" in members else members
+
+
+def node_address(node: str) -> Client | None:
+    """An IP address and its port (None when not given, or obfuscated) from a forwarded node,
+    or None when the node names no IP address."""
+    match = _NODE.fullmatch(node)
+    if match is None:
+        return None
+    try:
+        address = ipaddress.ip_address(match[1] or match[2] or match[4])
+    except ValueError:
+        return None
+    if match[2] is not None and address.version != 6:  # brackets hold IPv6 only
+        return None
+    port = match[3]
+    if port is None or port.startswith("_"):
+        return (str(address), None)
+    return (str(address), int(port)) if 1 <= int(port) <= 65535 else None
+
+
+def client_of(
+    client: Sequence[Any] | None, headers: Sequence[tuple[bytes, bytes]], trusted: Sequence[Network]
+) -> Sequence[Any] | None:
+    """The client's address: the peer's (ASGI `client`), or, when the peer is a trusted proxy,
+    the nearest address the proxies forwarded that is not itself a trusted proxy (the
+    farthest one when all are)."""
+    if not is_trusted(client, trusted):
+        return client
+    nodes = forwarded_for(headers)
+    if nodes is None:
+        return client
+    found: Client | None = None
+    for node in reversed(nodes):
+        found = node_address(node)
+        if found is None:
+            return client
+        if not is_trusted(found, trusted):
+            return found
+    return found or client
+
+
 def is_trusted(client: Sequence[Any] | None, trusted: Sequence[Network]) -> bool:
     """Whether the peer (ASGI `client`: host, port) is one of the trusted proxies."""
     if not trusted or not client:
@@ -126,7 +200,8 @@ def is_trusted(client: Sequence[Any] | None, trusted: Sequence[Network]) -> bool
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Resolves the origin of each request; `public`: the configured public origin."""
+    """Resolves the origin and the client of each request; `public`: the configured public
+    origin, `trusted`: the proxies whose forwarded headers are believed."""
 
     public: str | None = None
     trusted: tuple[Network, ...] = ()
@@ -149,3 +224,10 @@ class Origin:
             scheme = forwarded.proto or scheme
             host = forwarded.host or host
         return f"{scheme}://{host}"
+
+    def client(self, scope: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The client's address and port (None when unknown), as ASGI's `client`: see client_of."""
+        peer: Sequence[Any] | None = scope.get("client")
+        if not self.trusted:
+            return peer
+        return client_of(peer, scope.get("headers", ()), self.trusted)

@@ -15,6 +15,7 @@ from zkplatform.messages.convert import (
     changes_response,
     get_response,
     item_content,
+    item_patch,
     list_response,
     watch_message,
 )
@@ -63,7 +64,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.UpdateItemResponse:
         _no_store(ctx)
         updated = await self._use_cases.update_item(
-            current_caller(), request.vault_id, request.item_id, request.base_version, item_content(request)
+            current_caller(), request.vault_id, request.item_id, request.base_version, item_patch(request)
         )
         epoch = await self._use_cases.epoch()
         return change_response(updated, epoch, vault_pb2.UpdateItemResponse(), retention=self._retention)

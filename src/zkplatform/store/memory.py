@@ -21,8 +21,8 @@ from zkplatform.domain.models import (
     ChangePage,
     Item,
     ItemChange,
-    ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Tenant,
     TokenRecord,
@@ -304,14 +304,14 @@ class MemoryStore:
         return Created(ItemChange(stored.item, stored.sequence))
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
+        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
     ) -> UpdateOutcome:
         stored = self._items.get((vault_id, item_id))
         if stored is None:
             return Missing()
         if stored.item.deleted or stored.item.version != base_version:
             return Conflict(ItemChange(stored.item, stored.sequence))
-        stored.item = stored.item.with_content(content, actor.at)
+        stored.item = stored.item.patched(patch, actor.at)
         stored.sequence = self._next_sequence(vault_id)
         self._indexes[vault_id].changed(item_id, stored.sequence)
         self._record([audit.item_event(actor, Action.ITEM_UPDATED, stored.item)])

@@ -30,8 +30,8 @@ from zkplatform.domain.models import (
     ChangePage,
     Item,
     ItemChange,
-    ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Tenant,
     TokenRecord,
@@ -368,13 +368,13 @@ class PostgresStore:
         raise _contended(item.vault_id, item.item_id)
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
+        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
     ) -> UpdateOutcome:
         event = actor.event_bytes(Action.ITEM_UPDATED, vault=vault_id, item=item_id)  # the vault's tenant's
         for _ in range(_ATTEMPTS):
             row = await self._one(
                 _UPDATE_ITEM,
-                (vault_id, item_id, base_version, *_content_params(content), actor.at, vault_id, item_id, event),
+                (vault_id, item_id, base_version, *_patch_params(patch), actor.at, vault_id, item_id, event),
             )
             if row is not None:
                 return ItemChange(*rows.item_from_row(row[:-1]))
@@ -589,6 +589,7 @@ _CREATE_ITEM = (
 )
 # The compare-and-set of an update, in one statement: (vault, item, base_version, kind, title
 # hash, payload, keys, now, vault, item) -> the item changed; no row when it did not apply.
+# Each of kind to keys is NULL when the patch leaves it alone: the column then keeps its value.
 # The item's row is locked first, and only if it is live at base_version (a concurrent update
 # that committed first makes this re-check fail: READ COMMITTED re-reads a locked row's latest
 # version), then the vault's, to take the next number; so exactly one of concurrent updates at
@@ -598,7 +599,8 @@ _UPDATE_ITEM = (
     " WHERE vault_id = %s AND item_id = %s AND version = %s AND NOT deleted FOR UPDATE),"
     " taken AS (UPDATE vaults SET sequence = vaults.sequence + 1 FROM target"
     " WHERE vaults.vault_id = target.vault_id RETURNING vaults.sequence),"
-    " changed AS (UPDATE items SET kind = %s, title_hash = %s, payload = %s, wrapped_keys = %s,"
+    " changed AS (UPDATE items SET kind = coalesce(%s, kind), title_hash = coalesce(%s, title_hash),"
+    " payload = coalesce(%s, payload), wrapped_keys = coalesce(%s, wrapped_keys),"
     " version = version + 1, updated_at = %s, sequence = taken.sequence FROM taken"
     " WHERE items.vault_id = %s AND items.item_id = %s"
     " RETURNING " + ", ".join(f"items.{c}" for c in rows.ITEM_COLUMNS.split(", ")) + ")"
@@ -640,12 +642,13 @@ _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 _NEW_AUDIT_HEAD = "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
 
 
-def _content_params(content: ItemContent) -> tuple[object, ...]:
+def _patch_params(patch: ItemPatch) -> tuple[object, ...]:
+    """The patch's columns; None (SQL NULL) for a column it leaves as it is, which the update coalesces."""
     return (
-        content.kind,
-        content.title_hash,
-        rows.payload_to_text(content.payload),
-        rows.keys_to_text(content.wrapped_keys),
+        patch.kind,
+        patch.title_hash,
+        rows.payload_to_text(patch.payload),
+        None if patch.wrapped_keys is None else rows.keys_to_text(patch.wrapped_keys),
     )
 
 

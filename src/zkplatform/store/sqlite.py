@@ -19,8 +19,8 @@ from zkplatform.domain.models import (
     ChangePage,
     Item,
     ItemChange,
-    ItemContent,
     ItemPage,
+    ItemPatch,
     Principal,
     Tenant,
     TokenRecord,
@@ -341,16 +341,18 @@ class SQLiteStore:
         return outcome
 
     async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, content: ItemContent, actor: Actor
+        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
     ) -> UpdateOutcome:
         def update(conn: sqlite3.Connection) -> UpdateOutcome:
             # The compare-and-set: only a live item at base_version changes, and only then does
             # the vault's sequence move (writes are serialised, so "its sequence + 1" is the next).
+            # A column the patch leaves alone is NULL here and keeps its value, in the same statement.
             row = conn.execute(
-                "UPDATE items SET kind = ?, title_hash = ?, payload = ?, wrapped_keys = ?, version = version + 1,"
+                "UPDATE items SET kind = coalesce(?, kind), title_hash = coalesce(?, title_hash),"
+                " payload = coalesce(?, payload), wrapped_keys = coalesce(?, wrapped_keys), version = version + 1,"
                 " updated_at = ?, sequence = (SELECT sequence + 1 FROM vaults WHERE vault_id = items.vault_id)"
                 f" WHERE vault_id = ? AND item_id = ? AND version = ? AND deleted = 0 RETURNING {rows.ITEM_COLUMNS}",
-                (*_content_params(content), actor.at, vault_id, item_id, base_version),
+                (*_patch_params(patch), actor.at, vault_id, item_id, base_version),
             ).fetchone()
             if row is not None:
                 _next_sequence(conn, vault_id)
@@ -641,12 +643,13 @@ def _item_row(conn: sqlite3.Connection, vault_id: str, item_id: str) -> tuple[ob
     return row
 
 
-def _content_params(content: ItemContent) -> tuple[object, ...]:
+def _patch_params(patch: ItemPatch) -> tuple[object, ...]:
+    """The patch's columns; None (SQL NULL) for a column it leaves as it is, which the update coalesces."""
     return (
-        content.kind,
-        content.title_hash,
-        rows.payload_to_text(content.payload),
-        rows.keys_to_text(content.wrapped_keys),
+        patch.kind,
+        patch.title_hash,
+        rows.payload_to_text(patch.payload),
+        None if patch.wrapped_keys is None else rows.keys_to_text(patch.wrapped_keys),
     )
 
 

@@ -153,8 +153,14 @@ class BrokerServiceServicer:
         its own principal; an owner or admin with it, any token of its tenant.
         After the checks common to every RPC (see vault.proto): a token the
         caller may not revoke, an unknown id and another tenant's id all answer
-        NOT_FOUND, identically, so the answer reveals nothing. Revoking a token
-        already revoked answers an empty list: repeating the call is harmless.
+        NOT_FOUND, identically, so the answer reveals nothing.
+
+        A repeat, like any call, first authenticates its own token. Made with a
+        token that is still live, it answers an empty list: the tree is revoked
+        already. Made with a token the first call revoked (a token that revoked
+        itself, a logout, or any token of the revoked tree), it answers
+        UNAUTHENTICATED, as every call with a revoked token does; for a client
+        that retries a logout, that answer means the token no longer works.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

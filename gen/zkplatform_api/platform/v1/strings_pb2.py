@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(zkplatform_api/platform/v1/strings.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto:\x8a\x01\n\x06no_nul\x12\x19.buf.validate.StringRules\x18\x81\xf1\x04 \x01(\x08\x42V\xc2HS\nQ\n\rstring.no_nul\x12\x1dmust not contain U+0000 (NUL)\x1a!!rule || !this.contains(\'\\u0000\')R\x05noNul')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(zkplatform_api/platform/v1/strings.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto:\x8a\x01\n\x06no_nul\x12\x19.buf.validate.StringRules\x18\x81\xf1\x04 \x01(\x08\x42V\xc2HS\nQ\n\rstring.no_nul\x12\x1dmust not contain U+0000 (NUL)\x1a!!rule || !this.contains(\'\\u0000\')R\x05noNulB\xbf\x01\n\x1a\x64\x65v.zkplatform.platform.v1B\x0cStringsProtoP\x01Z>github.com/zkplatform/zkplatform/gen/go/platform/v1;platformv1\xa2\x02\x03ZKP\xaa\x02\x16Zkplatform.Platform.V1\xca\x02\x16Zkplatform\\Platform\\V1\xea\x02\x18Zkplatform::Platform::V1')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'zkplatform_api.platform.v1.strings_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\032dev.zkplatform.platform.v1B\014StringsProtoP\001Z>github.com/zkplatform/zkplatform/gen/go/platform/v1;platformv1\242\002\003ZKP\252\002\026Zkplatform.Platform.V1\312\002\026Zkplatform\\Platform\\V1\352\002\030Zkplatform::Platform::V1'
   _globals['no_nul']._loaded_options = None
   _globals['no_nul']._serialized_options = b'\302HS\nQ\n\rstring.no_nul\022\035must not contain U+0000 (NUL)\032!!rule || !this.contains(\'\\u0000\')'
 # @@protoc_insertion_point(module_scope)

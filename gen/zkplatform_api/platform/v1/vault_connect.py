@@ -107,9 +107,12 @@ class VaultService(Protocol):
 
     async def update_item(self, request: UpdateItemRequest, ctx: RequestContext[UpdateItemRequest, UpdateItemResponse], /) -> UpdateItemResponse:
         """
-        UpdateItem replaces an item's content (kind, title hash, payload and
-        wrapped keys: all of it, since the server cannot merge ciphertexts),
-        conditionally on its version.
+        UpdateItem changes an item's content, conditionally on its version: the
+        fields `update_mask` names among kind, title hash, payload and wrapped
+        keys, or all four when it names none. The server cannot merge
+        ciphertexts, so a new payload replaces the old one whole; a mask of
+        `wrapped_keys` alone shares an item with another recipient without
+        sending its ciphertext again.
 
         After the checks common to every RPC, in this order:
 
@@ -124,14 +127,15 @@ class VaultService(Protocol):
            google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
            `currentVersion`), unless this very update is being repeated.
 
-        On a live item at `base_version`, in one atomic step: the content is
-        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        On a live item at `base_version`, in one atomic step: the fields the
+        update writes are replaced (the others keep their values), `version`
+        grows by one, `updated_at` is now, the vault's change
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
         Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        and holds exactly what the request writes, the answer is that item and
+        the cursor of that change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -471,9 +475,12 @@ class VaultServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> UpdateItemResponse:
         """
-        UpdateItem replaces an item's content (kind, title hash, payload and
-        wrapped keys: all of it, since the server cannot merge ciphertexts),
-        conditionally on its version.
+        UpdateItem changes an item's content, conditionally on its version: the
+        fields `update_mask` names among kind, title hash, payload and wrapped
+        keys, or all four when it names none. The server cannot merge
+        ciphertexts, so a new payload replaces the old one whole; a mask of
+        `wrapped_keys` alone shares an item with another recipient without
+        sending its ciphertext again.
 
         After the checks common to every RPC, in this order:
 
@@ -488,14 +495,15 @@ class VaultServiceClient(ConnectClient):
            google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
            `currentVersion`), unless this very update is being repeated.
 
-        On a live item at `base_version`, in one atomic step: the content is
-        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        On a live item at `base_version`, in one atomic step: the fields the
+        update writes are replaced (the others keep their values), `version`
+        grows by one, `updated_at` is now, the vault's change
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
         Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        and holds exactly what the request writes, the answer is that item and
+        the cursor of that change.
         """
         return await self.execute_unary(
             request=request,
@@ -753,9 +761,12 @@ class VaultServiceSync(Protocol):
 
     def update_item(self, request: UpdateItemRequest, ctx: RequestContext[UpdateItemRequest, UpdateItemResponse], /) -> UpdateItemResponse:
         """
-        UpdateItem replaces an item's content (kind, title hash, payload and
-        wrapped keys: all of it, since the server cannot merge ciphertexts),
-        conditionally on its version.
+        UpdateItem changes an item's content, conditionally on its version: the
+        fields `update_mask` names among kind, title hash, payload and wrapped
+        keys, or all four when it names none. The server cannot merge
+        ciphertexts, so a new payload replaces the old one whole; a mask of
+        `wrapped_keys` alone shares an item with another recipient without
+        sending its ciphertext again.
 
         After the checks common to every RPC, in this order:
 
@@ -770,14 +781,15 @@ class VaultServiceSync(Protocol):
            google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
            `currentVersion`), unless this very update is being repeated.
 
-        On a live item at `base_version`, in one atomic step: the content is
-        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        On a live item at `base_version`, in one atomic step: the fields the
+        update writes are replaced (the others keep their values), `version`
+        grows by one, `updated_at` is now, the vault's change
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
         Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        and holds exactly what the request writes, the answer is that item and
+        the cursor of that change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1115,9 +1127,12 @@ class VaultServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> UpdateItemResponse:
         """
-        UpdateItem replaces an item's content (kind, title hash, payload and
-        wrapped keys: all of it, since the server cannot merge ciphertexts),
-        conditionally on its version.
+        UpdateItem changes an item's content, conditionally on its version: the
+        fields `update_mask` names among kind, title hash, payload and wrapped
+        keys, or all four when it names none. The server cannot merge
+        ciphertexts, so a new payload replaces the old one whole; a mask of
+        `wrapped_keys` alone shares an item with another recipient without
+        sending its ciphertext again.
 
         After the checks common to every RPC, in this order:
 
@@ -1132,14 +1147,15 @@ class VaultServiceClientSync(ConnectClientSync):
            google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
            `currentVersion`), unless this very update is being repeated.
 
-        On a live item at `base_version`, in one atomic step: the content is
-        replaced, `version` grows by one, `updated_at` is now, the vault's change
+        On a live item at `base_version`, in one atomic step: the fields the
+        update writes are replaced (the others keep their values), `version`
+        grows by one, `updated_at` is now, the vault's change
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
         Repeating the call is safe: if the item is live at `base_version` + 1
-        with exactly the requested content, the answer is that item and the
-        cursor of that change.
+        and holds exactly what the request writes, the answer is that item and
+        the cursor of that change.
         """
         return self.execute_unary(
             request=request,

@@ -1,6 +1,8 @@
 import datetime
 
 from buf.validate import validate_pb2 as _validate_pb2
+from google.api import field_behavior_pb2 as _field_behavior_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from zkplatform_api.platform.v1 import strings_pb2 as _strings_pb2
 from google.protobuf.internal import containers as _containers
@@ -114,7 +116,7 @@ class CreateItemResponse(_message.Message):
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
 
 class UpdateItemRequest(_message.Message):
-    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "base_version")
+    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "base_version", "update_mask")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +124,7 @@ class UpdateItemRequest(_message.Message):
     ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
     BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     item_id: str
     kind: str
@@ -129,7 +132,8 @@ class UpdateItemRequest(_message.Message):
     encrypted_payload: EncryptedPayload
     wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
     base_version: int
-    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., base_version: _Optional[int] = ...) -> None: ...
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., base_version: _Optional[int] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
 
 class UpdateItemResponse(_message.Message):
     __slots__ = ("item", "cursor")

@@ -21,7 +21,6 @@ sends are pending, finds the stalled ones, rather than a timer armed for each.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from connectrpc.code import Code
 
@@ -29,8 +28,10 @@ from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.calls import note_code
 
 
-class ClientStalled(Exception):  # a condition, raised through the application to end it
-    """A send waited longer than the stall bound for its client to take data."""
+class ClientStalled(BaseException):  # not an error of the call: it unwinds the call
+    """A send waited longer than the stall bound for its client to take data. A BaseException,
+    as CancelledError is, so that no error handling on the way (connectrpc's, the error
+    mapping's `internal`) takes it for a failure to report: it only ends the call."""
 
 
 class ClientGone:
@@ -58,12 +59,14 @@ class ClientGone:
                 await self._send_watched(send, message)
             except ClientStalled:
                 gone = True
-                note_code(Code.CANCELED, f"the client took nothing of the answer for {self._stall_seconds:g} s")
                 raise
 
-        # An unfinished answer: returning lets the server reset its stream.
-        with contextlib.suppress(ClientStalled):
+        try:
             await self._app(scope, receive_noting_departure, send_unless_gone)
+        except ClientStalled:
+            # The last word on the call, whatever its layers made of the exception on its way out.
+            # Returning with the answer unfinished lets the server reset its stream.
+            note_code(Code.CANCELED, f"the client took nothing of the answer for {self._stall_seconds:g} s")
 
     async def _send_watched(self, send: Send, message: Message) -> None:
         task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task

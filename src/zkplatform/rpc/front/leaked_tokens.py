@@ -13,7 +13,7 @@ from zkplatform.asgi import ASGIApp, Receive, Scope, Send
 from zkplatform.domain import tokens
 from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.errors import FieldViolation, InvalidArgument
-from zkplatform.observability.calls import request_id
+from zkplatform.observability.calls import client_address, request_id
 from zkplatform.rpc.errors import to_connect_error
 from zkplatform.rpc.front.answers import send_error
 
@@ -36,7 +36,7 @@ class RevokeLeakedTokens:
             await self._app(scope, receive, send)
             return
         if found:
-            await self._authenticator.revoke_leaked(found, request_id())
+            await self._authenticator.revoke_leaked(found, request_id(), client_address())
         refusal = InvalidArgument([FieldViolation(place, _ADVICE) for place in places])
         await send_error(send, scope, to_connect_error(refusal))
 

@@ -50,8 +50,13 @@
 // {type, value, debug}.
 //
 // Identifiers (tenant, vault, item, principal, recipient ids) are 1 to
-// 64 characters of [A-Za-z0-9._:-], the first one alphanumeric. Timestamps
-// are whole seconds. 64-bit integers are strings in JSON. No string may
+// 64 characters of [A-Za-z0-9._:-], the first one alphanumeric. Opaque
+// values (title hashes, nonces, additional data, ciphertexts, wrapped keys)
+// are base64url without padding, [A-Za-z0-9_-] only, their lengths counted
+// in characters. Timestamps are whole seconds. 64-bit integers (versions,
+// sequences) are strings in JSON, as proto3 JSON renders them: parse them
+// as integers and compare them as numbers, never as strings ("10" sorts
+// before "9"). No string may
 // contain U+0000 (NUL), which PostgreSQL text cannot hold, whatever the
 // store: patterns and lists of values exclude it, and free-form strings carry
 // the rule `string.no_nul` (strings.proto); a NUL is INVALID_ARGUMENT naming
@@ -60,8 +65,9 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_zkplatform_api_platform_v1_strings } from "./strings_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -69,7 +75,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEiwQcKBEl0ZW0SOgoHaXRlbV9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPAoJdGVuYW50X2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI7Cgh2YXVsdF9pZBgDIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSGAoHdmVyc2lvbhgEIAEoA0IHukgEIgIoARItCgRraW5kGAUgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBiABKAlCDLpICXIHiIgnARiAARI2Cgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGukgDyAEBEjgKEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZBI4Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qgm6SAaSAQMQgAISDwoHZGVsZXRlZBgKIAEoCBIuCgpwdXJnZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDqpA7pIpQMabgoVaXRlbS5saXZlX2hhc19wYXlsb2FkEihhIGxpdmUgaXRlbSBjYXJyaWVzIGFuIGVuY3J5cHRlZCBwYXlsb2FkGit0aGlzLmRlbGV0ZWQgfHwgaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpGsABChVpdGVtLnRvbWJzdG9uZV9lcmFzZWQSPWEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgbm8gcGF5bG9hZCwgd3JhcHBlZCBrZXlzIG9yIHRpdGxlIGhhc2gaaCF0aGlzLmRlbGV0ZWQgfHwgKCFoYXModGhpcy5lbmNyeXB0ZWRfcGF5bG9hZCkgJiYgc2l6ZSh0aGlzLndyYXBwZWRfa2V5cykgPT0gMCAmJiB0aGlzLnRpdGxlX2hhc2ggPT0gJycpGnAKHWl0ZW0ucHVyZ2VfdGltZV9vbl90b21ic3RvbmVzEihvbmx5IGEgZGVsZXRlZCBpdGVtIGNhcnJpZXMgYSBwdXJnZSB0aW1lGiV0aGlzLmRlbGV0ZWQgfHwgIWhhcyh0aGlzLnB1cmdlX3RpbWUpIuMBChBFbmNyeXB0ZWRQYXlsb2FkEisKA2FsZxgBIAEoCUIeukgbchlSB0ExMjhHQ01SB0EyNTZHQ01SBVhDMjBQEisKBW5vbmNlGAIgASgJQhy6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEicKA2FhZBgDIAEoCUIaukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSMgoKY2lwaGVydGV4dBgEIAEoCUIeukgbyAEBchYYgIADMhBeW0EtWmEtejAtOV8tXSokEhgKB3ZlcnNpb24YBSABKAVCB7pIBBoCKAAi4QEKCldyYXBwZWRLZXkSPwoMcmVjaXBpZW50X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJeCgh3cmFwX2FsZxgCIAEoCUJMukhJckdSB0VDREgtRVNSDkVDREgtRVMrQTEyOEtXUg5FQ0RILUVTK0EyNTZLV1IMUlNBLU9BRVAtMjU2UgZBMTI4S1dSBkEyNTZLVxIyCgt3cmFwcGVkX2tleRgDIAEoCUIdukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiOwoGQ3Vyc29yEhAKCHZhdWx0X2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEg0KBWVwb2NoGAMgASgJIq4BChFEZWxldGVJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIAoMYmFzZV92ZXJzaW9uGAMgASgDQgq6SAfIAQEiAigBIloKEkRlbGV0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii2AMKEUNyZWF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACIloKEkNyZWF0ZUl0ZW1SZXNwb25zZRIfCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbRIjCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3Ii+gMKEVVwZGF0ZUl0ZW1SZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI6CgdpdGVtX2lkGAIgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBItCgRraW5kGAMgASgJQh+6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEiAKCnRpdGxlX2hhc2gYBCABKAlCDLpICXIHiIgnARiAARJAChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCBrpIA8gBARK2AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKGAbpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiAKDGJhc2VfdmVyc2lvbhgHIAEoA0IKukgHyAEBIgIoASJaChJVcGRhdGVJdGVtUmVzcG9uc2USHwoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yIokBCg5HZXRJdGVtUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSOgoHaXRlbV9pZBgCIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQiMgoPR2V0SXRlbVJlc3BvbnNlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtIqYBChBMaXN0SXRlbXNSZXF1ZXN0EjsKCHZhdWx0X2lkGAEgASgJQim6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGOgHKAASIAoKcGFnZV90b2tlbhgDIAEoCUIMukgJcgeIiCcBGIAIEhQKDHNob3dfZGVsZXRlZBgEIAEoCCJzChFMaXN0SXRlbXNSZXNwb25zZRIgCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEiMKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvciI/CgpJdGVtQ2hhbmdlEh8KBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtEhAKCHNlcXVlbmNlGAIgASgDIsEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSOwoIdmF1bHRfaWQYASABKAlCKbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh8KDnNpbmNlX3NlcXVlbmNlGAIgASgDQge6SAQiAigAEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoABIuCgtzaW5jZV9lcG9jaBgEIAEoCUIZukgWchQYQDIQXltBLVphLXowLTlfLV0qJCJ2ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEigKB2NoYW5nZXMYASADKAsyFy5wbGF0Zm9ybS52MS5JdGVtQ2hhbmdlEiMKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvchIQCghoYXNfbW9yZRgDIAEoCCKjAQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBI7Cgh2YXVsdF9pZBgBIAEoCUIpukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHwoOc2luY2Vfc2VxdWVuY2UYAiABKANCB7pIBCICKAASLgoLc2luY2VfZXBvY2gYAyABKAlCGbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiZQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USKAoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2USIwoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yMtQECgxWYXVsdFNlcnZpY2USUgoKRGVsZXRlSXRlbRIeLnBsYXRmb3JtLnYxLkRlbGV0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKQ3JlYXRlSXRlbRIeLnBsYXRmb3JtLnYxLkNyZWF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlc3BvbnNlIgOQAgISUgoKVXBkYXRlSXRlbRIeLnBsYXRmb3JtLnYxLlVwZGF0ZUl0ZW1SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlc3BvbnNlIgOQAgISSQoHR2V0SXRlbRIbLnBsYXRmb3JtLnYxLkdldEl0ZW1SZXF1ZXN0GhwucGxhdGZvcm0udjEuR2V0SXRlbVJlc3BvbnNlIgOQAgESTwoJTGlzdEl0ZW1zEh0ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVxdWVzdBoeLnBsYXRmb3JtLnYxLkxpc3RJdGVtc1Jlc3BvbnNlIgOQAgESVQoLTGlzdENoYW5nZXMSHy5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5wbGF0Zm9ybS52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlIgOQAgESVQoMV2F0Y2hDaGFuZ2VzEiAucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBohLnBsYXRmb3JtLnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEihAgKBEl0ZW0SPwoHaXRlbV9pZBgBIAEoCUIu4kECAwW6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJBCgl0ZW5hbnRfaWQYAiABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQAoIdmF1bHRfaWQYAyABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHAoHdmVyc2lvbhgEIAEoA0IL4kEBA7pIBCICKAESMQoEa2luZBgFIAEoCUIj4kEBA7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgGIAEoCUIe4kEBA7pIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEjoKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgriQQEDukgDyAEBEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBAxI8Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qg3iQQEDukgGkgEDEIACEhUKB2RlbGV0ZWQYCiABKAhCBOJBAQMSNAoKcHVyZ2VfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQM6qQO6SKUDGm4KFWl0ZW0ubGl2ZV9oYXNfcGF5bG9hZBIoYSBsaXZlIGl0ZW0gY2FycmllcyBhbiBlbmNyeXB0ZWQgcGF5bG9hZBordGhpcy5kZWxldGVkIHx8IGhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKRrAAQoVaXRlbS50b21ic3RvbmVfZXJhc2VkEj1hIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIG5vIHBheWxvYWQsIHdyYXBwZWQga2V5cyBvciB0aXRsZSBoYXNoGmghdGhpcy5kZWxldGVkIHx8ICghaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpICYmIHNpemUodGhpcy53cmFwcGVkX2tleXMpID09IDAgJiYgdGhpcy50aXRsZV9oYXNoID09ICcnKRpwCh1pdGVtLnB1cmdlX3RpbWVfb25fdG9tYnN0b25lcxIob25seSBhIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIGEgcHVyZ2UgdGltZRoldGhpcy5kZWxldGVkIHx8ICFoYXModGhpcy5wdXJnZV90aW1lKSL3AQoQRW5jcnlwdGVkUGF5bG9hZBIvCgNhbGcYASABKAlCIuJBAQK6SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASLwoFbm9uY2UYAiABKAlCIOJBAQK6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEisKA2FhZBgDIAEoCUIe4kEBAbpIF3IVGIAIMhBeW0EtWmEtejAtOV8tXSokEjYKCmNpcGhlcnRleHQYBCABKAlCIuJBAQK6SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSHAoHdmVyc2lvbhgFIAEoBUIL4kEBAbpIBBoCKAAi7QEKCldyYXBwZWRLZXkSQwoMcmVjaXBpZW50X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSYgoId3JhcF9hbGcYAiABKAlCUOJBAQK6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjYKC3dyYXBwZWRfa2V5GAMgASgJQiHiQQECukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiTQoGQ3Vyc29yEhYKCHZhdWx0X2lkGAEgASgJQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDEhMKBWVwb2NoGAMgASgJQgTiQQEDIroBChFEZWxldGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIkCgxiYXNlX3ZlcnNpb24YAyABKANCDuJBAQK6SAfIAQEiAigBImYKEkRlbGV0ZUl0ZW1SZXNwb25zZRIlCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMi/gMKEUNyZWF0ZUl0ZW1SZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPgoHaXRlbV9pZBgCIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjEKBGtpbmQYAyABKAlCI+JBAQK6SBzIAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEjIKCnRpdGxlX2hhc2gYBCABKAlCHuJBAQG6SBdyFRiAATIQXltBLVphLXowLTlfLV0qJBJEChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCCuJBAQK6SAPIAQESugEKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCigHiQQECukiCAboBdwoed3JhcHBlZF9rZXlzLnVuaXF1ZV9yZWNpcGllbnRzEi9lYWNoIHJlY2lwaWVudCBtYXkgaGF2ZSBhdCBtb3N0IG9uZSB3cmFwcGVkIGtleRokdGhpcy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpkgEFCAEQgAIiZgoSQ3JlYXRlSXRlbVJlc3BvbnNlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEikKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyLjBgoRVXBkYXRlSXRlbVJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI+CgdpdGVtX2lkGAIgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSMQoEa2luZBgDIAEoCUIj4kEBAbpIHNgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgEIAEoCUIe4kEBAbpIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAUgASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBARK4AQoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleUKIAeJBAQG6SIABugF3Ch53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GiR0aGlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCmSAQMQgAISJAoMYmFzZV92ZXJzaW9uGAcgASgDQg7iQQECukgHyAEBIgIoARLEAgoLdXBkYXRlX21hc2sYCCABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrQpIC4kEBAbpIigK6AbIBChd1cGRhdGVfbWFzay5rbm93bl9wYXRocxJCbWF5IG5hbWUgb25seSBraW5kLCB0aXRsZV9oYXNoLCBlbmNyeXB0ZWRfcGF5bG9hZCBhbmQgd3JhcHBlZF9rZXlzGlN0aGlzLnBhdGhzLmFsbChwLCBwIGluIFsna2luZCcsICd0aXRsZV9oYXNoJywgJ2VuY3J5cHRlZF9wYXlsb2FkJywgJ3dyYXBwZWRfa2V5cyddKboBUQoYdXBkYXRlX21hc2sudW5pcXVlX3BhdGhzEiBtYXkgbmFtZSBlYWNoIGZpZWxkIGF0IG1vc3Qgb25jZRoTdGhpcy5wYXRocy51bmlxdWUoKSJmChJVcGRhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIpEBCg5HZXRJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI4Cg9HZXRJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMiuAEKEExpc3RJdGVtc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgSGgoMc2hvd19kZWxldGVkGAQgASgIQgTiQQEBIoUBChFMaXN0SXRlbXNSZXNwb25zZRImCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDEikKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyJLCgpJdGVtQ2hhbmdlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDItEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIjCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IL4kEBAbpIBCICKAASIQoJcGFnZV9zaXplGAMgASgFQg7iQQEBukgHGgUY6AcoABIyCgtzaW5jZV9lcG9jaBgEIAEoCUId4kEBAbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiiAEKE0xpc3RDaGFuZ2VzUmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2VCBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDEhYKCGhhc19tb3JlGAMgASgIQgTiQQEDIq8BChNXYXRjaENoYW5nZXNSZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIwoOc2luY2Vfc2VxdWVuY2UYAiABKANCC+JBAQG6SAQiAigAEjIKC3NpbmNlX2Vwb2NoGAMgASgJQh3iQQEBukgWchQYQDIQXltBLVphLXowLTlfLV0qJCJxChRXYXRjaENoYW5nZXNSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAUK9AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCClZhdWx0UHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -100,7 +106,8 @@ export type Item = Message<"platform.v1.Item"> & {
 
   /**
    * version: Output only. Starts at 1 and grows by exactly 1 with every change of the item,
-   * including its deletion. Rendered in JSON as a string, e.g. "4".
+   * including its deletion. Rendered in JSON as a string, e.g. "4" (proto3
+   * JSON's int64): compare versions as numbers, never as strings.
    *
    * @generated from field: int64 version = 4;
    */
@@ -115,8 +122,9 @@ export type Item = Message<"platform.v1.Item"> & {
   kind: string;
 
   /**
-   * title_hash: Output only. An opaque keyed hash of the title, computed by clients, at
-   * most 128 characters, without U+0000. Empty on a tombstone.
+   * title_hash: Output only. An opaque keyed hash of the title, computed by
+   * clients: base64url without padding ([A-Za-z0-9_-]), at most 128
+   * characters. Empty on a tombstone.
    *
    * @generated from field: string title_hash = 6;
    */
@@ -183,7 +191,10 @@ export const ItemSchema: GenMessage<Item> = /*@__PURE__*/
 export type EncryptedPayload = Message<"platform.v1.EncryptedPayload"> & {
   /**
    * alg: Required. The content encryption algorithm, a JOSE name (RFC 7518
-   * style) from the server's allow-list: A128GCM, A256GCM or XC20P.
+   * style) from the server's allow-list: A128GCM, A256GCM or XC20P. The list
+   * may grow: a client must accept an answer whose payload has an `alg` it
+   * does not know (content it cannot decrypt, not a broken answer), and keep
+   * such an item rather than drop it.
    *
    * @generated from field: string alg = 1;
    */
@@ -246,7 +257,10 @@ export type WrappedKey = Message<"platform.v1.WrappedKey"> & {
   /**
    * wrap_alg: Required. The key wrapping algorithm, a JOSE name (RFC 7518
    * style) from the server's allow-list: ECDH-ES, ECDH-ES+A128KW,
-   * ECDH-ES+A256KW, RSA-OAEP-256, A128KW or A256KW.
+   * ECDH-ES+A256KW, RSA-OAEP-256, A128KW or A256KW. The list may grow: a
+   * client must accept an answer with a `wrap_alg` it does not know (a key
+   * it cannot unwrap, not a broken answer), and send such a key back
+   * unchanged when it updates the keys, which replaces the whole list.
    *
    * @generated from field: string wrap_alg = 2;
    */
@@ -284,7 +298,8 @@ export type Cursor = Message<"platform.v1.Cursor"> & {
 
   /**
    * sequence: Output only. Numbers the vault's changes: strictly increasing, one per
-   * change. Rendered in JSON as a string: compare it as a number.
+   * change. Rendered in JSON as a string (proto3 JSON's int64): compare
+   * sequences as numbers, never as strings.
    *
    * @generated from field: int64 sequence = 2;
    */
@@ -410,7 +425,8 @@ export type CreateItemRequest = Message<"platform.v1.CreateItemRequest"> & {
 
   /**
    * title_hash: Optional. An opaque keyed hash of the title, computed by
-   * clients, at most 128 characters, without U+0000.
+   * clients: base64url without padding ([A-Za-z0-9_-]), at most 128
+   * characters.
    *
    * @generated from field: string title_hash = 4;
    */
@@ -489,8 +505,10 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
   itemId: string;
 
   /**
-   * kind: Required. The client-defined kind of item: 1 to 32 characters of
-   * [a-z0-9._-], the first one a letter.
+   * kind: Required when `update_mask` is empty or names it (INVALID_ARGUMENT
+   * naming `kind` otherwise); ignored when the mask leaves it out. The
+   * client-defined kind of item: 1 to 32 characters of [a-z0-9._-], the
+   * first one a letter.
    *
    * @generated from field: string kind = 3;
    */
@@ -498,22 +516,28 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
 
   /**
    * title_hash: Optional. An opaque keyed hash of the title, computed by
-   * clients, at most 128 characters, without U+0000.
+   * clients: base64url without padding ([A-Za-z0-9_-]), at most 128
+   * characters. Written when `update_mask` is empty or names it (empty then
+   * clears it); ignored when the mask leaves it out.
    *
    * @generated from field: string title_hash = 4;
    */
   titleHash: string;
 
   /**
-   * encrypted_payload: Required. The item's content, encrypted by the client.
+   * encrypted_payload: Required when `update_mask` is empty or names it
+   * (INVALID_ARGUMENT naming `encryptedPayload` otherwise); ignored when the
+   * mask leaves it out. The item's content, encrypted by the client.
    *
    * @generated from field: platform.v1.EncryptedPayload encrypted_payload = 5;
    */
   encryptedPayload?: EncryptedPayload | undefined;
 
   /**
-   * wrapped_keys: Required. The payload key wrapped for each recipient: 1 to
-   * 256 keys, each recipient at most once.
+   * wrapped_keys: Required when `update_mask` is empty or names it: then 1
+   * to 256 keys (INVALID_ARGUMENT naming `wrappedKeys` when there are none),
+   * replacing all of the item's keys; ignored when the mask leaves it out.
+   * The payload key wrapped for each recipient, each recipient at most once.
    *
    * @generated from field: repeated platform.v1.WrappedKey wrapped_keys = 6;
    */
@@ -526,6 +550,24 @@ export type UpdateItemRequest = Message<"platform.v1.UpdateItemRequest"> & {
    * @generated from field: int64 base_version = 7;
    */
   baseVersion: bigint;
+
+  /**
+   * update_mask: Optional. The fields to change, by their proto field names:
+   * any of `kind`, `title_hash`, `encrypted_payload` and `wrapped_keys`, each
+   * at most once. In JSON a FieldMask is one string of lowerCamelCase names
+   * separated by commas, e.g. `"wrappedKeys"` or `"kind,titleHash"`; in
+   * binary, a list of the proto names (`wrapped_keys`). The fields it leaves
+   * out keep their stored values, whatever the request holds for them.
+   * Empty means exactly those four, so that a client that never sends a mask
+   * replaces the whole content, and a field added to items later is never
+   * cleared by it. `wrapped_keys` alone shares an item with another recipient
+   * (or stops sharing it) without sending the ciphertext again. Any other
+   * path, an output-only one such as `version` included, or a path named
+   * twice: INVALID_ARGUMENT naming `updateMask`.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 8;
+   */
+  updateMask?: FieldMask | undefined;
 };
 
 /**
@@ -717,7 +759,8 @@ export type ItemChange = Message<"platform.v1.ItemChange"> & {
 
   /**
    * sequence: Output only. The vault sequence of the item's latest change.
-   * Rendered in JSON as a string.
+   * Rendered in JSON as a string (proto3 JSON's int64): compare sequences as
+   * numbers, never as strings.
    *
    * @generated from field: int64 sequence = 2;
    */
@@ -973,9 +1016,12 @@ export const VaultService: GenService<{
     output: typeof CreateItemResponseSchema;
   },
   /**
-   * UpdateItem replaces an item's content (kind, title hash, payload and
-   * wrapped keys: all of it, since the server cannot merge ciphertexts),
-   * conditionally on its version.
+   * UpdateItem changes an item's content, conditionally on its version: the
+   * fields `update_mask` names among kind, title hash, payload and wrapped
+   * keys, or all four when it names none. The server cannot merge
+   * ciphertexts, so a new payload replaces the old one whole; a mask of
+   * `wrapped_keys` alone shares an item with another recipient without
+   * sending its ciphertext again.
    *
    * After the checks common to every RPC, in this order:
    *
@@ -990,14 +1036,15 @@ export const VaultService: GenService<{
    *    google.rpc.ErrorInfo of reason `VERSION_MISMATCH` and metadata
    *    `currentVersion`), unless this very update is being repeated.
    *
-   * On a live item at `base_version`, in one atomic step: the content is
-   * replaced, `version` grows by one, `updated_at` is now, the vault's change
+   * On a live item at `base_version`, in one atomic step: the fields the
+   * update writes are replaced (the others keep their values), `version`
+   * grows by one, `updated_at` is now, the vault's change
    * sequence grows by one; the response carries the item and the cursor of
    * this change. Concurrent updates at one `base_version`: exactly one wins.
    *
    * Repeating the call is safe: if the item is live at `base_version` + 1
-   * with exactly the requested content, the answer is that item and the
-   * cursor of that change.
+   * and holds exactly what the request writes, the answer is that item and
+   * the cursor of that change.
    *
    * @generated from rpc platform.v1.VaultService.UpdateItem
    */
