@@ -261,7 +261,8 @@ def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]
 
 async def purge_tombstones_periodically(platform: Platform, settings: Settings) -> None:
     """Tombstones are kept for the retention period so offline clients learn of
-    deletes; after it they are purged (and answer NOT_FOUND). Every worker runs
+    deletes; after it they are purged (and answer NOT_FOUND). The same purge
+    forgets the records of request ids past their 24 hours. Every worker runs
     this; the purge is idempotent."""
     while True:
         cutoff = platform.clock() - settings.tombstone_retention_seconds

@@ -10,6 +10,14 @@ Each method is one atomic step of the store, so that a SQL store can implement
 it as one transaction and stay correct across processes and hosts. In
 particular the delete is a single compare-and-set on (item, version) that also
 takes the vault's next sequence number: never a read followed by a write.
+
+The five writes a client may name with a request id (domain/request_ids.py) take it as
+`request`. With one, the method first looks for the principal's record of that id made within
+the retention period: found, it changes nothing and answers Repeated (the same fingerprint) or
+Reused (another); else it runs as without, and when it succeeds it records its answer under
+the id in the same transaction as its change. A failure records nothing. Concurrent calls with
+one id, from any process, apply at most once: the others wait for its commit and answer from its
+record.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from zkplatform.domain.models import (
     Tombstone,
     Vault,
 )
+from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 
 
 class AlreadyExists(ValueError):
@@ -61,7 +70,7 @@ class Stale:
     current_version: int
 
 
-DeleteOutcome = Tombstone | Stale | Missing
+DeleteOutcome = Tombstone | Stale | Missing | Repeated[ItemChange] | Reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +87,7 @@ class Existing:
     change: ItemChange
 
 
-CreateOutcome = Created | Existing
+CreateOutcome = Created | Existing | Repeated[ItemChange] | Reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +97,13 @@ class Conflict:
     current: ItemChange
 
 
-UpdateOutcome = ItemChange | Conflict | Missing
+UpdateOutcome = ItemChange | Conflict | Missing | Repeated[ItemChange] | Reused
+# The answer of an answer's record: None when it was recorded now, or what a record made first says.
+RecordOutcome = Repeated[ItemChange] | Reused | None
+# A mint's: None when added, when the first live minted token expires when the cap is reached.
+MintOutcome = int | None | Repeated[tuple[str, ...]] | Reused
+# A revocation's: the ids revoked, or None when there is no such token.
+RevokeOutcome = list[str] | None | Repeated[tuple[str, ...]] | Reused
 
 
 class DirectoryRepository(Protocol):
@@ -153,27 +168,46 @@ class ItemRepository(Protocol):
         was purged. Not authorised here: the caller checks the vault."""
         ...
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
+    async def delete_item(
+        self, vault_id: str, item_id: str, base_version: int, actor: Actor, *, request: RequestId | None = None
+    ) -> DeleteOutcome:
         """Atomically: if the item is live at base_version, make it a tombstone
         at `actor.at` with the vault's next sequence number. A tombstone answers as
-        it was first deleted, whatever base_version says."""
+        it was first deleted, whatever base_version says (a success: recorded under
+        `request`). The delete also forgets every recorded answer that holds the
+        item's content (a create's, an update's): nothing decryptable stays."""
         ...
 
-    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor, *, request: RequestId | None = None) -> CreateOutcome:
         """Atomically: store the new item with the vault's next sequence number,
         unless the vault holds an item of that id (a tombstone included): then
-        change nothing and answer that item. Concurrent creates of one id store
-        exactly one. UnknownReference when the store has no such vault in the
-        item's tenant."""
+        change nothing and answer that item (not recorded: whether it is a repeat is
+        the domain's to say). Concurrent creates of one id store exactly one.
+        UnknownReference when the store has no such vault in the item's tenant."""
         ...
 
-    async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
+    async def update_item(  # noqa: PLR0913 # the update's parts, and the request id naming it
+        self,
+        vault_id: str,
+        item_id: str,
+        base_version: int,
+        patch: ItemPatch,
+        actor: Actor,
+        *,
+        request: RequestId | None = None,
     ) -> UpdateOutcome:
         """Atomically: if the item is live at base_version, write what `patch` holds
         (the other fields kept as they are), one version later, at `actor.at`, with the vault's next sequence number. A
         compare-and-set: of concurrent updates at one base_version exactly one
-        applies, and the others answer Conflict with the item as it then is."""
+        applies, and the others answer Conflict with the item as it then is (not
+        recorded, as a create's Existing)."""
+        ...
+
+    async def record_answer(self, actor: Actor, request: RequestId, answer: ItemChange) -> RecordOutcome:
+        """Record `answer` under the request id, for a call that succeeded without a change (a
+        repeat the domain recognised by its content), unless the principal has a record of that
+        id within the retention period: then change nothing and answer Repeated or Reused. Nor is
+        anything recorded once the item is deleted (None): its content must not outlive it."""
         ...
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
@@ -194,7 +228,9 @@ class ItemRepository(Protocol):
         """Forget tombstones deleted before that time (they answer NOT_FOUND
         from then on); the number purged. In the same transaction, each vault's
         purge horizon rises to the highest sequence purged from it (never falls):
-        a changes cursor below it may have missed one of those deletes."""
+        a changes cursor below it may have missed one of those deletes. The records
+        of request ids past the retention period at `actor.at` are forgotten too (they
+        answer nothing already; not audited: bookkeeping, not changes)."""
         ...
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
@@ -248,12 +284,16 @@ class TokenRepository(Protocol):
         when the principal is disabled."""
         ...
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
+    async def add_minted_token(
+        self, token: TokenRecord, cap: int, actor: Actor, *, request: RequestId | None = None
+    ) -> MintOutcome:
         """Atomically add a minted token unless its principal already has `cap`
         live minted tokens at `actor.at`; then add nothing and return when the first
         of those expires. ParentRevoked when its parent is revoked, PrincipalDisabled when
         its principal is disabled: checked in the same transaction, so that a
-        revocation or a disable that commits first is never outlived by a child."""
+        revocation or a disable that commits first is never outlived by a child. The
+        answer recorded under `request` is the token's id (never its secret), and a
+        repeat is looked for before anything else, the cap included."""
         ...
 
     async def get_token(self, token_id: str) -> TokenRecord | None:
@@ -277,6 +317,11 @@ class TokenRepository(Protocol):
 
         `audited=False` records no event: only for a leaked token whose audited revocation
         failed, where leaving the token live would be worse than a gap in the trail."""
+        ...
+
+    async def revoke_token_tree_once(self, token_id: str, actor: Actor, request: RequestId | None) -> RevokeOutcome:
+        """RevokeToken's revocation: revoke_token_tree (TOKEN_REVOKED, audited), its answer
+        recorded under `request`, unless it repeats a call of the principal's with that id."""
         ...
 
     async def list_tokens(

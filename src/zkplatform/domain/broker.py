@@ -10,6 +10,7 @@ from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, LimitReached, ParentExpiresSoon, ScopesNotHeld
 from zkplatform.domain.issuing import IssuedToken, TokenIssuer
 from zkplatform.domain.models import Scope
+from zkplatform.domain.request_ids import RequestId
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.repository import LimitsRepository
 
@@ -42,6 +43,7 @@ class MintRequest:
     ttl_seconds: int  # 0: the default
     pop_key_id: str  # "": unbound, or inherited from a bound caller
     proof: ProofRequest
+    request_id: RequestId | None = None  # a repeat of a mint with it mints nothing: TokenAlreadyMinted
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,7 @@ class BrokerUseCases:
             pop_key_id,
             self._policy.active_minted_cap,
             by=caller.actor(now),
+            request=request.request_id,
         )
 
     async def _binding(self, caller: Caller, request: MintRequest) -> str:

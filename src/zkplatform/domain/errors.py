@@ -115,3 +115,23 @@ class LimitReached(DomainError):
     def __init__(self, message: str, retry_after_seconds: int) -> None:
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+
+
+class RequestIdReused(InvalidArgument):
+    """A request id the principal used within the retention period for another request."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            [FieldViolation("requestId", "was used within the last 24 hours for another request; make a new one")]
+        )
+
+
+class TokenAlreadyMinted(DomainError):
+    """A mint repeated with the request id of one that minted a token: the secret was shown once and
+    is not kept, so the repeat can only name the token."""
+
+    def __init__(self, token_id: str) -> None:
+        super().__init__(
+            f"this request id already minted token {token_id}: revoke or list it, and mint with a new request id"
+        )
+        self.token_id = token_id

@@ -13,8 +13,17 @@ from dataclasses import dataclass
 from zkplatform.domain import tokens
 from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import LimitReached, NotFound, PrincipalIsDisabled, ScopesNotHeld, Unauthenticated
+from zkplatform.domain.errors import (
+    LimitReached,
+    NotFound,
+    PrincipalIsDisabled,
+    RequestIdReused,
+    ScopesNotHeld,
+    TokenAlreadyMinted,
+    Unauthenticated,
+)
 from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
+from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import DirectoryRepository, ParentRevoked, PrincipalDisabled, TokenRepository
 
 
@@ -85,23 +94,35 @@ class TokenIssuer:
         cap: int,
         *,
         by: Actor,
+        request: RequestId | None = None,
     ) -> IssuedToken:
         """A token minted through the API from the token `parent_id`, unless the principal has
         `cap` live minted tokens; `by` is the call that mints it, whose token is the
         new token's parent. Refused when the parent was revoked, or the principal disabled,
-        in the meantime: the store checks both in the transaction that adds the token."""
+        in the meantime: the store checks both in the transaction that adds the token. A
+        request id the principal already minted with mints nothing: TokenAlreadyMinted."""
         record, secret = self._new(
             principal, scopes, by.at, expires_at, pop_key_id=pop_key_id, minted=True, parent=by.token_id
         )
         try:
-            first_expiry = await self._tokens.add_minted_token(record, cap, by)
+            outcome = await self._tokens.add_minted_token(record, cap, by, request=request)
         except ParentRevoked:
             raise Unauthenticated("token revoked") from None
         except PrincipalDisabled:
             raise PrincipalIsDisabled(principal.principal_id) from None
-        if first_expiry is not None:
-            raise LimitReached(f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at)
-        return IssuedToken(secret, record, principal.role)
+        match outcome:
+            case None:
+                return IssuedToken(secret, record, principal.role)
+            case int(first_expiry):
+                raise LimitReached(
+                    f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at
+                )
+            case Repeated((token_id,)):
+                raise TokenAlreadyMinted(token_id)
+            case Reused():
+                raise RequestIdReused
+        msg = f"a mint's record names {outcome}, not one token"
+        raise RuntimeError(msg)
 
     def _new(  # noqa: PLR0913 # what the new token is made of
         self,

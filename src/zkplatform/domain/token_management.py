@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import NotFound, PermissionDenied
+from zkplatform.domain.errors import NotFound, PermissionDenied, RequestIdReused
 from zkplatform.domain.models import Role, Scope, TokenRecord
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
+from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import TokenRepository
 
 DEFAULT_PAGE_SIZE = 100
@@ -68,13 +69,21 @@ class TokenManagement:
             next_page_token = self._pages.issue(Position(last.issued_at, last.token_id), caller.tenant_id, listed)
         return TokenPage(page, next_page_token)
 
-    async def revoke(self, caller: Caller, token_id: str) -> list[str]:
-        """Revoke the token and its tree; the ids revoked now (none when it already was).
-        A token the caller may not revoke answers exactly as an unknown one."""
+    async def revoke(self, caller: Caller, token_id: str, *, request: RequestId | None = None) -> list[str]:
+        """Revoke the token and its tree; the ids revoked now (none when it already was), or
+        those a call of the principal's with that request id revoked. A token the caller may
+        not revoke answers exactly as an unknown one, whatever the request id."""
         target = await self._tokens.get_token(token_id)
         if target is None or target.tenant_id != caller.tenant_id or not await self._may_revoke(caller, target):
             raise NotFound(f"no token {token_id}")
-        return await self._tokens.revoke_token_tree(token_id, caller.actor(self._clock())) or []
+        match await self._tokens.revoke_token_tree_once(token_id, caller.actor(self._clock()), request):
+            case Repeated(answer):
+                return list(answer)
+            case Reused():
+                raise RequestIdReused
+            case list() as revoked:
+                return revoked
+        return []  # no such token: it was there a moment ago, and tokens are never removed
 
     async def _may_revoke(self, caller: Caller, target: TokenRecord) -> bool:
         """Its own tree, always (a logout needs no scope); with broker.tokens.manage, any token

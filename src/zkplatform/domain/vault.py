@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zkplatform.domain.audit import Actor
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import (
@@ -18,10 +19,12 @@ from zkplatform.domain.errors import (
     ItemDeleted,
     ItemExists,
     NotFound,
+    RequestIdReused,
     VersionMismatch,
 )
 from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
+from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import (
     Conflict,
     Created,
@@ -67,42 +70,68 @@ class VaultUseCases:
         change: the epoch changes only with a restore, while no change is being made)."""
         return await self._items.epoch()
 
-    async def delete_item(self, caller: Caller, vault_id: str, item_id: str, base_version: int) -> Tombstone:
-        """Delete a live item at base_version, or return the tombstone of an earlier delete."""
+    async def delete_item(
+        self, caller: Caller, vault_id: str, item_id: str, base_version: int, *, request: RequestId | None = None
+    ) -> Tombstone:
+        """Delete a live item at base_version, or return the tombstone of an earlier delete;
+        with a request id the principal used for this delete before, what that call answered."""
         caller.require_scope(Scope.VAULT_ITEMS_DELETE)
         caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.delete_item(vault_id, item_id, base_version, caller.actor(self._clock())):
+        match await self._items.delete_item(
+            vault_id, item_id, base_version, caller.actor(self._clock()), request=request
+        ):
             case Tombstone() as tombstone:
                 return tombstone
             case Stale(current_version):
                 raise VersionMismatch(current_version)
             case Missing():
                 raise _not_found(vault_id, item_id)
+            case Repeated(answer):
+                return answer
+            case Reused():
+                raise RequestIdReused
 
-    async def create_item(self, caller: Caller, vault_id: str, item_id: str, content: ItemContent) -> ItemChange:
-        """Create the item at version 1, or answer its creation again when this is a repeat of it."""
+    async def create_item(
+        self, caller: Caller, vault_id: str, item_id: str, content: ItemContent, *, request: RequestId | None = None
+    ) -> ItemChange:
+        """Create the item at version 1, or answer its creation again when this is a repeat of
+        it: one with a request id the principal used for it before, or one with its content."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         vault = caller.require_member(await self._directory.get_vault(vault_id))
         now = self._clock()
+        actor = caller.actor(now)
         match await self._items.create_item(
-            content.new_item(item_id, vault.tenant_id, vault_id, now), caller.actor(now)
+            content.new_item(item_id, vault.tenant_id, vault_id, now), actor, request=request
         ):
             case Created(change):
                 return change
             case Existing(change):
                 # At version 1 the item's latest change is its creation, so this answers as the creation did.
                 if change.item.version == 1 and change.item.content == content:
-                    return change
+                    return await self._answered(actor, request, change)
                 raise ItemExists(change.item.version, change.item.deleted)
+            case Repeated(answer):
+                return answer
+            case Reused():
+                raise RequestIdReused
 
-    async def update_item(
-        self, caller: Caller, vault_id: str, item_id: str, base_version: int, patch: ItemPatch
+    async def update_item(  # noqa: PLR0913 # the update's parts, and the request id naming it
+        self,
+        caller: Caller,
+        vault_id: str,
+        item_id: str,
+        base_version: int,
+        patch: ItemPatch,
+        *,
+        request: RequestId | None = None,
     ) -> ItemChange:
-        """Write what `patch` holds to a live item at base_version, or answer that
-        change again when this is a repeat of it."""
+        """Write what `patch` holds to a live item at base_version, or answer that change
+        again when this is a repeat of it: one with a request id the principal used for it
+        before, or one that writes what the item holds."""
         caller.require_scope(Scope.VAULT_ITEMS_WRITE)
         caller.require_member(await self._directory.get_vault(vault_id))
-        match await self._items.update_item(vault_id, item_id, base_version, patch, caller.actor(self._clock())):
+        actor = caller.actor(self._clock())
+        match await self._items.update_item(vault_id, item_id, base_version, patch, actor, request=request):
             case Missing():
                 raise _not_found(vault_id, item_id)
             case Conflict(current):
@@ -110,10 +139,26 @@ class VaultUseCases:
                     raise ItemDeleted
                 # The latest change made exactly what was asked from base_version: this update, repeated.
                 if current.item.version == base_version + 1 and patch.is_in(current.item):
-                    return current
+                    return await self._answered(actor, request, current)
                 raise VersionMismatch(current.item.version)
             case ItemChange() as change:
                 return change
+            case Repeated(answer):
+                return answer
+            case Reused():
+                raise RequestIdReused
+
+    async def _answered(self, actor: Actor, request: RequestId | None, change: ItemChange) -> ItemChange:
+        """A repeat recognised by its content succeeds without a change: with a request id, its
+        answer is recorded like a change's, so that a later repeat answers it, whatever changed."""
+        if request is None:
+            return change
+        match await self._items.record_answer(actor, request, change):
+            case Repeated(answer):  # a call with this id got there first
+                return answer
+            case Reused():
+                raise RequestIdReused
+        return change
 
     async def get_item(self, caller: Caller, vault_id: str, item_id: str) -> Item:
         """The item as last changed, a tombstone included."""

@@ -9,6 +9,7 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.broker import BrokerUseCases, MintRequest
 from zkplatform.domain.models import Scope
 from zkplatform.messages.convert import token_to_proto, tokens_response
+from zkplatform.messages.request_ids import request_id_of
 from zkplatform.observability.calls import current_call
 from zkplatform.rpc.auth import current_caller, current_proof
 from zkplatform_api.platform.v1 import broker_pb2
@@ -45,6 +46,7 @@ class BrokerServicer(BrokerService):
             ttl_seconds=request.requested_ttl_seconds,
             pop_key_id=request.pop_key_id,
             proof=current_proof(),
+            request_id=request_id_of(request),
         )
         attempt = current_call().mint_attempt
         if attempt is None:
@@ -68,5 +70,7 @@ class BrokerServicer(BrokerService):
     async def revoke_token(
         self, request: broker_pb2.RevokeTokenRequest, ctx: RequestContext[Any, Any], /
     ) -> broker_pb2.RevokeTokenResponse:
-        revoked = await self._use_cases.management.revoke(current_caller(), request.token_id)
+        revoked = await self._use_cases.management.revoke(
+            current_caller(), request.token_id, request=request_id_of(request)
+        )
         return broker_pb2.RevokeTokenResponse(revoked_token_ids=revoked)

@@ -35,6 +35,16 @@ def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
 def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, PLR0911, PLR0912 # one arm per row
     """The Connect form of a domain error (the error table of docs/api.md)."""
     match error:
+        case domain.RequestIdReused():
+            violations = [
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                for v in error.violations
+            ]
+            details = [
+                error_detail(_info("REQUEST_ID_REUSED")),
+                error_detail(error_details_pb2.BadRequest(field_violations=violations)),
+            ]
+            return ConnectError(Code.INVALID_ARGUMENT, str(error), details)
         case domain.InvalidArgument():
             violations = [
                 error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
@@ -57,6 +67,9 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
         case domain.ItemExists():
             state = {"deleted": "true"} if error.deleted else {}
             info = _info("ITEM_EXISTS", currentVersion=str(error.current_version), **state)
+            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(info)])
+        case domain.TokenAlreadyMinted():
+            info = _info("TOKEN_ALREADY_MINTED", tokenId=error.token_id)
             return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(info)])
         case domain.ItemDeleted():
             info = _info("ITEM_DELETED")

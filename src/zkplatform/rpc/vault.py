@@ -19,6 +19,7 @@ from zkplatform.messages.convert import (
     list_response,
     watch_message,
 )
+from zkplatform.messages.request_ids import request_id_of
 from zkplatform.rpc.auth import current_caller
 from zkplatform_api.platform.v1 import vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
@@ -44,7 +45,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.DeleteItemResponse:
         _no_store(ctx)
         tombstone = await self._use_cases.delete_item(
-            current_caller(), request.vault_id, request.item_id, request.base_version
+            current_caller(), request.vault_id, request.item_id, request.base_version, request=request_id_of(request)
         )
         epoch = await self._use_cases.epoch()
         return change_response(tombstone, epoch, vault_pb2.DeleteItemResponse(), retention=self._retention)
@@ -54,7 +55,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.CreateItemResponse:
         _no_store(ctx)
         created = await self._use_cases.create_item(
-            current_caller(), request.vault_id, request.item_id, item_content(request)
+            current_caller(), request.vault_id, request.item_id, item_content(request), request=request_id_of(request)
         )
         epoch = await self._use_cases.epoch()
         return change_response(created, epoch, vault_pb2.CreateItemResponse(), retention=self._retention)
@@ -64,7 +65,12 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.UpdateItemResponse:
         _no_store(ctx)
         updated = await self._use_cases.update_item(
-            current_caller(), request.vault_id, request.item_id, request.base_version, item_patch(request)
+            current_caller(),
+            request.vault_id,
+            request.item_id,
+            request.base_version,
+            item_patch(request),
+            request=request_id_of(request),
         )
         epoch = await self._use_cases.epoch()
         return change_response(updated, epoch, vault_pb2.UpdateItemResponse(), retention=self._retention)

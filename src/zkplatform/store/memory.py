@@ -29,6 +29,7 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
+from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -36,9 +37,12 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    MintOutcome,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
+    RecordOutcome,
+    RevokeOutcome,
     Stale,
     UnknownReference,
     UpdateOutcome,
@@ -135,6 +139,15 @@ class _LiveMinted:
 _NO_ITEMS = _VaultIndex()  # of a vault without items; never written to
 
 
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A call made with a request id: what it asked (its fingerprint), when, and what it answered."""
+
+    fingerprint: bytes
+    at: int
+    answer: Answer
+
+
 class MemoryStore:
     def __init__(self) -> None:
         self._tenants: dict[str, Tenant] = {}
@@ -160,6 +173,7 @@ class MemoryStore:
         self._audit: dict[str, list[AuditRecord]] = {}
         self._heads: dict[str, Head] = {}
         self._unchained: list[Event] = []  # recorded, not yet in their tenants' chains (see _record)
+        self._answered: dict[tuple[str, str], _Answered] = {}  # (principal, request id) -> its record
 
     async def close(self) -> None:
         return None
@@ -279,7 +293,11 @@ class MemoryStore:
         stored = self._items.get((vault_id, item_id))
         return None if stored is None else stored.item
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
+    async def delete_item(
+        self, vault_id: str, item_id: str, base_version: int, actor: Actor, *, request: RequestId | None = None
+    ) -> DeleteOutcome:
+        if (earlier := self._earlier(actor, request, ItemChange)) is not None:
+            return earlier
         stored = self._items.get((vault_id, item_id))
         if stored is None:
             return Missing()
@@ -289,23 +307,39 @@ class MemoryStore:
             stored.item = stored.item.tombstone(actor.at)
             stored.sequence = self._next_sequence(vault_id)
             self._indexes[vault_id].changed(item_id, stored.sequence)
+            self._forget_content(vault_id, item_id)
             self._record([audit.item_event(actor, Action.ITEM_DELETED, stored.item)])
-        return ItemChange(stored.item, stored.sequence)
+        change = ItemChange(stored.item, stored.sequence)
+        self._remember(actor, request, change)
+        return change
 
-    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor, *, request: RequestId | None = None) -> CreateOutcome:
         vault = self._vaults.get(item.vault_id)
         if vault is None or vault.tenant_id != item.tenant_id:
             raise UnknownReference(f"no vault {item.vault_id} in tenant {item.tenant_id}")
+        if (earlier := self._earlier(actor, request, ItemChange)) is not None:
+            return earlier
         key = (item.vault_id, item.item_id)
         if (stored := self._items.get(key)) is not None:
             return Existing(ItemChange(stored.item, stored.sequence))
         stored = self._add_item(item)
         self._record([audit.item_event(actor, Action.ITEM_CREATED, item)])
-        return Created(ItemChange(stored.item, stored.sequence))
+        change = ItemChange(stored.item, stored.sequence)
+        self._remember(actor, request, change)
+        return Created(change)
 
-    async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
+    async def update_item(  # noqa: PLR0913 # the update's parts, and the request id naming it
+        self,
+        vault_id: str,
+        item_id: str,
+        base_version: int,
+        patch: ItemPatch,
+        actor: Actor,
+        *,
+        request: RequestId | None = None,
     ) -> UpdateOutcome:
+        if (earlier := self._earlier(actor, request, ItemChange)) is not None:
+            return earlier
         stored = self._items.get((vault_id, item_id))
         if stored is None:
             return Missing()
@@ -315,7 +349,17 @@ class MemoryStore:
         stored.sequence = self._next_sequence(vault_id)
         self._indexes[vault_id].changed(item_id, stored.sequence)
         self._record([audit.item_event(actor, Action.ITEM_UPDATED, stored.item)])
-        return ItemChange(stored.item, stored.sequence)
+        change = ItemChange(stored.item, stored.sequence)
+        self._remember(actor, request, change)
+        return change
+
+    async def record_answer(self, actor: Actor, request: RequestId, answer: ItemChange) -> RecordOutcome:
+        if (earlier := self._earlier(actor, request, ItemChange)) is not None:
+            return earlier
+        stored = self._items.get((answer.item.vault_id, answer.item.item_id))
+        if stored is not None and not stored.item.deleted:
+            self._remember(actor, request, answer)
+        return None
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         index = self._indexes.get(vault_id, _NO_ITEMS)
@@ -335,6 +379,9 @@ class MemoryStore:
         return self._epoch
 
     async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
+        oldest = oldest_kept(actor.at)
+        for key in [k for k, r in self._answered.items() if r.at < oldest]:
+            del self._answered[key]
         purged = [k for k, s in self._items.items() if s.item.deleted and s.item.updated_at < deleted_before]
         events = []
         for key in purged:
@@ -388,7 +435,11 @@ class MemoryStore:
         if token.parent_token_id:
             self._children.setdefault(token.parent_token_id, []).append(token.token_id)
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
+    async def add_minted_token(
+        self, token: TokenRecord, cap: int, actor: Actor, *, request: RequestId | None = None
+    ) -> MintOutcome:
+        if (earlier := self._earlier(actor, request, tuple)) is not None:
+            return earlier
         parent = self._tokens.get(self._token_ids.get(token.parent_token_id, b""))
         if parent is not None and parent.revoked:
             raise ParentRevoked(f"token {parent.token_id} was revoked")
@@ -398,6 +449,7 @@ class MemoryStore:
         self._add_token(token)
         minted.add(token)
         self._record([actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
+        self._remember(actor, request, (token.token_id,))
         return None
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None:
@@ -424,6 +476,14 @@ class MemoryStore:
         tenant_id = self._tokens[self._token_ids[token_id]].tenant_id
         if audited:
             self._record(audit.revoke_events(actor, action, tenant_id, token_id, revoked))
+        return revoked
+
+    async def revoke_token_tree_once(self, token_id: str, actor: Actor, request: RequestId | None) -> RevokeOutcome:
+        if (earlier := self._earlier(actor, request, tuple)) is not None:
+            return earlier
+        revoked = await self.revoke_token_tree(token_id, actor)  # no await inside: one step still
+        if revoked is not None:
+            self._remember(actor, request, tuple(revoked))
         return revoked
 
     def _revoke(self, token_ids: Iterable[str]) -> list[str]:
@@ -472,6 +532,31 @@ class MemoryStore:
         token = self._tokens[secret_hash]
         if token.last_used_at is None or token.last_used_at < stale_before:
             self._tokens[secret_hash] = replace(token, last_used_at=now)
+
+    # request ids
+
+    def _earlier(self, actor: Actor, request: RequestId | None, kind: type[A]) -> Repeated[A] | Reused | None:
+        """What the principal's record of the request id says, if it made one still kept."""
+        if request is None:
+            return None
+        record = self._answered.get((actor.principal_id, request.value))
+        if record is None or record.at < oldest_kept(actor.at):
+            return None
+        if record.fingerprint != request.fingerprint or not isinstance(record.answer, kind):
+            return Reused()
+        return Repeated(record.answer)
+
+    def _remember(self, actor: Actor, request: RequestId | None, answer: Answer) -> None:
+        if request is not None:
+            self._answered[(actor.principal_id, request.value)] = _Answered(request.fingerprint, actor.at, answer)
+
+    def _forget_content(self, vault_id: str, item_id: str) -> None:
+        """A delete erases the item's content from the answers recorded of it too (a scan: the
+        memory store holds what a development server or a test makes)."""
+        for key, record in list(self._answered.items()):
+            answer = record.answer
+            if isinstance(answer, ItemChange) and (answer.item.vault_id, answer.item.item_id) == (vault_id, item_id):
+                del self._answered[key]
 
     # audit trail
 

@@ -38,6 +38,7 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
+from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.observability import probes
 from zkplatform.repository import (
     AlreadyExists,
@@ -46,9 +47,12 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    MintOutcome,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
+    RecordOutcome,
+    RevokeOutcome,
     Stale,
     UnknownReference,
     UpdateOutcome,
@@ -327,66 +331,135 @@ class PostgresStore:
         row = await self._one(SQL.get_item, (vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
-        # The compare-and-set and its audit event run in the database (migration 0005), one
-        # statement in its own transaction: one round trip instead of seven. The function
-        # appends the event to the chain of the vault's tenant.
-        event = actor.event_bytes(Action.ITEM_DELETED, vault=vault_id, item=item_id)
-        row = await self._one(
-            f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s, %s)",
-            (vault_id, item_id, base_version, actor.at, event),
+    async def delete_item(
+        self, vault_id: str, item_id: str, base_version: int, actor: Actor, *, request: RequestId | None = None
+    ) -> DeleteOutcome:
+        # The compare-and-set, its audit event and the erasure of the item's recorded answers
+        # run in the database (migrations 0005, 0007), one statement in its own transaction: one
+        # round trip instead of eight. The function appends the event to the chain of the
+        # vault's tenant. With a request id, the same statement between the claim of the id
+        # and its settlement, in one transaction.
+        params = (
+            vault_id,
+            item_id,
+            base_version,
+            actor.at,
+            actor.event_bytes(Action.ITEM_DELETED, vault=vault_id, item=item_id),
+            oldest_kept(actor.at),
         )
-        if row is None:
-            return Missing()
-        item, sequence = rows.item_from_row(row)
-        return ItemChange(item, sequence) if item.deleted else Stale(item.version)
+        if request is None:
+            return _deleted(await self._one(_DELETE_ITEM, params))
 
-    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
+        async def delete(conn: Conn) -> DeleteOutcome:
+            if (earlier := await _claim(conn, actor, request, ItemChange)) is not None:
+                return earlier
+            outcome = _deleted(await _fetchone(conn, _DELETE_ITEM, params))
+            await _settle(conn, actor, request, outcome if isinstance(outcome, ItemChange) else None)
+            return outcome
+
+        return await self._tx(delete)
+
+    async def create_item(self, item: Item, actor: Actor, *, request: RequestId | None = None) -> CreateOutcome:
         # The insert that takes the sequence number in one statement, in its own transaction:
         # a duplicate id fails the statement, which rolls back the number it took. Concurrent
         # creates in one vault queue on the vault's row; of one id, the first commits and the
         # others then fail on the primary key.
-        for _ in range(_ATTEMPTS):
-            try:
-                row = await self._one(
-                    _CREATE_ITEM,
-                    (
-                        item.vault_id,
-                        item.tenant_id,
-                        *rows.item_params(item, 0)[:-1],
-                        audit.item_event(actor, Action.ITEM_CREATED, item).canonical(),
-                    ),
-                )
-            except errors.UniqueViolation:
-                existing = await self._one(SQL.get_item, (item.vault_id, item.item_id))
-                if existing is not None:
-                    return Existing(ItemChange(*rows.item_from_row(existing)))
-                continue  # its tombstone was purged in between: the id is free again
-            if row is None:
-                raise UnknownReference(rows.unknown_vault(item))
-            return Created(ItemChange(item, int(row[0])))
-        raise _contended(item.vault_id, item.item_id)
+        params = (
+            item.vault_id,
+            item.tenant_id,
+            *rows.item_params(item, 0)[:-1],
+            audit.item_event(actor, Action.ITEM_CREATED, item).canonical(),
+        )
+        if request is None:
+            for _ in range(_ATTEMPTS):
+                try:
+                    row = await self._one(_CREATE_ITEM, params)
+                except errors.UniqueViolation:
+                    existing = await self._one(SQL.get_item, (item.vault_id, item.item_id))
+                    if existing is not None:
+                        return Existing(ItemChange(*rows.item_from_row(existing)))
+                    continue  # its tombstone was purged in between: the id is free again
+                return _created(item, row)
+            raise _contended(item.vault_id, item.item_id)
 
-    async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
+        async def create(conn: Conn) -> CreateOutcome:
+            # The same, between the claim of the id and its settlement: the insert in a
+            # savepoint, so that a duplicate fails it alone.
+            if (earlier := await _claim(conn, actor, request, ItemChange)) is not None:
+                return earlier
+            for _ in range(_ATTEMPTS):
+                try:
+                    async with conn.transaction():
+                        row = await _fetchone(conn, _CREATE_ITEM, params)
+                except errors.UniqueViolation:
+                    existing = await _fetchone(conn, SQL.get_item, (item.vault_id, item.item_id))
+                    if existing is None:
+                        continue
+                    await _settle(conn, actor, request, None)
+                    return Existing(ItemChange(*rows.item_from_row(existing)))
+                outcome = _created(item, row)
+                await _settle(conn, actor, request, outcome.change)
+                return outcome
+            raise _contended(item.vault_id, item.item_id)
+
+        return await self._tx(create)
+
+    async def update_item(  # noqa: PLR0913 # the update's parts, and the request id naming it
+        self,
+        vault_id: str,
+        item_id: str,
+        base_version: int,
+        patch: ItemPatch,
+        actor: Actor,
+        *,
+        request: RequestId | None = None,
     ) -> UpdateOutcome:
         event = actor.event_bytes(Action.ITEM_UPDATED, vault=vault_id, item=item_id)  # the vault's tenant's
-        for _ in range(_ATTEMPTS):
-            row = await self._one(
-                _UPDATE_ITEM,
-                (vault_id, item_id, base_version, *_patch_params(patch), actor.at, vault_id, item_id, event),
+        params = (vault_id, item_id, base_version, *_patch_params(patch), actor.at, vault_id, item_id, event)
+
+        async def update(fetch: Callable[[str, Sequence[object]], Awaitable[tuple[Any, ...] | None]]) -> UpdateOutcome:
+            for _ in range(_ATTEMPTS):
+                row = await fetch(_UPDATE_ITEM, params)
+                if row is not None:
+                    return ItemChange(*rows.item_from_row(row[:-1]))
+                # Not applied: the item as committed now says why. Versions only grow, so it is
+                # at base_version again only if it was purged and created anew in between: then retry.
+                current = await fetch(SQL.get_item, (vault_id, item_id))
+                if current is None:
+                    return Missing()
+                change = ItemChange(*rows.item_from_row(current))
+                if change.item.deleted or change.item.version != base_version:
+                    return Conflict(change)
+            raise _contended(vault_id, item_id)
+
+        if request is None:  # each statement in its own transaction
+            return await update(self._one)
+
+        async def update_once(conn: Conn) -> UpdateOutcome:
+            if (earlier := await _claim(conn, actor, request, ItemChange)) is not None:
+                return earlier
+            outcome = await update(lambda query, query_params: _fetchone(conn, query, query_params))
+            await _settle(conn, actor, request, outcome if isinstance(outcome, ItemChange) else None)
+            return outcome
+
+        return await self._tx(update_once)
+
+    async def record_answer(self, actor: Actor, request: RequestId, answer: ItemChange) -> RecordOutcome:
+        async def record(conn: Conn) -> RecordOutcome:
+            if (earlier := await _claim(conn, actor, request, ItemChange)) is not None:
+                return earlier
+            # The item's row is locked from here to the commit: a delete of it waits, and then
+            # erases this record; one that committed first leaves it deleted, and then nothing is
+            # recorded.
+            live = await _fetchone(
+                conn,
+                "SELECT 1 FROM items WHERE vault_id = %s AND item_id = %s AND NOT deleted FOR SHARE",
+                (answer.item.vault_id, answer.item.item_id),
             )
-            if row is not None:
-                return ItemChange(*rows.item_from_row(row[:-1]))
-            # Not applied: the item as committed now says why. Versions only grow, so it is at
-            # base_version again only if it was purged and created anew in between: then retry.
-            current = await self._one(SQL.get_item, (vault_id, item_id))
-            if current is None:
-                return Missing()
-            change = ItemChange(*rows.item_from_row(current))
-            if change.item.deleted or change.item.version != base_version:
-                return Conflict(change)
-        raise _contended(vault_id, item_id)
+            await _settle(conn, actor, request, None if live is None else answer)
+            return None
+
+        return await self._tx(record)
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         # One statement, so one snapshot: the sequence is the one the items are at.
@@ -431,6 +504,7 @@ class PostgresStore:
             # One statement for the rows purged and the horizons they raise; then their events.
             purged = await (await conn.execute(_PURGE, (deleted_before,))).fetchall()
             await _record(conn, [actor.event(t, Action.ITEM_PURGED, vault=v, item=i) for t, v, i in purged])
+            await conn.execute(SQL.forget_request_ids, (oldest_kept(actor.at),))
             return len(purged)
 
         return await self._tx(purge)
@@ -454,8 +528,12 @@ class PostgresStore:
 
         await self._tx(add)
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
-        async def add(conn: Conn) -> int | None:
+    async def add_minted_token(
+        self, token: TokenRecord, cap: int, actor: Actor, *, request: RequestId | None = None
+    ) -> MintOutcome:
+        async def add(conn: Conn) -> MintOutcome:
+            if request is not None and (earlier := await _claim(conn, actor, request, tuple)) is not None:
+                return earlier
             # The principal's row lock orders this after any revocation of its tokens or its
             # disabling (they take the same lock), and the statements below, each with a fresh
             # snapshot, see what those committed.
@@ -470,9 +548,13 @@ class PostgresStore:
                 (token.principal_id, actor.at),
             ) or (0, None)
             if count >= cap:
+                if request is not None:
+                    await _settle(conn, actor, request, None)
                 return int(first_expiry)
             await _add_token(conn, token)
             await _record(conn, [actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
+            if request is not None:
+                await _settle(conn, actor, request, (token.token_id,))
             return None
 
         return await self._tx(add)
@@ -492,18 +574,15 @@ class PostgresStore:
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
-        async def revoke(conn: Conn) -> list[str] | None:
-            row = await _fetchone(conn, "SELECT principal_id, tenant_id FROM tokens WHERE token_id = %s", (token_id,))
-            if row is None:
-                return None
-            # A tree belongs to one principal (a token mints only for its own). With the
-            # principal's row locked, no mint for it is between its checks and its commit, so
-            # the walk below, a statement with a fresh snapshot, sees every child there is.
-            await _lock_principal(conn, row[0])
-            cursor = await conn.execute(SQL.revoke_tree, (token_id,))
-            revoked = sorted(r[0] for r in await cursor.fetchall())
-            if audited:
-                await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
+        return await self._tx(lambda conn: _revoke_tree(conn, token_id, actor, action, audited=audited))
+
+    async def revoke_token_tree_once(self, token_id: str, actor: Actor, request: RequestId | None) -> RevokeOutcome:
+        async def revoke(conn: Conn) -> RevokeOutcome:
+            if request is not None and (earlier := await _claim(conn, actor, request, tuple)) is not None:
+                return earlier
+            revoked = await _revoke_tree(conn, token_id, actor, Action.TOKEN_REVOKED, audited=True)
+            if request is not None:
+                await _settle(conn, actor, request, None if revoked is None else tuple(revoked))
             return revoked
 
         return await self._tx(revoke)
@@ -640,6 +719,80 @@ _PURGE = (
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 # A chain's head before its first event: sequence 0 and the hash that comes before event 1.
 _NEW_AUDIT_HEAD = "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
+
+
+_DELETE_ITEM = f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s, %s, %s)"
+# Claim a request id for this call: (principal, request id, fingerprint, now, oldest kept) -> a
+# row when it is this call's, a record past the retention period included (its answer cleared);
+# no row when a record still kept holds it (which this locks, unchanged, until the commit).
+_CLAIM_REQUEST = (
+    "INSERT INTO request_ids (principal_id, request_id, fingerprint, recorded_at) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (principal_id, request_id) DO UPDATE SET fingerprint = excluded.fingerprint,"
+    " recorded_at = excluded.recorded_at, "
+    + ", ".join(f"{column} = NULL" for column in rows.ANSWER_COLUMNS.split(", "))
+    + " WHERE request_ids.recorded_at < %s RETURNING 1"
+)
+# A claim's answer: (the answer's columns, principal, request id).
+_SETTLE_REQUEST = (
+    f"UPDATE request_ids SET ({rows.ANSWER_COLUMNS}) = ({', '.join(['%s'] * len(rows.ANSWER_COLUMNS.split(', ')))})"
+    " WHERE principal_id = %s AND request_id = %s"
+)
+_DROP_REQUEST = "DELETE FROM request_ids WHERE principal_id = %s AND request_id = %s"
+
+
+def _deleted(row: tuple[Any, ...] | None) -> DeleteOutcome:
+    """What zk_delete_item's row says."""
+    if row is None:
+        return Missing()
+    item, sequence = rows.item_from_row(row)
+    return ItemChange(item, sequence) if item.deleted else Stale(item.version)
+
+
+def _created(item: Item, row: tuple[Any, ...] | None) -> Created:
+    """What _CREATE_ITEM's row says: no row, no such vault in the item's tenant."""
+    if row is None:
+        raise UnknownReference(rows.unknown_vault(item))
+    return Created(ItemChange(item, int(row[0])))
+
+
+async def _claim(conn: Conn, actor: Actor, request: RequestId, kind: type[A]) -> Repeated[A] | Reused | None:
+    """Make the request id this call's, as the transaction's first lock (None); or, when the
+    principal's record of it is still kept, what that says. A concurrent call with the id
+    waits here for the commit of the one that claimed it, then reads its record."""
+    oldest = oldest_kept(actor.at)
+    claim = (actor.principal_id, request.value, request.fingerprint, actor.at, oldest)
+    if await _fetchone(conn, _CLAIM_REQUEST, claim) is not None:
+        return None
+    # Committed (the insert waited for that) with its answer, and locked by the insert until
+    # this commits: a statement with a fresh snapshot reads it.
+    row = await _fetchone(conn, SQL.request_record, (actor.principal_id, request.value, oldest))
+    assert row is not None
+    return rows.repeat_of(row, request, kind)
+
+
+async def _settle(conn: Conn, actor: Actor, request: RequestId, answer: Answer | None) -> None:
+    """The claim's end, before the commit: the answer of a call that succeeded, recorded; a
+    failure's claim deleted, so that nothing stays of it."""
+    key = (actor.principal_id, request.value)
+    if answer is None:
+        await conn.execute(_DROP_REQUEST, key)
+    else:
+        await conn.execute(_SETTLE_REQUEST, (*rows.answer_params(answer), *key))
+
+
+async def _revoke_tree(conn: Conn, token_id: str, actor: Actor, action: Action, *, audited: bool) -> list[str] | None:
+    row = await _fetchone(conn, "SELECT principal_id, tenant_id FROM tokens WHERE token_id = %s", (token_id,))
+    if row is None:
+        return None
+    # A tree belongs to one principal (a token mints only for its own). With the
+    # principal's row locked, no mint for it is between its checks and its commit, so
+    # the walk below, a statement with a fresh snapshot, sees every child there is.
+    await _lock_principal(conn, row[0])
+    cursor = await conn.execute(SQL.revoke_tree, (token_id,))
+    revoked = sorted(r[0] for r in await cursor.fetchall())
+    if audited:
+        await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
+    return revoked
 
 
 def _patch_params(patch: ItemPatch) -> tuple[object, ...]:

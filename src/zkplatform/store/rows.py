@@ -9,7 +9,18 @@ from itertools import islice
 from typing import Any
 
 from zkplatform.domain.audit import AuditRecord, Head, UnreadableRecord
-from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Scope, TokenRecord, Vault, WrappedKey
+from zkplatform.domain.models import (
+    EncryptedPayload,
+    Item,
+    ItemChange,
+    Principal,
+    Role,
+    Scope,
+    TokenRecord,
+    Vault,
+    WrappedKey,
+)
+from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused
 
 ITEM_COLUMNS = (
     "vault_id, item_id, tenant_id, version, kind, title_hash, updated_at, payload, wrapped_keys, deleted, sequence"
@@ -18,6 +29,10 @@ TOKEN_COLUMNS = (
     "secret_hash, token_id, tenant_id, principal_id, scopes, issued_at, expires_at, pop_key_id, minted, revoked,"  # noqa: S105 # column names
     " parent_token_id, last_used_at"
 )
+
+# What a call made with a request id answered: an item's change in the columns of `items`, or
+# token ids (space-separated, '' for none); the others NULL.
+ANSWER_COLUMNS = ITEM_COLUMNS + ", token_ids"
 
 
 # Items an add_items holds in memory at a time, and inserts with one statement: an import
@@ -36,6 +51,7 @@ TOKEN_WITH_PRINCIPAL = (
 
 
 _TOKEN_WIDTH = len(TOKEN_COLUMNS.split(", "))
+_ITEM_WIDTH = len(ITEM_COLUMNS.split(", "))
 
 
 def token_with_principal_from_row(row: tuple[Any, ...] | Any) -> tuple[TokenRecord, Principal]:
@@ -149,6 +165,30 @@ def item_from_row(row: tuple[Any, ...] | Any) -> tuple[Item, int]:
         deleted=bool(deleted),
     )
     return item, sequence
+
+
+def answer_params(answer: Answer) -> tuple[Any, ...]:
+    """An answer in ANSWER_COLUMNS order."""
+    if isinstance(answer, ItemChange):
+        return (*item_params(answer.item, answer.sequence), None)
+    return (*(None,) * _ITEM_WIDTH, " ".join(answer))
+
+
+def answer_from_row(row: tuple[Any, ...] | Any) -> Answer:
+    """An answer from a row in ANSWER_COLUMNS order."""
+    token_ids = row[_ITEM_WIDTH]
+    if token_ids is not None:
+        return tuple(str(token_ids).split())
+    return ItemChange(*item_from_row(row[:_ITEM_WIDTH]))
+
+
+def repeat_of(row: tuple[Any, ...] | Any, request: RequestId, kind: type[A]) -> Repeated[A] | Reused:
+    """What a record found of the request id (a row of fingerprint and ANSWER_COLUMNS) says of
+    this call: a repeat of the call it recorded, or the id reused for another request."""
+    answer = answer_from_row(row[1:])
+    if bytes(row[0]) != request.fingerprint or not isinstance(answer, kind):
+        return Reused()
+    return Repeated(answer)
 
 
 def token_params(token: TokenRecord) -> tuple[Any, ...]:

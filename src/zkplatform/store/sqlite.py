@@ -27,6 +27,7 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
+from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.repository import (
     AlreadyExists,
     Conflict,
@@ -34,9 +35,12 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
+    MintOutcome,
     Missing,
     ParentRevoked,
     PrincipalDisabled,
+    RecordOutcome,
+    RevokeOutcome,
     Stale,
     UnknownReference,
     UpdateOutcome,
@@ -295,8 +299,12 @@ class SQLiteStore:
         row = self._lookup(lambda c: _item_row(c, vault_id, item_id))
         return None if row is None else rows.item_from_row(row)[0]
 
-    async def delete_item(self, vault_id: str, item_id: str, base_version: int, actor: Actor) -> DeleteOutcome:
+    async def delete_item(
+        self, vault_id: str, item_id: str, base_version: int, actor: Actor, *, request: RequestId | None = None
+    ) -> DeleteOutcome:
         def delete(conn: sqlite3.Connection) -> DeleteOutcome:
+            if (earlier := _earlier(conn, actor, request, ItemChange)) is not None:
+                return earlier
             # The compare-and-set: only a live item at base_version changes.
             changed = conn.execute(
                 "UPDATE items SET deleted = 1, version = version + 1, updated_at = ?, title_hash = '',"
@@ -309,23 +317,30 @@ class SQLiteStore:
                     "UPDATE items SET sequence = ? WHERE vault_id = ? AND item_id = ?",
                     (_next_sequence(conn, vault_id), vault_id, item_id),
                 )
+                conn.execute(SQL.forget_item_answers, (vault_id, item_id))
             row = _item_row(conn, vault_id, item_id)
             if row is None:
                 return Missing()
             item, sequence = rows.item_from_row(row)
             if changed:
                 _record(conn, [audit.item_event(actor, Action.ITEM_DELETED, item)])
-            return ItemChange(item, sequence) if item.deleted else Stale(item.version)
+            if not item.deleted:
+                return Stale(item.version)
+            _remember(conn, actor, request, ItemChange(item, sequence))
+            return ItemChange(item, sequence)
 
         outcome = await self._write(delete)
         if isinstance(outcome, ItemChange):
             self._changed(vault_id, outcome.sequence)
         return outcome
 
-    async def create_item(self, item: Item, actor: Actor) -> CreateOutcome:
+    async def create_item(self, item: Item, actor: Actor, *, request: RequestId | None = None) -> CreateOutcome:
         def create(conn: sqlite3.Connection) -> CreateOutcome:
             # Read, then write: the transaction holds the file's write lock from BEGIN IMMEDIATE
-            # on, so nothing can add the item in between, in this process or another.
+            # on, so nothing can add the item (or record the request id) in between, in this
+            # process or another.
+            if (earlier := _earlier(conn, actor, request, ItemChange)) is not None:
+                return earlier
             if (row := _item_row(conn, item.vault_id, item.item_id)) is not None:
                 return Existing(ItemChange(*rows.item_from_row(row)))
             taken = conn.execute(SQL.take_tenant_sequence, (item.vault_id, item.tenant_id)).fetchone()
@@ -333,17 +348,28 @@ class SQLiteStore:
                 raise UnknownReference(rows.unknown_vault(item))
             conn.execute(SQL.add_item, rows.item_params(item, taken[0]))
             _record(conn, [audit.item_event(actor, Action.ITEM_CREATED, item)])
-            return Created(ItemChange(item, int(taken[0])))
+            change = ItemChange(item, int(taken[0]))
+            _remember(conn, actor, request, change)
+            return Created(change)
 
         outcome = await self._write(create)
         if isinstance(outcome, Created):
             self._changed(item.vault_id, outcome.change.sequence)
         return outcome
 
-    async def update_item(
-        self, vault_id: str, item_id: str, base_version: int, patch: ItemPatch, actor: Actor
+    async def update_item(  # noqa: PLR0913 # the update's parts, and the request id naming it
+        self,
+        vault_id: str,
+        item_id: str,
+        base_version: int,
+        patch: ItemPatch,
+        actor: Actor,
+        *,
+        request: RequestId | None = None,
     ) -> UpdateOutcome:
         def update(conn: sqlite3.Connection) -> UpdateOutcome:
+            if (earlier := _earlier(conn, actor, request, ItemChange)) is not None:
+                return earlier
             # The compare-and-set: only a live item at base_version changes, and only then does
             # the vault's sequence move (writes are serialised, so "its sequence + 1" is the next).
             # A column the patch leaves alone is NULL here and keeps its value, in the same statement.
@@ -358,6 +384,7 @@ class SQLiteStore:
                 _next_sequence(conn, vault_id)
                 change = ItemChange(*rows.item_from_row(row))
                 _record(conn, [audit.item_event(actor, Action.ITEM_UPDATED, change.item)])
+                _remember(conn, actor, request, change)
                 return change
             if (row := _item_row(conn, vault_id, item_id)) is None:
                 return Missing()
@@ -367,6 +394,17 @@ class SQLiteStore:
         if isinstance(outcome, ItemChange):
             self._changed(vault_id, outcome.sequence)
         return outcome
+
+    async def record_answer(self, actor: Actor, request: RequestId, answer: ItemChange) -> RecordOutcome:
+        def record(conn: sqlite3.Connection) -> RecordOutcome:
+            if (earlier := _earlier(conn, actor, request, ItemChange)) is not None:
+                return earlier
+            row = _item_row(conn, answer.item.vault_id, answer.item.item_id)
+            if row is not None and not rows.item_from_row(row)[0].deleted:
+                _remember(conn, actor, request, answer)
+            return None
+
+        return await self._write(record)
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         def page(conn: sqlite3.Connection) -> ItemPage:
@@ -418,6 +456,7 @@ class SQLiteStore:
             _record(conn, (actor.event(t, Action.ITEM_PURGED, vault=v, item=i) for v, _, t, i in purged))
             for vault_id, horizon in horizons.items():
                 conn.execute(SQL.raise_purge_horizon, (horizon, vault_id, horizon))
+            conn.execute(SQL.forget_request_ids, (oldest_kept(actor.at),))
             return len(purged)
 
         return await self._write(purge)
@@ -446,8 +485,12 @@ class SQLiteStore:
 
         await self._write(add)
 
-    async def add_minted_token(self, token: TokenRecord, cap: int, actor: Actor) -> int | None:
-        def add(conn: sqlite3.Connection) -> int | None:
+    async def add_minted_token(
+        self, token: TokenRecord, cap: int, actor: Actor, *, request: RequestId | None = None
+    ) -> MintOutcome:
+        def add(conn: sqlite3.Connection) -> MintOutcome:
+            if (earlier := _earlier(conn, actor, request, tuple)) is not None:
+                return earlier
             # In the writer's transaction: a revocation committed before this is seen here.
             parent = conn.execute(SQL.parent_revoked, (token.parent_token_id,)).fetchone()
             if parent is not None and parent[0]:
@@ -461,6 +504,7 @@ class SQLiteStore:
                 return int(first_expiry)
             _add_token(conn, token)
             _record(conn, [actor.event(token.tenant_id, Action.TOKEN_MINTED, token=token.token_id)])
+            _remember(conn, actor, request, (token.token_id,))
             return None
 
         return await self._write(add)
@@ -480,18 +524,23 @@ class SQLiteStore:
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
     ) -> list[str] | None:
-        def revoke(conn: sqlite3.Connection) -> list[str] | None:
-            found = conn.execute(SQL.token_tenant, (token_id,)).fetchone()
-            if found is None:
-                return None
-            revoked = sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)))
-            if audited:
-                _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
-            return revoked
-
-        revoked = await self._write(revoke)
+        revoked = await self._write(lambda conn: _revoke_tree(conn, token_id, actor, action, audited=audited))
         self._feed.revoked(revoked or ())
         return revoked
+
+    async def revoke_token_tree_once(self, token_id: str, actor: Actor, request: RequestId | None) -> RevokeOutcome:
+        def revoke(conn: sqlite3.Connection) -> RevokeOutcome:
+            if (earlier := _earlier(conn, actor, request, tuple)) is not None:
+                return earlier
+            revoked = _revoke_tree(conn, token_id, actor, Action.TOKEN_REVOKED, audited=True)
+            if revoked is not None:
+                _remember(conn, actor, request, tuple(revoked))
+            return revoked
+
+        outcome = await self._write(revoke)
+        if isinstance(outcome, list):
+            self._feed.revoked(outcome)
+        return outcome
 
     async def list_tokens(
         self,
@@ -678,6 +727,37 @@ def _add_token(conn: sqlite3.Connection, token: TokenRecord) -> None:
         rows.token_params(token),
         "token",
     )
+
+
+def _revoke_tree(
+    conn: sqlite3.Connection, token_id: str, actor: Actor, action: Action, *, audited: bool
+) -> list[str] | None:
+    found = conn.execute(SQL.token_tenant, (token_id,)).fetchone()
+    if found is None:
+        return None
+    revoked = sorted(row[0] for row in conn.execute(SQL.revoke_tree, (token_id,)))
+    if audited:
+        _record(conn, audit.revoke_events(actor, action, found[0], token_id, revoked))
+    return revoked
+
+
+def _earlier(
+    conn: sqlite3.Connection, actor: Actor, request: RequestId | None, kind: type[A]
+) -> Repeated[A] | Reused | None:
+    """What the principal's record of the request id says, if it made one still kept. In the
+    writer's transaction: a record committed by any process before it is seen here."""
+    if request is None:
+        return None
+    row = conn.execute(SQL.request_record, (actor.principal_id, request.value, oldest_kept(actor.at))).fetchone()
+    return None if row is None else rows.repeat_of(row, request, kind)
+
+
+def _remember(conn: sqlite3.Connection, actor: Actor, request: RequestId | None, answer: Answer) -> None:
+    """Record the answer of a call that succeeded under its request id (over a record past the
+    retention period: _earlier found none kept)."""
+    if request is not None:
+        params = (actor.principal_id, request.value, request.fingerprint, actor.at, *rows.answer_params(answer))
+        conn.execute(SQL.record_request, (*params, oldest_kept(actor.at))).fetchall()
 
 
 def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:

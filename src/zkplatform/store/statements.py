@@ -15,6 +15,19 @@ def _values(count: int) -> str:
     return "(" + ", ".join("?" * count) + ")"
 
 
+def _record_request() -> str:
+    """Record a call's answer under its request id, over a record of that id made before
+    (principal, request id, fingerprint, now, the answer's columns, oldest kept): a record made
+    at or after `oldest kept` stays as it is, and nothing is returned."""
+    columns = f"principal_id, request_id, fingerprint, recorded_at, {rows.ANSWER_COLUMNS}"
+    overwritten = ", ".join(f"{c} = excluded.{c}" for c in columns.split(", ")[2:])
+    return (
+        f"INSERT INTO request_ids ({columns}) VALUES {_values(len(columns.split(', ')))}"
+        f" ON CONFLICT (principal_id, request_id) DO UPDATE SET {overwritten}"
+        " WHERE request_ids.recorded_at < ? RETURNING 1"
+    )
+
+
 def _list_items(condition: str) -> str:
     return (
         f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id > ?{condition} ORDER BY item_id LIMIT ?"
@@ -106,6 +119,16 @@ class Statements:
     touch_token: str = (
         "UPDATE tokens SET last_used_at = ? WHERE token_id = ? AND (last_used_at IS NULL OR last_used_at < ?)"  # noqa: S105
     )
+
+    # The principal's record of a request id, if made at or after a time: (principal, request id, time).
+    request_record: str = (
+        f"SELECT fingerprint, {rows.ANSWER_COLUMNS} FROM request_ids"
+        " WHERE principal_id = ? AND request_id = ? AND recorded_at >= ?"
+    )
+    record_request: str = _record_request()
+    # A delete erases the item's content from the answers recorded of it: (vault, item).
+    forget_item_answers: str = "DELETE FROM request_ids WHERE vault_id = ? AND item_id = ? AND deleted = FALSE"
+    forget_request_ids: str = "DELETE FROM request_ids WHERE recorded_at < ?"
 
     forget_mint_attempts: str = "DELETE FROM mint_attempts WHERE principal_id = ? AND at <= ?"
     add_mint_attempt: str = "INSERT INTO mint_attempts VALUES (?, ?)"

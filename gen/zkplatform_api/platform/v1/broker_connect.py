@@ -89,7 +89,10 @@ class BrokerService(Protocol):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -126,10 +129,12 @@ class BrokerService(Protocol):
 
         A repeat, like any call, first authenticates its own token. Made with a
         token that is still live, it answers an empty list: the tree is revoked
-        already. Made with a token the first call revoked (a token that revoked
-        itself, a logout, or any token of the revoked tree), it answers
-        UNAUTHENTICATED, as every call with a revoked token does; for a client
-        that retries a logout, that answer means the token no longer works.
+        already; with the first call's `request_id`, it answers what that call
+        answered (see the field). Made with a token the first call revoked (a
+        token that revoked itself, a logout, or any token of the revoked tree),
+        it answers UNAUTHENTICATED, as every call with a revoked token does; for
+        a client that retries a logout, that answer means the token no longer
+        works.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -275,7 +280,10 @@ class BrokerServiceClient(ConnectClient):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         return await self.execute_unary(
             request=request,
@@ -348,10 +356,12 @@ class BrokerServiceClient(ConnectClient):
 
         A repeat, like any call, first authenticates its own token. Made with a
         token that is still live, it answers an empty list: the tree is revoked
-        already. Made with a token the first call revoked (a token that revoked
-        itself, a logout, or any token of the revoked tree), it answers
-        UNAUTHENTICATED, as every call with a revoked token does; for a client
-        that retries a logout, that answer means the token no longer works.
+        already; with the first call's `request_id`, it answers what that call
+        answered (see the field). Made with a token the first call revoked (a
+        token that revoked itself, a logout, or any token of the revoked tree),
+        it answers UNAUTHENTICATED, as every call with a revoked token does; for
+        a client that retries a logout, that answer means the token no longer
+        works.
         """
         return await self.execute_unary(
             request=request,
@@ -419,7 +429,10 @@ class BrokerServiceSync(Protocol):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -456,10 +469,12 @@ class BrokerServiceSync(Protocol):
 
         A repeat, like any call, first authenticates its own token. Made with a
         token that is still live, it answers an empty list: the tree is revoked
-        already. Made with a token the first call revoked (a token that revoked
-        itself, a logout, or any token of the revoked tree), it answers
-        UNAUTHENTICATED, as every call with a revoked token does; for a client
-        that retries a logout, that answer means the token no longer works.
+        already; with the first call's `request_id`, it answers what that call
+        answered (see the field). Made with a token the first call revoked (a
+        token that revoked itself, a logout, or any token of the revoked tree),
+        it answers UNAUTHENTICATED, as every call with a revoked token does; for
+        a client that retries a logout, that answer means the token no longer
+        works.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -603,7 +618,10 @@ class BrokerServiceClientSync(ConnectClientSync):
            (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
            google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         return self.execute_unary(
             request=request,
@@ -676,10 +694,12 @@ class BrokerServiceClientSync(ConnectClientSync):
 
         A repeat, like any call, first authenticates its own token. Made with a
         token that is still live, it answers an empty list: the tree is revoked
-        already. Made with a token the first call revoked (a token that revoked
-        itself, a logout, or any token of the revoked tree), it answers
-        UNAUTHENTICATED, as every call with a revoked token does; for a client
-        that retries a logout, that answer means the token no longer works.
+        already; with the first call's `request_id`, it answers what that call
+        answered (see the field). Made with a token the first call revoked (a
+        token that revoked itself, a logout, or any token of the revoked tree),
+        it answers UNAUTHENTICATED, as every call with a revoked token does; for
+        a client that retries a logout, that answer means the token no longer
+        works.
         """
         return self.execute_unary(
             request=request,

@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from zkplatform_api.platform.v1 import strings_pb2 as zkplatform__api_dot_platform_dot_v1_dot_strings__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'zkplatform_api/platform/v1/broker.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a(zkplatform_api/platform/v1/strings.proto\"\x94\x03\n\x05Token\x12(\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0b\x61\x63\x63\x65ssToken\x12 \n\x08token_id\x18\x02 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x07tokenId\x12\"\n\ttenant_id\x18\x03 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08tenantId\x12(\n\x0cprincipal_id\x18\x04 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0bprincipalId\x12\x1d\n\x06scopes\x18\x05 \x03(\tB\x05\xe2\x41\x02\x03\x05R\x06scopes\x12+\n\x04role\x18\x06 \x01(\x0e\x32\x11.platform.v1.RoleB\x04\xe2\x41\x01\x03R\x04role\x12#\n\npop_key_id\x18\x07 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08popKeyId\x12>\n\tissued_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\x08issuedAt\x12@\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\texpiresAt\"\x8a\x03\n\x17MintUserApiTokenRequest\x12J\n\ttenant_id\x18\x01 \x01(\tB-\xe2\x41\x01\x02\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\xa0\x01\n\x10requested_scopes\x18\x02 \x03(\tBu\xe2\x41\x01\x02\xbaHn\x92\x01k\x08\x01\x10 \"ercR\x10vault.items.readR\x11vault.items.writeR\x12vault.items.deleteR\x12\x62roker.tokens.mintR\x14\x62roker.tokens.manageR\x0frequestedScopes\x12?\n\x15requested_ttl_seconds\x18\x03 \x01(\x05\x42\x0b\xe2\x41\x01\x01\xbaH\x04\x1a\x02(\x00R\x13requestedTtlSeconds\x12?\n\npop_key_id\x18\x04 \x01(\tB!\xe2\x41\x01\x01\xbaH\x1ar\x15\x32\x13^[A-Za-z0-9_-]{43}$\xd8\x01\x01R\x08popKeyId\"J\n\x18MintUserApiTokenResponse\x12.\n\x05token\x18\x01 \x01(\x0b\x32\x12.platform.v1.TokenB\x04\xe2\x41\x01\x03R\x05token\"\x9a\x04\n\tTokenInfo\x12 \n\x08token_id\x18\x01 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x07tokenId\x12\"\n\ttenant_id\x18\x02 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08tenantId\x12(\n\x0cprincipal_id\x18\x03 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0bprincipalId\x12\x1d\n\x06scopes\x18\x04 \x03(\tB\x05\xe2\x41\x02\x03\x05R\x06scopes\x12+\n\x04role\x18\x05 \x01(\x0e\x32\x11.platform.v1.RoleB\x04\xe2\x41\x01\x03R\x04role\x12#\n\npop_key_id\x18\x06 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08popKeyId\x12>\n\tissued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\x08issuedAt\x12@\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\texpiresAt\x12-\n\x0fparent_token_id\x18\t \x01(\tB\x05\xe2\x41\x02\x03\x05R\rparentTokenId\x12\x37\n\x06origin\x18\n \x01(\x0e\x32\x18.platform.v1.TokenOriginB\x05\xe2\x41\x02\x03\x05R\x06origin\x12\x42\n\x0clast_used_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nlastUsedAt\"\xc7\x01\n\x11ListTokensRequest\x12T\n\x0cprincipal_id\x18\x01 \x01(\tB1\xe2\x41\x01\x01\xbaH*r%\x18@2!^([A-Za-z0-9][A-Za-z0-9._:-]*|-)$\xd8\x01\x01R\x0bprincipalId\x12+\n\tpage_size\x18\x02 \x01(\x05\x42\x0e\xe2\x41\x01\x01\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12/\n\npage_token\x18\x03 \x01(\tB\x10\xe2\x41\x01\x01\xbaH\tr\x07\x18\x80\x08\x88\x88\'\x01R\tpageToken\"x\n\x12ListTokensResponse\x12\x34\n\x06tokens\x18\x01 \x03(\x0b\x32\x16.platform.v1.TokenInfoB\x04\xe2\x41\x01\x03R\x06tokens\x12,\n\x0fnext_page_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03R\rnextPageToken\"Q\n\x12RevokeTokenRequest\x12;\n\x08token_id\x18\x01 \x01(\tB \xe2\x41\x01\x02\xbaH\x19r\x14\x32\x12^tok_[0-9a-f]{24}$\xc8\x01\x01R\x07tokenId\"G\n\x13RevokeTokenResponse\x12\x30\n\x11revoked_token_ids\x18\x01 \x03(\tB\x04\xe2\x41\x01\x03R\x0frevokedTokenIds*_\n\x0bTokenOrigin\x12\x1c\n\x18TOKEN_ORIGIN_UNSPECIFIED\x10\x00\x12\x19\n\x15TOKEN_ORIGIN_OPERATOR\x10\x01\x12\x17\n\x13TOKEN_ORIGIN_MINTED\x10\x02*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n\nROLE_OWNER\x10\x01\x12\x0e\n\nROLE_ADMIN\x10\x02\x12\x0f\n\x0bROLE_MEMBER\x10\x03\x12\x10\n\x0cROLE_SERVICE\x10\x04\x32\x9b\x02\n\rBrokerService\x12_\n\x10MintUserApiToken\x12$.platform.v1.MintUserApiTokenRequest\x1a%.platform.v1.MintUserApiTokenResponse\x12R\n\nListTokens\x12\x1e.platform.v1.ListTokensRequest\x1a\x1f.platform.v1.ListTokensResponse\"\x03\x90\x02\x01\x12U\n\x0bRevokeToken\x12\x1f.platform.v1.RevokeTokenRequest\x1a .platform.v1.RevokeTokenResponse\"\x03\x90\x02\x02\x42\xbe\x01\n\x1a\x64\x65v.zkplatform.platform.v1B\x0b\x42rokerProtoP\x01Z>github.com/zkplatform/zkplatform/gen/go/platform/v1;platformv1\xa2\x02\x03ZKP\xaa\x02\x16Zkplatform.Platform.V1\xca\x02\x16Zkplatform\\Platform\\V1\xea\x02\x18Zkplatform::Platform::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'zkplatform_api/platform/v1/broker.proto\x12\x0bplatform.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a(zkplatform_api/platform/v1/strings.proto\"\x94\x03\n\x05Token\x12(\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0b\x61\x63\x63\x65ssToken\x12 \n\x08token_id\x18\x02 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x07tokenId\x12\"\n\ttenant_id\x18\x03 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08tenantId\x12(\n\x0cprincipal_id\x18\x04 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0bprincipalId\x12\x1d\n\x06scopes\x18\x05 \x03(\tB\x05\xe2\x41\x02\x03\x05R\x06scopes\x12+\n\x04role\x18\x06 \x01(\x0e\x32\x11.platform.v1.RoleB\x04\xe2\x41\x01\x03R\x04role\x12#\n\npop_key_id\x18\x07 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08popKeyId\x12>\n\tissued_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\x08issuedAt\x12@\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\texpiresAt\"\xba\x03\n\x17MintUserApiTokenRequest\x12J\n\ttenant_id\x18\x01 \x01(\tB-\xe2\x41\x01\x02\xbaH&r!\x18@2\x1d^[A-Za-z0-9][A-Za-z0-9._:-]*$\xc8\x01\x01R\x08tenantId\x12\xa0\x01\n\x10requested_scopes\x18\x02 \x03(\tBu\xe2\x41\x01\x02\xbaHn\x92\x01k\x08\x01\x10 \"ercR\x10vault.items.readR\x11vault.items.writeR\x12vault.items.deleteR\x12\x62roker.tokens.mintR\x14\x62roker.tokens.manageR\x0frequestedScopes\x12?\n\x15requested_ttl_seconds\x18\x03 \x01(\x05\x42\x0b\xe2\x41\x01\x01\xbaH\x04\x1a\x02(\x00R\x13requestedTtlSeconds\x12?\n\npop_key_id\x18\x04 \x01(\tB!\xe2\x41\x01\x01\xbaH\x1ar\x15\x32\x13^[A-Za-z0-9_-]{43}$\xd8\x01\x01R\x08popKeyId\x12.\n\nrequest_id\x18\x05 \x01(\tB\x0f\xe2\x41\x01\x01\xbaH\x08r\x03\xb0\x01\x01\xd8\x01\x01R\trequestId\"J\n\x18MintUserApiTokenResponse\x12.\n\x05token\x18\x01 \x01(\x0b\x32\x12.platform.v1.TokenB\x04\xe2\x41\x01\x03R\x05token\"\x9a\x04\n\tTokenInfo\x12 \n\x08token_id\x18\x01 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x07tokenId\x12\"\n\ttenant_id\x18\x02 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08tenantId\x12(\n\x0cprincipal_id\x18\x03 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x0bprincipalId\x12\x1d\n\x06scopes\x18\x04 \x03(\tB\x05\xe2\x41\x02\x03\x05R\x06scopes\x12+\n\x04role\x18\x05 \x01(\x0e\x32\x11.platform.v1.RoleB\x04\xe2\x41\x01\x03R\x04role\x12#\n\npop_key_id\x18\x06 \x01(\tB\x05\xe2\x41\x02\x03\x05R\x08popKeyId\x12>\n\tissued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\x08issuedAt\x12@\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x05\xe2\x41\x02\x03\x05R\texpiresAt\x12-\n\x0fparent_token_id\x18\t \x01(\tB\x05\xe2\x41\x02\x03\x05R\rparentTokenId\x12\x37\n\x06origin\x18\n \x01(\x0e\x32\x18.platform.v1.TokenOriginB\x05\xe2\x41\x02\x03\x05R\x06origin\x12\x42\n\x0clast_used_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nlastUsedAt\"\xc7\x01\n\x11ListTokensRequest\x12T\n\x0cprincipal_id\x18\x01 \x01(\tB1\xe2\x41\x01\x01\xbaH*r%\x18@2!^([A-Za-z0-9][A-Za-z0-9._:-]*|-)$\xd8\x01\x01R\x0bprincipalId\x12+\n\tpage_size\x18\x02 \x01(\x05\x42\x0e\xe2\x41\x01\x01\xbaH\x07\x1a\x05\x18\xe8\x07(\x00R\x08pageSize\x12/\n\npage_token\x18\x03 \x01(\tB\x10\xe2\x41\x01\x01\xbaH\tr\x07\x18\x80\x08\x88\x88\'\x01R\tpageToken\"x\n\x12ListTokensResponse\x12\x34\n\x06tokens\x18\x01 \x03(\x0b\x32\x16.platform.v1.TokenInfoB\x04\xe2\x41\x01\x03R\x06tokens\x12,\n\x0fnext_page_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03R\rnextPageToken\"\x81\x01\n\x12RevokeTokenRequest\x12;\n\x08token_id\x18\x01 \x01(\tB \xe2\x41\x01\x02\xbaH\x19r\x14\x32\x12^tok_[0-9a-f]{24}$\xc8\x01\x01R\x07tokenId\x12.\n\nrequest_id\x18\x02 \x01(\tB\x0f\xe2\x41\x01\x01\xbaH\x08r\x03\xb0\x01\x01\xd8\x01\x01R\trequestId\"G\n\x13RevokeTokenResponse\x12\x30\n\x11revoked_token_ids\x18\x01 \x03(\tB\x04\xe2\x41\x01\x03R\x0frevokedTokenIds*_\n\x0bTokenOrigin\x12\x1c\n\x18TOKEN_ORIGIN_UNSPECIFIED\x10\x00\x12\x19\n\x15TOKEN_ORIGIN_OPERATOR\x10\x01\x12\x17\n\x13TOKEN_ORIGIN_MINTED\x10\x02*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n\nROLE_OWNER\x10\x01\x12\x0e\n\nROLE_ADMIN\x10\x02\x12\x0f\n\x0bROLE_MEMBER\x10\x03\x12\x10\n\x0cROLE_SERVICE\x10\x04\x32\x9b\x02\n\rBrokerService\x12_\n\x10MintUserApiToken\x12$.platform.v1.MintUserApiTokenRequest\x1a%.platform.v1.MintUserApiTokenResponse\x12R\n\nListTokens\x12\x1e.platform.v1.ListTokensRequest\x1a\x1f.platform.v1.ListTokensResponse\"\x03\x90\x02\x01\x12U\n\x0bRevokeToken\x12\x1f.platform.v1.RevokeTokenRequest\x1a .platform.v1.RevokeTokenResponse\"\x03\x90\x02\x02\x42\xbe\x01\n\x1a\x64\x65v.zkplatform.platform.v1B\x0b\x42rokerProtoP\x01Z>github.com/zkplatform/zkplatform/gen/go/platform/v1;platformv1\xa2\x02\x03ZKP\xaa\x02\x16Zkplatform.Platform.V1\xca\x02\x16Zkplatform\\Platform\\V1\xea\x02\x18Zkplatform::Platform::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -62,6 +62,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['requested_ttl_seconds']._serialized_options = b'\342A\001\001\272H\004\032\002(\000'
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['pop_key_id']._loaded_options = None
   _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['pop_key_id']._serialized_options = b'\342A\001\001\272H\032r\0252\023^[A-Za-z0-9_-]{43}$\330\001\001'
+  _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['request_id']._loaded_options = None
+  _globals['_MINTUSERAPITOKENREQUEST'].fields_by_name['request_id']._serialized_options = b'\342A\001\001\272H\010r\003\260\001\001\330\001\001'
   _globals['_MINTUSERAPITOKENRESPONSE'].fields_by_name['token']._loaded_options = None
   _globals['_MINTUSERAPITOKENRESPONSE'].fields_by_name['token']._serialized_options = b'\342A\001\003'
   _globals['_TOKENINFO'].fields_by_name['token_id']._loaded_options = None
@@ -98,32 +100,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTTOKENSRESPONSE'].fields_by_name['next_page_token']._serialized_options = b'\342A\001\003'
   _globals['_REVOKETOKENREQUEST'].fields_by_name['token_id']._loaded_options = None
   _globals['_REVOKETOKENREQUEST'].fields_by_name['token_id']._serialized_options = b'\342A\001\002\272H\031r\0242\022^tok_[0-9a-f]{24}$\310\001\001'
+  _globals['_REVOKETOKENREQUEST'].fields_by_name['request_id']._loaded_options = None
+  _globals['_REVOKETOKENREQUEST'].fields_by_name['request_id']._serialized_options = b'\342A\001\001\272H\010r\003\260\001\001\330\001\001'
   _globals['_REVOKETOKENRESPONSE'].fields_by_name['revoked_token_ids']._loaded_options = None
   _globals['_REVOKETOKENRESPONSE'].fields_by_name['revoked_token_ids']._serialized_options = b'\342A\001\003'
   _globals['_BROKERSERVICE'].methods_by_name['ListTokens']._loaded_options = None
   _globals['_BROKERSERVICE'].methods_by_name['ListTokens']._serialized_options = b'\220\002\001'
   _globals['_BROKERSERVICE'].methods_by_name['RevokeToken']._loaded_options = None
   _globals['_BROKERSERVICE'].methods_by_name['RevokeToken']._serialized_options = b'\220\002\002'
-  _globals['_TOKENORIGIN']._serialized_start=2094
-  _globals['_TOKENORIGIN']._serialized_end=2189
-  _globals['_ROLE']._serialized_start=2191
-  _globals['_ROLE']._serialized_end=2286
+  _globals['_TOKENORIGIN']._serialized_start=2191
+  _globals['_TOKENORIGIN']._serialized_end=2286
+  _globals['_ROLE']._serialized_start=2288
+  _globals['_ROLE']._serialized_end=2383
   _globals['_TOKEN']._serialized_start=194
   _globals['_TOKEN']._serialized_end=598
   _globals['_MINTUSERAPITOKENREQUEST']._serialized_start=601
-  _globals['_MINTUSERAPITOKENREQUEST']._serialized_end=995
-  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_start=997
-  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_end=1071
-  _globals['_TOKENINFO']._serialized_start=1074
-  _globals['_TOKENINFO']._serialized_end=1612
-  _globals['_LISTTOKENSREQUEST']._serialized_start=1615
-  _globals['_LISTTOKENSREQUEST']._serialized_end=1814
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=1816
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=1936
-  _globals['_REVOKETOKENREQUEST']._serialized_start=1938
-  _globals['_REVOKETOKENREQUEST']._serialized_end=2019
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=2021
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=2092
-  _globals['_BROKERSERVICE']._serialized_start=2289
-  _globals['_BROKERSERVICE']._serialized_end=2572
+  _globals['_MINTUSERAPITOKENREQUEST']._serialized_end=1043
+  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_start=1045
+  _globals['_MINTUSERAPITOKENRESPONSE']._serialized_end=1119
+  _globals['_TOKENINFO']._serialized_start=1122
+  _globals['_TOKENINFO']._serialized_end=1660
+  _globals['_LISTTOKENSREQUEST']._serialized_start=1663
+  _globals['_LISTTOKENSREQUEST']._serialized_end=1862
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=1864
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=1984
+  _globals['_REVOKETOKENREQUEST']._serialized_start=1987
+  _globals['_REVOKETOKENREQUEST']._serialized_end=2116
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=2118
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=2189
+  _globals['_BROKERSERVICE']._serialized_start=2386
+  _globals['_BROKERSERVICE']._serialized_end=2669
 # @@protoc_insertion_point(module_scope)

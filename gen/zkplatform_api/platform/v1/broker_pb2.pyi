@@ -58,16 +58,18 @@ class Token(_message.Message):
     def __init__(self, access_token: _Optional[str] = ..., token_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., principal_id: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., role: _Optional[_Union[Role, str]] = ..., pop_key_id: _Optional[str] = ..., issued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MintUserApiTokenRequest(_message.Message):
-    __slots__ = ("tenant_id", "requested_scopes", "requested_ttl_seconds", "pop_key_id")
+    __slots__ = ("tenant_id", "requested_scopes", "requested_ttl_seconds", "pop_key_id", "request_id")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_SCOPES_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     POP_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     requested_scopes: _containers.RepeatedScalarFieldContainer[str]
     requested_ttl_seconds: int
     pop_key_id: str
-    def __init__(self, tenant_id: _Optional[str] = ..., requested_scopes: _Optional[_Iterable[str]] = ..., requested_ttl_seconds: _Optional[int] = ..., pop_key_id: _Optional[str] = ...) -> None: ...
+    request_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., requested_scopes: _Optional[_Iterable[str]] = ..., requested_ttl_seconds: _Optional[int] = ..., pop_key_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class MintUserApiTokenResponse(_message.Message):
     __slots__ = ("token",)
@@ -120,10 +122,12 @@ class ListTokensResponse(_message.Message):
     def __init__(self, tokens: _Optional[_Iterable[_Union[TokenInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RevokeTokenRequest(_message.Message):
-    __slots__ = ("token_id",)
+    __slots__ = ("token_id", "request_id")
     TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     token_id: str
-    def __init__(self, token_id: _Optional[str] = ...) -> None: ...
+    request_id: str
+    def __init__(self, token_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class RevokeTokenResponse(_message.Message):
     __slots__ = ("revoked_token_ids",)

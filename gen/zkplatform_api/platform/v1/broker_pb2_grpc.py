@@ -118,7 +118,10 @@ class BrokerServiceServicer:
         (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
         google.rpc.RetryInfo. Older tokens are never revoked to make room.
 
-        The limits hold across every worker and host of one store.
+        The limits hold across every worker and host of one store. A repeat
+        with the `request_id` of a call that minted a token mints nothing:
+        ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+        (see the field).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -157,10 +160,12 @@ class BrokerServiceServicer:
 
         A repeat, like any call, first authenticates its own token. Made with a
         token that is still live, it answers an empty list: the tree is revoked
-        already. Made with a token the first call revoked (a token that revoked
-        itself, a logout, or any token of the revoked tree), it answers
-        UNAUTHENTICATED, as every call with a revoked token does; for a client
-        that retries a logout, that answer means the token no longer works.
+        already; with the first call's `request_id`, it answers what that call
+        answered (see the field). Made with a token the first call revoked (a
+        token that revoked itself, a logout, or any token of the revoked tree),
+        it answers UNAUTHENTICATED, as every call with a revoked token does; for
+        a client that retries a logout, that answer means the token no longer
+        works.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -64,7 +64,8 @@ class VaultService(Protocol):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -95,9 +96,11 @@ class VaultService(Protocol):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -133,9 +136,11 @@ class VaultService(Protocol):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        and holds exactly what the request writes, the answer is that item and
-        the cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 and holds exactly what
+        the request writes, the answer is that item and the cursor of that
+        change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -398,7 +403,8 @@ class VaultServiceClient(ConnectClient):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -446,9 +452,11 @@ class VaultServiceClient(ConnectClient):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -501,9 +509,11 @@ class VaultServiceClient(ConnectClient):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        and holds exactly what the request writes, the answer is that item and
-        the cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 and holds exactly what
+        the request writes, the answer is that item and the cursor of that
+        change.
         """
         return await self.execute_unary(
             request=request,
@@ -718,7 +728,8 @@ class VaultServiceSync(Protocol):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -749,9 +760,11 @@ class VaultServiceSync(Protocol):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -787,9 +800,11 @@ class VaultServiceSync(Protocol):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        and holds exactly what the request writes, the answer is that item and
-        the cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 and holds exactly what
+        the request writes, the answer is that item and the cursor of that
+        change.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1050,7 +1065,8 @@ class VaultServiceClientSync(ConnectClientSync):
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -1098,9 +1114,11 @@ class VaultServiceClientSync(ConnectClientSync):
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -1153,9 +1171,11 @@ class VaultServiceClientSync(ConnectClientSync):
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        and holds exactly what the request writes, the answer is that item and
-        the cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 and holds exactly what
+        the request writes, the answer is that item and the cursor of that
+        change.
         """
         return self.execute_unary(
             request=request,

@@ -74,14 +74,16 @@ class Cursor(_message.Message):
     def __init__(self, vault_id: _Optional[str] = ..., sequence: _Optional[int] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class DeleteItemRequest(_message.Message):
-    __slots__ = ("vault_id", "item_id", "base_version")
+    __slots__ = ("vault_id", "item_id", "base_version", "request_id")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     item_id: str
     base_version: int
-    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., base_version: _Optional[int] = ...) -> None: ...
+    request_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., base_version: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class DeleteItemResponse(_message.Message):
     __slots__ = ("item", "cursor")
@@ -92,20 +94,22 @@ class DeleteItemResponse(_message.Message):
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
 
 class CreateItemRequest(_message.Message):
-    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys")
+    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "request_id")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     TITLE_HASH_FIELD_NUMBER: _ClassVar[int]
     ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     item_id: str
     kind: str
     title_hash: str
     encrypted_payload: EncryptedPayload
     wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
-    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class CreateItemResponse(_message.Message):
     __slots__ = ("item", "cursor")
@@ -116,7 +120,7 @@ class CreateItemResponse(_message.Message):
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
 
 class UpdateItemRequest(_message.Message):
-    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "base_version", "update_mask")
+    __slots__ = ("vault_id", "item_id", "kind", "title_hash", "encrypted_payload", "wrapped_keys", "base_version", "update_mask", "request_id")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +129,7 @@ class UpdateItemRequest(_message.Message):
     WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
     BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
     UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     item_id: str
     kind: str
@@ -133,7 +138,8 @@ class UpdateItemRequest(_message.Message):
     wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
     base_version: int
     update_mask: _field_mask_pb2.FieldMask
-    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., base_version: _Optional[int] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., item_id: _Optional[str] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., base_version: _Optional[int] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class UpdateItemResponse(_message.Message):
     __slots__ = ("item", "cursor")

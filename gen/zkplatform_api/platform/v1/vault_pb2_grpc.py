@@ -99,7 +99,8 @@ class VaultServiceServicer:
         the response carries the tombstone and the cursor of this change.
 
         Deleting a tombstone succeeds and returns the same tombstone and cursor as
-        the first delete, whatever `base_version` says, so retries are safe.
+        the first delete, whatever `base_version` says, so retries are safe. A
+        repeat with the first call's `request_id` answers what it answered.
         Concurrent deletes of one item make exactly one change; every caller gets
         the same answer.
 
@@ -131,9 +132,11 @@ class VaultServiceServicer:
         now; the vault's change sequence grows by one and the response carries
         the item and the cursor of this change.
 
-        Repeating the call is safe: if the item exists live at version 1 with
-        exactly the same content (kind, title hash, payload and wrapped keys),
-        the answer is that item and the cursor of its creation. Otherwise the
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item exists live at version 1 with exactly the same
+        content (kind, title hash, payload and wrapped keys), the answer is that
+        item and the cursor of its creation. Otherwise the
         answer is ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
         `ITEM_EXISTS` and metadata `currentVersion` (and `deleted` "true" when the
         item is a tombstone). The id of a tombstone that has been purged after the
@@ -170,9 +173,11 @@ class VaultServiceServicer:
         sequence grows by one; the response carries the item and the cursor of
         this change. Concurrent updates at one `base_version`: exactly one wins.
 
-        Repeating the call is safe: if the item is live at `base_version` + 1
-        and holds exactly what the request writes, the answer is that item and
-        the cursor of that change.
+        Repeating the call is safe. With the first call's `request_id`, the
+        answer is what it answered, even after later updates (see the field).
+        Without: if the item is live at `base_version` + 1 and holds exactly what
+        the request writes, the answer is that item and the cursor of that
+        change.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

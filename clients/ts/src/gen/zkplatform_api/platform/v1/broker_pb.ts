@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/broker.proto.
  */
 export const file_zkplatform_api_platform_v1_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIroCCgVUb2tlbhIbCgxhY2Nlc3NfdG9rZW4YASABKAlCBeJBAgMFEhcKCHRva2VuX2lkGAIgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAyABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgEIAEoCUIF4kECAwUSFQoGc2NvcGVzGAUgAygJQgXiQQIDBRIlCgRyb2xlGAYgASgOMhEucGxhdGZvcm0udjEuUm9sZUIE4kEBAxIZCgpwb3Bfa2V5X2lkGAcgASgJQgXiQQIDBRI0Cglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRI1CgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUi0AIKF01pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0EkAKCXRlbmFudF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEo8BChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnXiQQECukhukgFrCAEQICJlcmNSEHZhdWx0Lml0ZW1zLnJlYWRSEXZhdWx0Lml0ZW1zLndyaXRlUhJ2YXVsdC5pdGVtcy5kZWxldGVSEmJyb2tlci50b2tlbnMubWludFIUYnJva2VyLnRva2Vucy5tYW5hZ2USKgoVcmVxdWVzdGVkX3R0bF9zZWNvbmRzGAMgASgFQgviQQEBukgEGgIoABI1Cgpwb3Bfa2V5X2lkGAQgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQiQwoYTWludFVzZXJBcGlUb2tlblJlc3BvbnNlEicKBXRva2VuGAEgASgLMhIucGxhdGZvcm0udjEuVG9rZW5CBOJBAQMiqgMKCVRva2VuSW5mbxIXCgh0b2tlbl9pZBgBIAEoCUIF4kECAwUSGAoJdGVuYW50X2lkGAIgASgJQgXiQQIDBRIbCgxwcmluY2lwYWxfaWQYAyABKAlCBeJBAgMFEhUKBnNjb3BlcxgEIAMoCUIF4kECAwUSJQoEcm9sZRgFIAEoDjIRLnBsYXRmb3JtLnYxLlJvbGVCBOJBAQMSGQoKcG9wX2tleV9pZBgGIAEoCUIF4kECAwUSNAoJaXNzdWVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUSNQoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBeJBAgMFEh4KD3BhcmVudF90b2tlbl9pZBgJIAEoCUIF4kECAwUSLwoGb3JpZ2luGAogASgOMhgucGxhdGZvcm0udjEuVG9rZW5PcmlnaW5CBeJBAgMFEjYKDGxhc3RfdXNlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMipQEKEUxpc3RUb2tlbnNSZXF1ZXN0EkcKDHByaW5jaXBhbF9pZBgBIAEoCUIx4kEBAbpIKtgBAXIlGEAyIV4oW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qfC0pJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgiYQoSTGlzdFRva2Vuc1Jlc3BvbnNlEiwKBnRva2VucxgBIAMoCzIWLnBsYXRmb3JtLnYxLlRva2VuSW5mb0IE4kEBAxIdCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlCBOJBAQMiSAoSUmV2b2tlVG9rZW5SZXF1ZXN0EjIKCHRva2VuX2lkGAEgASgJQiDiQQECukgZyAEBchQyEl50b2tfWzAtOWEtZl17MjR9JCI2ChNSZXZva2VUb2tlblJlc3BvbnNlEh8KEXJldm9rZWRfdG9rZW5faWRzGAEgAygJQgTiQQEDKl8KC1Rva2VuT3JpZ2luEhwKGFRPS0VOX09SSUdJTl9VTlNQRUNJRklFRBAAEhkKFVRPS0VOX09SSUdJTl9PUEVSQVRPUhABEhcKE1RPS0VOX09SSUdJTl9NSU5URUQQAipfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIOCgpST0xFX09XTkVSEAESDgoKUk9MRV9BRE1JThACEg8KC1JPTEVfTUVNQkVSEAMSEAoMUk9MRV9TRVJWSUNFEAQymwIKDUJyb2tlclNlcnZpY2USXwoQTWludFVzZXJBcGlUb2tlbhIkLnBsYXRmb3JtLnYxLk1pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0GiUucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlc3BvbnNlElIKCkxpc3RUb2tlbnMSHi5wbGF0Zm9ybS52MS5MaXN0VG9rZW5zUmVxdWVzdBofLnBsYXRmb3JtLnYxLkxpc3RUb2tlbnNSZXNwb25zZSIDkAIBElUKC1Jldm9rZVRva2VuEh8ucGxhdGZvcm0udjEuUmV2b2tlVG9rZW5SZXF1ZXN0GiAucGxhdGZvcm0udjEuUmV2b2tlVG9rZW5SZXNwb25zZSIDkAICQr4BChpkZXYuemtwbGF0Zm9ybS5wbGF0Zm9ybS52MUILQnJva2VyUHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("Cid6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9icm9rZXIucHJvdG8SC3BsYXRmb3JtLnYxIroCCgVUb2tlbhIbCgxhY2Nlc3NfdG9rZW4YASABKAlCBeJBAgMFEhcKCHRva2VuX2lkGAIgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAyABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgEIAEoCUIF4kECAwUSFQoGc2NvcGVzGAUgAygJQgXiQQIDBRIlCgRyb2xlGAYgASgOMhEucGxhdGZvcm0udjEuUm9sZUIE4kEBAxIZCgpwb3Bfa2V5X2lkGAcgASgJQgXiQQIDBRI0Cglpc3N1ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRI1CgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUi9QIKF01pbnRVc2VyQXBpVG9rZW5SZXF1ZXN0EkAKCXRlbmFudF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEo8BChByZXF1ZXN0ZWRfc2NvcGVzGAIgAygJQnXiQQECukhukgFrCAEQICJlcmNSEHZhdWx0Lml0ZW1zLnJlYWRSEXZhdWx0Lml0ZW1zLndyaXRlUhJ2YXVsdC5pdGVtcy5kZWxldGVSEmJyb2tlci50b2tlbnMubWludFIUYnJva2VyLnRva2Vucy5tYW5hZ2USKgoVcmVxdWVzdGVkX3R0bF9zZWNvbmRzGAMgASgFQgviQQEBukgEGgIoABI1Cgpwb3Bfa2V5X2lkGAQgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSIwoKcmVxdWVzdF9pZBgFIAEoCUIP4kEBAbpICNgBAXIDsAEBIkMKGE1pbnRVc2VyQXBpVG9rZW5SZXNwb25zZRInCgV0b2tlbhgBIAEoCzISLnBsYXRmb3JtLnYxLlRva2VuQgTiQQEDIqoDCglUb2tlbkluZm8SFwoIdG9rZW5faWQYASABKAlCBeJBAgMFEhgKCXRlbmFudF9pZBgCIAEoCUIF4kECAwUSGwoMcHJpbmNpcGFsX2lkGAMgASgJQgXiQQIDBRIVCgZzY29wZXMYBCADKAlCBeJBAgMFEiUKBHJvbGUYBSABKA4yES5wbGF0Zm9ybS52MS5Sb2xlQgTiQQEDEhkKCnBvcF9rZXlfaWQYBiABKAlCBeJBAgMFEjQKCWlzc3VlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBeJBAgMFEjUKCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRIeCg9wYXJlbnRfdG9rZW5faWQYCSABKAlCBeJBAgMFEi8KBm9yaWdpbhgKIAEoDjIYLnBsYXRmb3JtLnYxLlRva2VuT3JpZ2luQgXiQQIDBRI2CgxsYXN0X3VzZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgTiQQEDIqUBChFMaXN0VG9rZW5zUmVxdWVzdBJHCgxwcmluY2lwYWxfaWQYASABKAlCMeJBAQG6SCrYAQFyJRhAMiFeKFtBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKnwtKSQSIQoJcGFnZV9zaXplGAIgASgFQg7iQQEBukgHGgUY6AcoABIkCgpwYWdlX3Rva2VuGAMgASgJQhDiQQEBukgJcgeIiCcBGIAIImEKEkxpc3RUb2tlbnNSZXNwb25zZRIsCgZ0b2tlbnMYASADKAsyFi5wbGF0Zm9ybS52MS5Ub2tlbkluZm9CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDIm0KElJldm9rZVRva2VuUmVxdWVzdBIyCgh0b2tlbl9pZBgBIAEoCUIg4kEBArpIGcgBAXIUMhJedG9rX1swLTlhLWZdezI0fSQSIwoKcmVxdWVzdF9pZBgCIAEoCUIP4kEBAbpICNgBAXIDsAEBIjYKE1Jldm9rZVRva2VuUmVzcG9uc2USHwoRcmV2b2tlZF90b2tlbl9pZHMYASADKAlCBOJBAQMqXwoLVG9rZW5PcmlnaW4SHAoYVE9LRU5fT1JJR0lOX1VOU1BFQ0lGSUVEEAASGQoVVE9LRU5fT1JJR0lOX09QRVJBVE9SEAESFwoTVE9LRU5fT1JJR0lOX01JTlRFRBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfT1dORVIQARIOCgpST0xFX0FETUlOEAISDwoLUk9MRV9NRU1CRVIQAxIQCgxST0xFX1NFUlZJQ0UQBDKbAgoNQnJva2VyU2VydmljZRJfChBNaW50VXNlckFwaVRva2VuEiQucGxhdGZvcm0udjEuTWludFVzZXJBcGlUb2tlblJlcXVlc3QaJS5wbGF0Zm9ybS52MS5NaW50VXNlckFwaVRva2VuUmVzcG9uc2USUgoKTGlzdFRva2VucxIeLnBsYXRmb3JtLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh8ucGxhdGZvcm0udjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgOQAgESVQoLUmV2b2tlVG9rZW4SHy5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlcXVlc3QaIC5wbGF0Zm9ybS52MS5SZXZva2VUb2tlblJlc3BvbnNlIgOQAgJCvgEKGmRldi56a3BsYXRmb3JtLnBsYXRmb3JtLnYxQgtCcm9rZXJQcm90b1ABWj5naXRodWIuY29tL3prcGxhdGZvcm0vemtwbGF0Zm9ybS9nZW4vZ28vcGxhdGZvcm0vdjE7cGxhdGZvcm12MaICA1pLUKoCFlprcGxhdGZvcm0uUGxhdGZvcm0uVjHKAhZaa3BsYXRmb3JtXFBsYXRmb3JtXFYx6gIYWmtwbGF0Zm9ybTo6UGxhdGZvcm06OlYxYgZwcm90bzM", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Token is an issued API access token.
@@ -149,6 +149,31 @@ export type MintUserApiTokenRequest = Message<"platform.v1.MintUserApiTokenReque
    * @generated from field: string pop_key_id = 4;
    */
   popKeyId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the token it means to mint and sends, unchanged, with every retry of it
+   * (AIP-155). A token's secret is never stored, so it cannot be answered
+   * twice: a repeat of a call that succeeded, with the same `request_id` by
+   * the same principal within 24 hours, mints nothing and answers
+   * ALREADY_EXISTS with a google.rpc.ErrorInfo of reason
+   * `TOKEN_ALREADY_MINTED` and metadata `tokenId`, the id of the token that
+   * call minted: revoke it (RevokeToken) or find it (ListTokens), then mint
+   * with a new `request_id`. A repeat passes checks 1 to 7 of
+   * MintUserApiToken first, and counts against the mint rate as every
+   * attempt does; it is not a new token, so the cap of live tokens does not
+   * apply to it.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, every call that succeeds mints a new token.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
 };
 
 /**
@@ -365,6 +390,27 @@ export type RevokeTokenRequest = Message<"platform.v1.RevokeTokenRequest"> & {
    * @generated from field: string token_id = 1;
    */
   tokenId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
+   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
+   * the revocation it means to make and sends, unchanged, with every retry
+   * of it (AIP-155). A repeat of a call that succeeded, with the same
+   * `request_id` by the same principal within 24 hours, changes nothing and
+   * answers exactly what that call answered: the same `revoked_token_ids`.
+   * A repeat passes the checks of a first call (its token, who may revoke
+   * what) before its record is read: a token that revoked itself can make
+   * no further call, so its repeat is UNAUTHENTICATED.
+   * A call that failed records nothing: its repeat runs again. The same
+   * `request_id` with another request (another method, or any field with
+   * another value) within those 24 hours changes nothing and answers
+   * INVALID_ARGUMENT with a google.rpc.ErrorInfo of reason
+   * `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming `requestId`.
+   * Without `request_id`, a repeat answers an empty list.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
 };
 
 /**
@@ -536,7 +582,10 @@ export const BrokerService: GenService<{
    *    (operator-issued tokens do not count): RESOURCE_EXHAUSTED with a
    *    google.rpc.RetryInfo. Older tokens are never revoked to make room.
    *
-   * The limits hold across every worker and host of one store.
+   * The limits hold across every worker and host of one store. A repeat
+   * with the `request_id` of a call that minted a token mints nothing:
+   * ALREADY_EXISTS with reason `TOKEN_ALREADY_MINTED` and metadata `tokenId`
+   * (see the field).
    *
    * @generated from rpc platform.v1.BrokerService.MintUserApiToken
    */
@@ -581,10 +630,12 @@ export const BrokerService: GenService<{
    *
    * A repeat, like any call, first authenticates its own token. Made with a
    * token that is still live, it answers an empty list: the tree is revoked
-   * already. Made with a token the first call revoked (a token that revoked
-   * itself, a logout, or any token of the revoked tree), it answers
-   * UNAUTHENTICATED, as every call with a revoked token does; for a client
-   * that retries a logout, that answer means the token no longer works.
+   * already; with the first call's `request_id`, it answers what that call
+   * answered (see the field). Made with a token the first call revoked (a
+   * token that revoked itself, a logout, or any token of the revoked tree),
+   * it answers UNAUTHENTICATED, as every call with a revoked token does; for
+   * a client that retries a logout, that answer means the token no longer
+   * works.
    *
    * @generated from rpc platform.v1.BrokerService.RevokeToken
    */
