@@ -38,6 +38,9 @@ VAULT_SIZE = 1000  # the one vault the reads of bench/plan.py's per-call-rpcs ar
 # Page tokens of the app's form and length: the key changes only their bytes.
 _PAGES = PageTokens(b"bench-page-token-key-of-32-bytes")
 _UNKNOWN_TOKEN_ID = "tok_" + "0" * 24
+# An epoch of the stores' form (domain.models.new_epoch), and the default tombstone retention.
+EPOCH = "5c0f7a1e9b3d4c2a8e6f0b1d3a5c7e9f"
+RETENTION = 90 * 86_400
 
 
 def _written(item_id: str, vault_id: str, version: int, ciphertext: str) -> Item:
@@ -55,32 +58,36 @@ def _written(item_id: str, vault_id: str, version: int, ciphertext: str) -> Item
     )
 
 
-DELETED = delete_response(Tombstone(bench_item(1, 1).tombstone(NOW), 2))
+DELETED = delete_response(Tombstone(bench_item(1, 1).tombstone(NOW), 2), EPOCH, retention=RETENTION)
 # Ids and cursors as long as the loads' on the writes' server: its 160 vaults of 1,000 items (b-n in
 # v-(n % 160)), each a few hundred changes past its seeding.
 CREATED = change_response(
     ItemChange(_written("c1-0-1000", "v-57", 1, "Y3JlYXRlZC1jcmVhdGVkLWNyZWF0ZWQ"), 1500),
+    EPOCH,
     vault_pb2.CreateItemResponse(),
+    retention=RETENTION,
 )
 UPDATED = change_response(
     ItemChange(_written("b-57057", "v-97", 2, "dXBkYXRlZC11cGRhdGVkLXVwZGF0ZWQ"), 1500),
+    EPOCH,
     vault_pb2.UpdateItemResponse(),
+    retention=RETENTION,
 )
-GOT = get_response(bench_item(507, 1))
+GOT = get_response(bench_item(507, 1), retention=RETENTION)
 
 
 def _listed() -> vault_pb2.ListItemsResponse:
     """The first page of the vault: its items by item_id (b-0, b-1, b-10, b-100, ...)."""
     first = sorted(range(VAULT_SIZE), key=lambda n: f"b-{n}")[:PAGE]
     items = tuple(bench_item(n, 1) for n in first)
-    next_page = _PAGES.issue(Position(VAULT_SIZE, items[-1].item_id), TENANT, "v-0", "live")
-    return list_response("v-0", ListedItems(items, next_page, VAULT_SIZE))
+    next_page = _PAGES.issue(Position(VAULT_SIZE, items[-1].item_id, EPOCH), TENANT, "v-0", "live")
+    return list_response("v-0", ListedItems(items, next_page, VAULT_SIZE, EPOCH), retention=RETENTION)
 
 
 def _changes() -> vault_pb2.ListChangesResponse:
     """The vault's first changes: its items in the order they were seeded, one change each."""
     changes = tuple(ItemChange(bench_item(n, 1), n + 1) for n in range(PAGE))
-    return changes_response("v-0", ListedChanges(changes, PAGE, has_more=True))
+    return changes_response("v-0", ListedChanges(changes, PAGE, has_more=True, epoch=EPOCH), retention=RETENTION)
 
 
 def _tokens() -> broker_pb2.ListTokensResponse:

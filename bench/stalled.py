@@ -341,7 +341,7 @@ async def _write(port: int, token: str, writes: range) -> dict[int, float]:
 
 def _update(n: int) -> vault_pb2.UpdateItemRequest:
     """The soak's nth write: seeded item n (round the vault) from its current version, with a 48 KiB ciphertext."""
-    item = item_to_proto(bench_item(n % LAYOUT.vault_size, 1))
+    item = item_to_proto(bench_item(n % LAYOUT.vault_size, 1), retention=0)  # a live item: no purge time
     item.encrypted_payload.ciphertext = CIPHERTEXT
     return vault_pb2.UpdateItemRequest(
         vault_id=item.vault_id, item_id=item.item_id, kind=item.kind, title_hash=item.title_hash,

@@ -240,7 +240,7 @@ async def _write(port: int, token: str) -> dict[int, float]:
 
 def _update(n: int) -> vault_pb2.UpdateItemRequest:
     """Seeded item n of the one vault, from its version 1, with its content (the owner's key only)."""
-    item = item_to_proto(bench_item(n, 1))
+    item = item_to_proto(bench_item(n, 1), retention=0)  # a live item: no purge time
     return vault_pb2.UpdateItemRequest(
         vault_id=item.vault_id, item_id=item.item_id, kind=item.kind, title_hash=item.title_hash,
         encrypted_payload=item.encrypted_payload, wrapped_keys=item.wrapped_keys[:1], base_version=1,

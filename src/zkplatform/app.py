@@ -204,7 +204,7 @@ def build_front(
         Authenticate(platform.authenticator, origin),
     ]
     vault_app = VaultServiceASGIApplication(
-        vault or VaultServicer(platform.vault, platform.sync),
+        vault or VaultServicer(platform.vault, platform.sync, settings.tombstone_retention_seconds),
         interceptors=[*checks, Validate()],
         read_max_bytes=limit,
         codecs=codecs,
@@ -274,7 +274,7 @@ async def purge_tombstones_periodically(platform: Platform, settings: Settings) 
     forgets the records of request ids past their 24 hours. Every worker runs
     this; the purge is idempotent."""
     while True:
-        cutoff = platform.clock() - settings.tombstone_retention_days * 86_400
+        cutoff = platform.clock() - settings.tombstone_retention_seconds
         try:
             purged = await platform.store.purge_tombstones(cutoff, Actor.service(platform.clock()))
         except Exception:

@@ -132,6 +132,11 @@ class Settings:
     metrics_bind: str | None = None
 
     @property
+    def tombstone_retention_seconds(self) -> int:
+        """How long a tombstone is kept after its delete: then it is purged (and its purge_time says so)."""
+        return self.tombstone_retention_days * 86_400
+
+    @property
     def watch_policy(self) -> WatchPolicy:
         return WatchPolicy(
             heartbeat_seconds=self.watch_heartbeat_seconds,

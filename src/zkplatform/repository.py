@@ -215,9 +215,9 @@ class ItemRepository(Protocol):
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         """At most `limit` items of the vault with an item_id after `after_item_id`
         ("" for the first), in item_id order, tombstones only if show_deleted; and
-        the vault's sequence number read in the same snapshot as those items (0 for
-        a vault the store does not have). A keyset scan of the primary key: any
-        page costs what the first costs."""
+        the vault's sequence number (0 for a vault the store does not have) and the
+        store's epoch, read in the same snapshot as those items. A keyset scan of the
+        primary key: any page costs what the first costs."""
         ...
 
     async def vault_sequence(self, vault_id: str) -> int:
@@ -238,8 +238,23 @@ class ItemRepository(Protocol):
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
         """At most `limit` items of the vault whose latest change is after `since`, in
         ascending sequence, each once (tombstones included), with the vault's sequence and
-        purge horizon, all in one snapshot. A range scan of an index on (vault_id, sequence):
-        a page at the end of a long history costs what the first page costs."""
+        purge horizon and the store's epoch, all in one snapshot. A range scan of an index on
+        (vault_id, sequence): a page at the end of a long history costs what the first page
+        costs."""
+        ...
+
+    async def epoch(self) -> str:
+        """The store's epoch: an opaque string naming its history of changes (domain.models.
+        new_epoch), made with the store (its schema's migrations, a memory store's start) and
+        kept until rotate_epoch. A store restored from a backup gets a new one, so that cursors
+        of the history the restore undid are refused instead of read as its own. It may be as
+        this worker read it up to a second ago (list_items and list_changes read it in their
+        snapshot, for the checks of cursors)."""
+        ...
+
+    async def rotate_epoch(self, actor: Actor) -> str:
+        """Replace the store's epoch with a new one (new_epoch), and record it in every tenant's
+        audit trail in the same transaction; the new epoch. Nothing else changes."""
         ...
 
 

@@ -17,6 +17,7 @@ from zkplatform.domain.sync import SyncUseCases, WatchPolicy
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
+from zkplatform.messages.sizes import EncodedSizes
 from zkplatform.pepper import load_pepper
 from zkplatform.repository import Store
 from zkplatform.store import StoreURLError, open_store
@@ -46,21 +47,22 @@ class Platform:
     ) -> Platform:
         hasher = TokenHasher(pepper)
         issuer = TokenIssuer(store, store, hasher, clock)
+        sizes = EncodedSizes()  # where pages are cut: what their elements take once encoded
         return cls(
             store=store,
             clock=clock,
             authenticator=Authenticator(store, store, hasher, clock),
             issuer=issuer,
-            vault=VaultUseCases(store, store, clock, PageTokens(page_token_key(pepper))),
+            vault=VaultUseCases(store, store, clock, PageTokens(page_token_key(pepper)), sizes),
             broker=BrokerUseCases(
                 store,
                 issuer,
                 policy or MintPolicy(),
                 clock,
-                TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock),
+                TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock, sizes),
             ),
             # The store's change feed is this worker's: its watches share it.
-            sync=SyncUseCases(store, store, store, store.change_feed(), clock, watch_policy),
+            sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy),
             directory=KeyDirectory(store, clock, PageTokens(hasher.derive_key("key log pages"))),
         )
 

@@ -62,6 +62,7 @@ def test_a_commands_help_describes_its_arguments(capsys: pytest.CaptureFixture[s
         ("vault", "add", "v1", "--tenant", "acme"),
         ("token", "issue", "--principal", "alice"),
         ("purge-tombstones",),
+        ("epoch", "rotate"),
     ],
 )
 def test_store_may_follow_the_command(url: str, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:

@@ -38,6 +38,7 @@ def test_a_bad_line_names_its_number_and_imports_nothing(
         (json.dumps(item("i2", kind="Bad Kind")), "line 2: kind:"),
         (json.dumps(item("i2", deleted=True)), "line 2: a deleted item carries no payload"),
         (json.dumps(item("i1")), "line 2: item i1 of vault v1 is already on line 1"),
+        (json.dumps(item("i2", purgeTime="2026-04-01T00:00:00Z")), "line 2: only a deleted item carries a purge time"),
     ],
 )
 def test_a_malformed_line_is_refused_with_its_reason(

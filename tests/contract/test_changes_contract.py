@@ -86,7 +86,7 @@ async def test_changes_of_one_vault_only(seeded: MigratableStore) -> None:
 
 
 async def test_a_vault_the_store_does_not_have_has_no_changes(seeded: MigratableStore) -> None:
-    assert await seeded.list_changes("nope", 0, 10) == ChangePage((), 0, 0)
+    assert await seeded.list_changes("nope", 0, 10) == ChangePage((), 0, 0, await seeded.epoch())
 
 
 async def test_a_purge_raises_the_horizon_of_each_vault_to_the_highest_sequence_it_purged(

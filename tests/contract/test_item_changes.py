@@ -220,14 +220,15 @@ async def test_list_pages_by_item_id(seeded: MigratableStore) -> None:
     await seeded.add_items([new(f"k{n:02}") for n in range(10)], OPERATOR)
     stored = {i.item_id: i for i in [*(new(f"k{n:02}") for n in range(10)), new("i1", now=NOW - 100)]}
 
+    epoch = await seeded.epoch()
     first = await seeded.list_items("v1", "", 4, show_deleted=False)
-    assert first == ItemPage((stored["i1"], new("i2", now=NOW - 100), stored["k00"], stored["k01"]), 12)
+    assert first == ItemPage((stored["i1"], new("i2", now=NOW - 100), stored["k00"], stored["k01"]), 12, epoch)
     second = await seeded.list_items("v1", "k01", 4, show_deleted=False)
     assert [i.item_id for i in second.items] == ["k02", "k03", "k04", "k05"]
     last = await seeded.list_items("v1", "k07", 4, show_deleted=False)
     assert [i.item_id for i in last.items] == ["k08", "k09"]
-    assert await seeded.list_items("v1", "k09", 4, show_deleted=False) == ItemPage((), 12)
-    assert await seeded.list_items("v1", "k0", 1, show_deleted=False) == ItemPage((stored["k00"],), 12)
+    assert await seeded.list_items("v1", "k09", 4, show_deleted=False) == ItemPage((), 12, epoch)
+    assert await seeded.list_items("v1", "k0", 1, show_deleted=False) == ItemPage((stored["k00"],), 12, epoch)
 
 
 async def test_list_shows_tombstones_only_when_asked(seeded: MigratableStore) -> None:
@@ -254,11 +255,12 @@ async def test_list_shows_tombstones_only_when_asked(seeded: MigratableStore) ->
 
 
 async def test_list_of_an_empty_or_unknown_vault(seeded: MigratableStore) -> None:
-    assert await seeded.list_items("v2", "", 10, show_deleted=True) == ItemPage((), 0)
-    assert await seeded.list_items("nowhere", "", 10, show_deleted=True) == ItemPage((), 0)
+    epoch = await seeded.epoch()
+    assert await seeded.list_items("v2", "", 10, show_deleted=True) == ItemPage((), 0, epoch)
+    assert await seeded.list_items("nowhere", "", 10, show_deleted=True) == ItemPage((), 0, epoch)
     await seeded.create_item(new("x", vault_id="v2"), OPERATOR)
     await seeded.delete_item("v2", "x", 1, at(NOW))
-    assert await seeded.list_items("v2", "", 10, show_deleted=False) == ItemPage((), 2)
+    assert await seeded.list_items("v2", "", 10, show_deleted=False) == ItemPage((), 2, epoch)
 
 
 async def test_list_reads_the_sequence_in_the_items_snapshot(seeded: MigratableStore) -> None:

@@ -1,7 +1,8 @@
 """The sync clients (clients/ts VaultSync, clients/python zkplatform_client) against a real
 `zkplatform serve` on SQLite: list, then follow the changes from the cursor; through a server
 restart (resume from the last cursor, changes made meanwhile arrive), a purge (CURSOR_EXPIRED:
-start over with a fresh listing), a restore from a backup (CURSOR_AHEAD: start over too) and
+start over with a fresh listing), a restore from a backup (CURSOR_AHEAD: start over too; and
+with the epoch rotated, CURSOR_EXPIRED even once new changes passed the client's cursor) and
 refusals (stop with a clear error)."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import httpx
 import pytest
 
 from tests.connect import JSON, headers
-from tests.e2e.server import Server, free_port, serving, zkplatform_command
+from tests.e2e.server import Server, free_port, serving, stop, zkplatform_command
 from tests.e2e.test_durable import ENV, seeded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,6 +253,62 @@ def test_sync_through_a_restart_and_a_purge(tmp_path: Path, ts_example: Path, cl
             assert restored["items"] == first["items"] == listed(server, bob)
         assert sync.stop() == 0
     assert bob not in "".join(sync.stdout)
+
+
+def admin(url: str, *args: str) -> str:
+    """`zkplatform admin ARGS` on the store, as an operator types it: what it printed."""
+    done = subprocess.run(
+        [zkplatform_command(), "admin", "--store", url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **ENV},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize(("client", "mode"), [("ts", "watch"), ("python", "watch"), ("ts", "poll"), ("python", "poll")])
+def test_sync_after_a_restore_and_an_epoch_rotation(tmp_path: Path, ts_example: Path, client: str, mode: str) -> None:
+    """A restore whose new changes pass the client's cursor before it reconnects: by its sequence
+    alone the client would take them for changes it has, and miss them. Its epoch, which the
+    restore rotated, makes it start over instead."""
+    db = tmp_path / "zk.db"
+    url = f"sqlite:///{db}"
+    bob = seeded(url).token("bob")
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(db, backup)  # at sequence 6
+    port = free_port()
+    command = example_command(client, ts_example, f"http://127.0.0.1:{port}", bob, mode)
+
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(serving(tmp_path, "--store", url, env=ENV, port=port))
+        sync = stack.enter_context(syncing(command, PY_ENV))
+        first = sync.expect(state(after="synced"))
+        for n in (1, 2, 3):
+            call(server, bob, "CreateItem", {"itemId": f"lost-{n}", **content("1")})
+        seen = sync.expect(state(versions={"lost-3": "1"}))
+        assert (seen["cursor"], seen["epoch"]) == ("9", first["epoch"])
+
+        stop(server)  # the database is lost: the servers stop, the backup is restored, the epoch rotated
+        sync.expect(event("reconnecting"))
+        for path in tmp_path.glob("zk.db*"):
+            path.unlink()
+        shutil.copyfile(backup, db)
+        assert "the store's epoch is now" in admin(url, "epoch", "rotate")
+        with serving(tmp_path, "--store", url, env=ENV) as elsewhere:  # the client cannot reach this one
+            for n in (1, 2, 3, 4):  # sequences 7 to 10: past the client's 9
+                call(elsewhere, bob, "CreateItem", {"itemId": f"new-{n}", **content("1")})
+
+        with serving(tmp_path, "--store", url, env=ENV, port=port) as server:
+            assert sync.expect(event("restarting"))["reason"] == "CURSOR_EXPIRED"
+            relisted = sync.expect(state(after="synced"))
+            assert relisted["items"] == listed(server, bob)
+            assert {f"new-{n}" for n in (1, 2, 3, 4)} <= relisted["items"].keys()
+            assert not {f"lost-{n}" for n in (1, 2, 3)} & relisted["items"].keys()
+            assert relisted["epoch"] not in ("", first["epoch"])
+        assert sync.stop() == 0
 
 
 @pytest.mark.parametrize("client", ["ts", "python"])

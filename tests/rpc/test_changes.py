@@ -130,10 +130,20 @@ async def test_a_cursor_below_the_purge_horizon_is_expired_with_the_lowest_accep
 
     expired = await list_changes(client, JSON, bob, since_sequence=SEEDED)
     accepted = await list_changes(client, JSON, bob, since_sequence=SEEDED + 1)
+    from_the_start = await list_changes(client, JSON, bob, since_sequence=0)
 
+    epoch = await world.platform.store.epoch()
     assert (expired.status_code, error_of(expired)["code"]) == (400, "failed_precondition")
-    assert error_info(expired) == {"reason": "CURSOR_EXPIRED", "domain": "zkplatform", "metadata": {"minSequence": "7"}}
+    assert error_info(expired) == {
+        "reason": "CURSOR_EXPIRED",
+        "domain": "zkplatform",
+        "metadata": {"minSequence": "7", "epoch": epoch},
+    }
     assert changes_of(JSON, accepted).cursor.sequence == SEEDED + 1
+    # 0 is everything that exists, whatever was purged: the items but the purged one.
+    everything = changes_of(JSON, from_the_start)
+    assert [c.item.item_id for c in everything.changes] == [f"item-{n}" for n in (1, 2, 4, 5, 6)]
+    assert (everything.cursor.sequence, everything.cursor.epoch, everything.has_more) == (SEEDED, epoch, False)
 
 
 async def test_a_cursor_beyond_the_vault_is_out_of_range_with_the_current_sequence(

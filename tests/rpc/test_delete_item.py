@@ -77,9 +77,11 @@ async def test_json_tombstone_has_the_contract_shape(client: httpx.AsyncClient, 
         "kind": "note",
         "updatedAt": "2027-01-15T08:00:00Z",
         "deleted": True,
+        "purgeTime": "2027-04-15T08:00:00Z",  # the default retention, 90 days, after the delete
     }
     assert body["cursor"]["vaultId"] == "acme-private"
     assert int(body["cursor"]["sequence"]) >= 1
+    assert body["cursor"]["epoch"] == await world.platform.store.epoch()
 
 
 async def test_base_version_may_be_a_json_number_or_string(client: httpx.AsyncClient, world: World) -> None:

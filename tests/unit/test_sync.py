@@ -61,7 +61,7 @@ async def test_changes_page_by_page_with_the_cursor_of_the_last_change(world: Wo
 
     assert (ids(first), first.cursor, first.has_more) == ([(f"item-{n}", n) for n in range(1, 5)], 4, True)
     assert (ids(rest), rest.cursor, rest.has_more) == ([("item-5", 5), ("item-6", 6)], 6, False)
-    assert after == ListedChanges((), 6, has_more=False)
+    assert after == ListedChanges((), 6, has_more=False, epoch=await world.platform.store.epoch())
 
 
 async def test_an_item_changed_twice_comes_once_in_its_latest_state(world: World) -> None:
@@ -148,9 +148,10 @@ async def test_a_quiet_watch_sends_heartbeats_with_its_cursor(clock: FakeClock) 
     world = await World.seed(watching_platform(clock, heartbeat_seconds=0.05))
     watch = world.platform.sync.watch_changes(await caller(world, "bob"), VAULT, 0)
     try:
+        epoch = await world.platform.store.epoch()
         assert len((await next_of(watch)).changes) == SEEDED
-        assert await next_of(watch) == ListedChanges((), SEEDED, has_more=False)
-        assert await next_of(watch) == ListedChanges((), SEEDED, has_more=False)
+        assert await next_of(watch) == ListedChanges((), SEEDED, has_more=False, epoch=epoch)
+        assert await next_of(watch) == ListedChanges((), SEEDED, has_more=False, epoch=epoch)
     finally:
         await watch.aclose()
 
@@ -159,7 +160,8 @@ async def ended_by(world: World, bob: Caller, change: object) -> BaseException:
     """What ends bob's live watch once `change` (a coroutine) has run."""
     watch = world.platform.sync.watch_changes(bob, VAULT, SEEDED)
     try:
-        assert await next_of(watch) == ListedChanges((), SEEDED, has_more=False)  # a heartbeat: live
+        heartbeat = await next_of(watch)  # a heartbeat: live
+        assert (heartbeat.changes, heartbeat.cursor, heartbeat.has_more) == ((), SEEDED, False)
         await change  # type: ignore[misc]
         while True:
             try:

@@ -44,7 +44,8 @@ async def sync(base_url: str, token: str, vault_id: str, mode: Literal["watch", 
             if isinstance(event, Synced | Changes):
                 items = {item_id: str(item.version) for item_id, item in sorted(state.live_items().items())}
                 after = "synced" if isinstance(event, Synced) else "changes"
-                emit({"event": "state", "after": after, "cursor": str(event.cursor), "items": items})
+                cursor = {"cursor": str(event.cursor), "epoch": state.epoch}
+                emit({"event": "state", "after": after, **cursor, "items": items})
             elif isinstance(event, Reconnecting):
                 emit(
                     {"event": "reconnecting", "code": event.code, "attempt": event.attempt, "cursor": str(event.cursor)}

@@ -3,12 +3,19 @@
 - Every item is kept by id at its highest version: a listing is not a snapshot,
   so changes made while its pages were read arrive again after its cursor, and
   an older copy must never replace a newer one.
+- The cursor is a sequence and the store's epoch (the identity of its history):
+  both are kept and sent back (`since_epoch`), so that a store restored from a
+  backup, whose epoch the restore rotated, is not taken for the one the cursor
+  came from.
 - A dropped stream, UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED (WATCH_BEHIND),
   RESOURCE_EXHAUSTED or a silent connection reconnects from the last cursor
   received, after a bounded, jittered backoff.
-- CURSOR_EXPIRED (deletes this client may not have seen were purged) and
-  CURSOR_AHEAD (the server's store is behind what this client saw: a restore)
-  start over with a fresh listing that replaces the local state.
+- CURSOR_EXPIRED (deletes this client may not have seen were purged, or the
+  store was restored and its epoch is another) and CURSOR_AHEAD (the server's
+  store is behind what this client saw: a restore) start over with a fresh
+  listing that replaces the local state.
+- A page may hold fewer items or changes than asked (pages stop at 3 MiB):
+  only an empty next page token, or has_more false, ends a listing.
 - UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
   change stop the sync with SyncStoppedError.
 
@@ -150,6 +157,8 @@ class VaultSync:
     ) -> None:
         self.items: dict[str, Item] = {}
         self.cursor = 0
+        # The store's epoch the cursor belongs to ("" before the first listing).
+        self.epoch = ""
         self._vault = vault
         self._vault_id = vault_id
         self._headers = headers
@@ -182,6 +191,7 @@ class VaultSync:
             try:
                 items: dict[str, Item] = {}
                 cursor: int | None = None
+                epoch = ""
                 page_token = ""
                 while True:
                     page = await self._vault.list_items(
@@ -190,7 +200,7 @@ class VaultSync:
                     )
                     items.update((item.item_id, item) for item in page.items)
                     if cursor is None:
-                        cursor = page.cursor.sequence
+                        cursor, epoch = page.cursor.sequence, page.cursor.epoch
                     page_token = page.next_page_token
                     if not page_token:
                         break
@@ -200,6 +210,7 @@ class VaultSync:
             # A fresh listing replaces everything: a purged tombstone's item must vanish too.
             self.items = items
             self.cursor = cursor or 0
+            self.epoch = epoch
             self._attempt = 0
             self._emit(Synced(self.cursor, len(self.live_items())))
             return
@@ -209,7 +220,7 @@ class VaultSync:
             idle = False
             try:
                 stream = self._vault.watch_changes(
-                    WatchChangesRequest(vault_id=self._vault_id, since_sequence=self.cursor),
+                    WatchChangesRequest(vault_id=self._vault_id, since_sequence=self.cursor, since_epoch=self.epoch),
                     headers=self._headers_for("WatchChanges"),
                     timeout_ms=self._watch_timeout_ms,
                 )
@@ -225,6 +236,7 @@ class VaultSync:
                             idle = waiting.expired()
                         self._attempt = 0
                         cursor = response.cursor.sequence if response.HasField("cursor") else self.cursor
+                        self._keep_epoch(response.cursor.epoch)
                         if response.changes:
                             self._apply(response.changes, cursor)
                         else:
@@ -239,21 +251,31 @@ class VaultSync:
     async def _poll(self) -> None:
         while True:
             try:
-                page = await self._vault.list_changes(
-                    ListChangesRequest(vault_id=self._vault_id, since_sequence=self.cursor, page_size=self._page_size),
-                    headers=self._headers_for("ListChanges"),
+                request = ListChangesRequest(
+                    vault_id=self._vault_id,
+                    since_sequence=self.cursor,
+                    page_size=self._page_size,
+                    since_epoch=self.epoch,
                 )
+                page = await self._vault.list_changes(request, headers=self._headers_for("ListChanges"))
             except (ConnectError, OSError) as error:
                 await self._retry_or_raise(error)
                 continue
             self._attempt = 0
             cursor = page.cursor.sequence if page.HasField("cursor") else self.cursor
+            self._keep_epoch(page.cursor.epoch)
             if page.changes:
                 self._apply(page.changes, cursor)
             else:
                 self.cursor = max(self.cursor, cursor)
             if not page.has_more:
                 await asyncio.sleep(self._poll_interval)
+
+    def _keep_epoch(self, epoch: str) -> None:
+        """An answer to a request with our epoch is of it; one to a request without (a listing by
+        a server from before epochs, then one with them) tells us the store's."""
+        if epoch:
+            self.epoch = epoch
 
     def _apply(self, changes: Sequence[ItemChange], cursor: int) -> None:
         for change in changes:

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     onEvent: (event: SyncEvent) => {
       if (event.type === "synced" || event.type === "changes") {
         const items = Object.fromEntries([...sync.liveItems()].map(([id, item]) => [id, item.version.toString()]));
-        print({ event: "state", after: event.type, cursor: event.cursor.toString(), items });
+        print({ event: "state", after: event.type, cursor: event.cursor.toString(), epoch: sync.epoch, items });
       } else if (event.type === "reconnecting") {
         print({ event: event.type, code: event.code, attempt: event.attempt, cursor: event.cursor.toString() });
       } else if (event.type === "restarting") {

@@ -4,12 +4,19 @@
 // - Every item is kept by id at its highest version: a listing is not a
 //   snapshot, so changes made while its pages were read arrive again after its
 //   cursor, and an older copy must never replace a newer one.
+// - The cursor is a sequence and the store's epoch (the identity of its
+//   history): both are kept and sent back (sinceEpoch), so that a store restored
+//   from a backup, whose epoch the restore rotated, is not taken for the one the
+//   cursor came from.
 // - A dropped stream, UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED (WATCH_BEHIND),
 //   RESOURCE_EXHAUSTED or a silent connection reconnects from the last cursor
 //   received, after a bounded, jittered backoff.
-// - CURSOR_EXPIRED (deletes this client may not have seen were purged) and
-//   CURSOR_AHEAD (the server's store is behind what this client saw: a restore)
-//   start over with a fresh listing that replaces the local state.
+// - CURSOR_EXPIRED (deletes this client may not have seen were purged, or the
+//   store was restored and its epoch is another) and CURSOR_AHEAD (the
+//   server's store is behind what this client saw: a restore) start over with
+//   a fresh listing that replaces the local state.
+// - A page may hold fewer items or changes than asked (pages stop at 3 MiB):
+//   only an empty nextPageToken, or hasMore false, ends a listing.
 // - UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
 //   change stop the sync with a SyncStoppedError.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
@@ -94,6 +101,8 @@ export class VaultSync {
   readonly items = new Map<string, Item>();
   /** The sequence of the last change applied: where the sync resumes. */
   cursor = 0n;
+  /** The store's epoch the cursor belongs to ("" before the first listing): sent back with it. */
+  epoch = "";
 
   private readonly options: SyncOptions;
   private readonly vault: Client<typeof VaultService>;
@@ -137,6 +146,7 @@ export class VaultSync {
       try {
         const items = new Map<string, Item>();
         let cursor: bigint | null = null;
+        let epoch = "";
         let pageToken = "";
         do {
           const page = await this.vault.listItems(
@@ -144,13 +154,17 @@ export class VaultSync {
             { headers: await this.headers("ListItems"), signal: this.options.signal },
           );
           for (const item of page.items) items.set(item.itemId, item);
-          cursor ??= page.cursor?.sequence ?? 0n;
+          if (cursor === null) {
+            cursor = page.cursor?.sequence ?? 0n;
+            epoch = page.cursor?.epoch ?? "";
+          }
           pageToken = page.nextPageToken;
         } while (pageToken !== "");
         // A fresh listing replaces everything: a purged tombstone's item must vanish too.
         this.items.clear();
         for (const [id, item] of items) this.items.set(id, item);
         this.cursor = cursor ?? 0n;
+        this.epoch = epoch;
         this.attempt = 0;
         this.emit({ type: "synced", cursor: this.cursor, items: this.liveItems().size });
         return;
@@ -173,13 +187,14 @@ export class VaultSync {
       try {
         arm();
         const responses = this.vault.watchChanges(
-          { vaultId: this.options.vaultId, sinceSequence: this.cursor },
+          { vaultId: this.options.vaultId, sinceSequence: this.cursor, sinceEpoch: this.epoch },
           { headers: await this.headers("WatchChanges"), signal: stream.signal, timeoutMs: this.options.watchTimeoutMs },
         );
         for await (const response of responses) {
           arm();
           this.attempt = 0;
           const cursor = response.cursor?.sequence ?? this.cursor;
+          this.keepEpoch(response.cursor?.epoch);
           if (response.changes.length === 0) {
             if (cursor > this.cursor) this.cursor = cursor;
             this.emit({ type: "heartbeat", cursor: this.cursor });
@@ -200,11 +215,17 @@ export class VaultSync {
     for (;;) {
       try {
         const page = await this.vault.listChanges(
-          { vaultId: this.options.vaultId, sinceSequence: this.cursor, pageSize: this.options.pageSize ?? 100 },
+          {
+            vaultId: this.options.vaultId,
+            sinceSequence: this.cursor,
+            sinceEpoch: this.epoch,
+            pageSize: this.options.pageSize ?? 100,
+          },
           { headers: await this.headers("ListChanges"), signal: this.options.signal },
         );
         this.attempt = 0;
         const cursor = page.cursor?.sequence ?? this.cursor;
+        this.keepEpoch(page.cursor?.epoch);
         if (page.changes.length > 0) this.apply(page.changes, cursor);
         else if (cursor > this.cursor) this.cursor = cursor;
         if (!page.hasMore) await this.sleep(this.options.pollIntervalMs ?? 1000);
@@ -213,6 +234,12 @@ export class VaultSync {
         await this.retryOrThrow(error);
       }
     }
+  }
+
+  // An answer to a request with our epoch is of it; one to a request without (a listing by a
+  // server from before epochs, then one with them) tells us the store's.
+  private keepEpoch(epoch: string | undefined): void {
+    if (epoch) this.epoch = epoch;
   }
 
   private apply(changes: ItemChange[], cursor: bigint): void {

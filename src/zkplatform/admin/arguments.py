@@ -228,6 +228,19 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     )
     purge.set_defaults(run=commands.purge_tombstones)
 
+    epoch = _group(subcommands, "epoch", "the store's epoch: the identity of its history, which cursors belong to")
+    rotate = command(
+        epoch,
+        "rotate",
+        "give the store a new epoch: a step of every restore from a backup, before the servers start again",
+        "Replace the store's epoch with a new random one, and record it in every tenant's audit trail. Clients"
+        " that resume from a cursor or a page token of the old epoch are then told to list their vaults again"
+        " (CURSOR_EXPIRED), instead of taking the restored store's new changes for ones they have and missing"
+        " them. Run it after every restore from a backup; at any other time it only makes every client list"
+        " again.",
+    )
+    rotate.set_defaults(run=commands.rotate_epoch)
+
     trail = _group(subcommands, "audit", "export and verify the audit trail")
     export = command(
         trail,

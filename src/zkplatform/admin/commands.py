@@ -230,6 +230,15 @@ async def purge_tombstones(args: argparse.Namespace, store: MigratableStore) -> 
     return f"purged {purged} tombstone(s) deleted more than {days} day(s) ago"
 
 
+async def rotate_epoch(args: argparse.Namespace, store: MigratableStore) -> str:
+    before = await store.epoch()
+    after = await store.rotate_epoch(_operator())
+    return (
+        f"the store's epoch is now {after} (it was {before}): clients resuming from a cursor"
+        " of the old epoch will list their vaults again"
+    )
+
+
 def _operator() -> Actor:
     """The author of a change made by an operator command, for the audit trail."""
     return Actor.operator(system_clock())

@@ -55,6 +55,8 @@ class Action(StrEnum):
     TOKEN_REVOKED_IN_URL = "token.revoked_in_url"  # noqa: S105 # the tree of a token that was sent in a URL
     KEY_PUBLISHED = "key.published"  # a recipient key, in the key directory
     KEY_REVOKED = "key.revoked"
+    # The store's epoch replaced (after a restore from a backup): in every tenant's trail.
+    EPOCH_ROTATED = "store.epoch_rotated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,12 @@ def disable_events(
         actor.event(tenant_id, action, principal=principal_id),
         *(actor.event(tenant_id, Action.TOKEN_REVOKED, token=t, root=t) for t in revoked),
     ]
+
+
+def epoch_events(actor: Actor, tenant_ids: Iterable[str], epoch: str) -> list[Event]:
+    """The store's epoch replaced by `epoch`: one event in each tenant's trail, since each
+    tenant's cursors start over with it."""
+    return [actor.event(tenant_id, Action.EPOCH_ROTATED, epoch=epoch) for tenant_id in tenant_ids]
 
 
 def chain(previous: bytes, event: bytes) -> bytes:

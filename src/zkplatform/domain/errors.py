@@ -103,12 +103,18 @@ class ItemDeleted(DomainError):
 
 
 class CursorExpired(DomainError):
-    """A changes cursor below the vault's purge horizon: tombstones it has not seen were purged."""
+    """A cursor (or a ListItems page token) the store can no longer continue from: of another
+    epoch than the store's (the store was restored from a backup since), or, with a
+    `min_sequence`, below the vault's purge horizon (tombstones it has not seen were purged).
+    Either way the client starts over with ListItems; `epoch` is the store's current one."""
 
-    def __init__(self, min_sequence: int) -> None:
-        super().__init__(
-            f"the cursor is older than the vault's purged tombstones; the lowest accepted is {min_sequence}"
-        )
+    def __init__(self, epoch: str, min_sequence: int | None = None) -> None:
+        if min_sequence is None:
+            why = "the cursor is of another epoch than the store's (it was restored from a backup since)"
+        else:
+            why = f"the cursor is older than the vault's purged tombstones; the lowest accepted is {min_sequence}"
+        super().__init__(f"{why}: start over with ListItems")
+        self.epoch = epoch
         self.min_sequence = min_sequence
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -230,22 +231,34 @@ class ItemChange:
 Tombstone = ItemChange
 
 
+def new_epoch() -> str:
+    """A new epoch of a store: the identity of its history of changes, which `zkplatform admin
+    epoch rotate` replaces after a restore from a backup. 128 random bits as 32 lowercase hex
+    digits, the form the migrations give a store's first epoch. Random, not counted: a store
+    restored twice from one backup must not give the second history the first one's epoch."""
+    return secrets.token_hex(16)
+
+
 @dataclass(frozen=True, slots=True)
 class ItemPage:
-    """Some of a vault's items, by item_id, and the vault's sequence number in the same snapshot."""
+    """Some of a vault's items, by item_id, and the vault's sequence number and the store's
+    epoch in the same snapshot."""
 
     items: tuple[Item, ...]
     sequence: int
+    epoch: str
 
 
 @dataclass(frozen=True, slots=True)
 class ChangePage:
     """The changes of a vault after a cursor, in ascending sequence, each item once (as of its
-    latest change), with the vault's sequence and purge horizon read in the same snapshot."""
+    latest change), with the vault's sequence and purge horizon and the store's epoch read in
+    the same snapshot."""
 
     changes: tuple[ItemChange, ...]
     sequence: int  # of the vault's latest change; 0 for a vault the store does not have
     purge_horizon: int  # the highest sequence of a tombstone purged from the vault; 0 if none
+    epoch: str  # the store's
 
 
 @dataclass(frozen=True, slots=True)

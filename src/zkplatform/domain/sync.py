@@ -7,9 +7,19 @@ ascending sequence, each once, in its latest state (a tombstone for a delete). A
 that changes again while a client pages moves past the page it was on and comes again
 later: nothing is missed, and a client keeps the higher version.
 
+A cursor belongs to one history of the store: its epoch, which changes when the store is
+restored from a backup (`zkplatform admin epoch rotate`), since the restored store numbers
+its changes again from where the backup stood. A client that sends the epoch of its cursor
+(`since_epoch`) is told to start over (CursorExpired) when it is not the store's any more;
+one that does not is trusted, as before epochs existed.
+
 Both check, in this order: the token's scope, the caller's membership of the vault in
 its tenant (a vault that does not exist answers the same), then the cursor against the
-vault's purge horizon and its latest sequence, read in the same snapshot as the page.
+store's epoch, the vault's purge horizon and its latest sequence, read in the same
+snapshot as the page.
+
+Every page (a ListChanges answer, a WatchChanges message) holds as many changes as fit
+in its answer's PAGE_BYTES (paging.py): `has_more` says whether more follow.
 
 A watch is pull-driven: it reads the next page only once the previous message was
 taken, and what wakes it is a flag (store/notify.py). So a slow client holds at most
@@ -43,6 +53,7 @@ from zkplatform.domain.errors import (
     WatchBehind,
 )
 from zkplatform.domain.models import ChangePage, ItemChange, Scope
+from zkplatform.domain.paging import ElementSizes, fitting
 from zkplatform.repository import ChangeFeed, ChangeSubscription, DirectoryRepository, ItemRepository, TokenRepository
 
 DEFAULT_PAGE_SIZE = 100
@@ -51,12 +62,13 @@ MAX_PAGE_SIZE = 1000
 
 @dataclass(frozen=True, slots=True)
 class ListedChanges:
-    """A page of changes, where to resume after it, and whether more follow at once.
-    On a watch, a page without changes is a heartbeat."""
+    """A page of changes, where to resume after it (a sequence in the store's epoch), and
+    whether more follow at once. On a watch, a page without changes is a heartbeat."""
 
     changes: tuple[ItemChange, ...]
     cursor: int
     has_more: bool
+    epoch: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +118,7 @@ class SyncUseCases:
         tokens: TokenRepository,
         feed: ChangeFeed,
         clock: Clock,
+        sizes: ElementSizes,
         policy: WatchPolicy | None = None,
     ) -> None:
         self._directory = directory
@@ -113,24 +126,31 @@ class SyncUseCases:
         self._tokens = tokens
         self._feed = feed
         self._clock = clock
+        self._sizes = sizes
         self._policy = policy or WatchPolicy()
         self.slots = WatchSlots(self._policy)
 
-    async def list_changes(self, caller: Caller, vault_id: str, since_sequence: int, page_size: int) -> ListedChanges:
-        """The changes of the vault after `since_sequence`, at most `page_size` (0 means 100)."""
+    async def list_changes(
+        self, caller: Caller, vault_id: str, since_sequence: int, page_size: int, since_epoch: str = ""
+    ) -> ListedChanges:
+        """The changes of the vault after `since_sequence` (of the epoch `since_epoch`, when
+        given), at most `page_size` (0 means 100) and at most a page's bytes."""
         await self._check_caller(caller, vault_id)
         if not 0 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
         _check_since(since_sequence)
-        return await self._page(vault_id, since_sequence, page_size or DEFAULT_PAGE_SIZE)
+        size = page_size or DEFAULT_PAGE_SIZE
+        page = await self._read(vault_id, since_sequence, size, since_epoch)
+        return self._listed(page, since_sequence, size)
 
     async def watch_changes(
-        self, caller: Caller, vault_id: str, since_sequence: int
+        self, caller: Caller, vault_id: str, since_sequence: int, since_epoch: str = ""
     ) -> AsyncGenerator[ListedChanges, None]:
-        """The changes after `since_sequence` as pages, then each change as it commits, with a
-        heartbeat (a page without changes) when nothing was sent for a heartbeat period; the token
-        and the membership are checked again before every page, at every heartbeat period and
-        when the feed says they may have changed. Ends only by raising."""
+        """The changes after `since_sequence` (of the epoch `since_epoch`, when given) as pages,
+        then each change as it commits, with a heartbeat (a page without changes) when nothing
+        was sent for a heartbeat period; the token and the membership are checked again before
+        every page, at every heartbeat period and when the feed says they may have changed, and
+        the store's epoch at every heartbeat period. Ends only by raising."""
         await self._check_caller(caller, vault_id)
         _check_since(since_sequence)
         with self.slots.take(caller.principal.principal_id):
@@ -138,14 +158,16 @@ class SyncUseCases:
             # committed after it wakes the watch.
             subscription = self._feed.subscribe(vault_id, caller.token.token_id)
             try:
-                async for listed in self._follow(caller, vault_id, since_sequence, subscription):
+                async for listed in self._follow(caller, vault_id, since_sequence, since_epoch, subscription):
                     yield listed
             finally:
                 subscription.close()
 
     async def _follow(
-        self, caller: Caller, vault_id: str, cursor: int, subscription: ChangeSubscription
+        self, caller: Caller, vault_id: str, cursor: int, epoch: str, subscription: ChangeSubscription
     ) -> AsyncIterator[ListedChanges]:
+        """`epoch` is the one the cursor belongs to: the client's, or else the store's as the
+        first page finds it; from then on every page must be of it."""
         loop = asyncio.get_running_loop()
         period = self._policy.heartbeat_seconds
         next_check = loop.time() + period
@@ -163,17 +185,21 @@ class SyncUseCases:
                 await self._recheck(caller, vault_id)
                 access = False
             if due:
+                # A quiet vault reads no page: the epoch is read here, so that a store restored
+                # (and its epoch rotated) under an open watch ends it within a heartbeat period.
+                epoch = _same_epoch(epoch, await self._items.epoch())
                 if not sent:
-                    yield ListedChanges((), cursor, has_more=False)
+                    yield ListedChanges((), cursor, has_more=False, epoch=epoch)
                 next_check, sent = loop.time() + period, False
             if woken:  # else a heartbeat period went by without a change: nothing to read
-                page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE)
+                page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch)
+                epoch = page.epoch
                 if page.changes:
                     if live and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
                     # Nothing reaches a caller whose token or membership went since the last check.
                     await self._recheck(caller, vault_id)
-                    listed = _listed(page, cursor, DEFAULT_PAGE_SIZE)
+                    listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
                     cursor, sent = listed.cursor, True
                     yield listed
                     if listed.has_more:
@@ -208,22 +234,32 @@ class SyncUseCases:
             raise Unauthenticated("token expired")
         caller.require_member(await self._directory.get_vault(vault_id))
 
-    async def _read(self, vault_id: str, since: int, size: int) -> ChangePage:
-        # One more than the page: has_more only when something follows it.
+    async def _read(self, vault_id: str, since: int, size: int, epoch: str) -> ChangePage:
+        """The changes after `since`, at most `size` and one more (has_more only when something
+        follows), once the cursor is found usable against the page's own snapshot: of the
+        store's epoch, unless `epoch` is "" (not given); not below the purge horizon, unless it
+        is 0 (from the start: everything that exists, whatever was purged); not beyond the vault."""
         page = await self._items.list_changes(vault_id, since, size + 1)
-        if since < page.purge_horizon:
-            raise CursorExpired(page.purge_horizon)
+        _same_epoch(epoch, page.epoch)
+        if 0 < since < page.purge_horizon:
+            raise CursorExpired(page.epoch, page.purge_horizon)
         if since > page.sequence:
             raise CursorAhead(page.sequence)
         return page
 
-    async def _page(self, vault_id: str, since: int, size: int) -> ListedChanges:
-        return _listed(await self._read(vault_id, since, size), since, size)
+    def _listed(self, page: ChangePage, since: int, size: int) -> ListedChanges:
+        """The page of at most `size` changes and a page's bytes, and where to resume after it."""
+        changes = page.changes[:size]
+        changes = changes[: fitting(changes, self._sizes.change)]
+        cursor = changes[-1].sequence if changes else since
+        return ListedChanges(changes, cursor, has_more=len(page.changes) > len(changes), epoch=page.epoch)
 
 
-def _listed(page: ChangePage, since: int, size: int) -> ListedChanges:
-    changes = page.changes[:size]
-    return ListedChanges(changes, changes[-1].sequence if changes else since, len(page.changes) > size)
+def _same_epoch(expected: str, current: str) -> str:
+    """The store's current epoch, if it is the one expected ("": none yet); CursorExpired otherwise."""
+    if expected and expected != current:
+        raise CursorExpired(current)
+    return current
 
 
 def _check_since(since_sequence: int) -> None:

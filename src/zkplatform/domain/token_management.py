@@ -14,7 +14,7 @@ from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import NotFound, PermissionDenied, RequestIdReused
 from zkplatform.domain.models import Role, Scope, TokenRecord
-from zkplatform.domain.paging import PageTokens, Position
+from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import TokenRepository
 
@@ -37,14 +37,15 @@ class TokenPage:
 
 
 class TokenManagement:
-    def __init__(self, tokens_repo: TokenRepository, pages: PageTokens, clock: Clock) -> None:
+    def __init__(self, tokens_repo: TokenRepository, pages: PageTokens, clock: Clock, sizes: ElementSizes) -> None:
         self._tokens = tokens_repo
         self._pages = pages
         self._clock = clock
+        self._sizes = sizes
 
     async def list_tokens(self, caller: Caller, principal_id: str, page_size: int, page_token: str) -> TokenPage:
-        """Live tokens, newest first. Checks in the contract's order: the scope, whose
-        tokens the caller may see, then the page token."""
+        """Live tokens, newest first, at most `page_size` and at most a page's bytes. Checks in
+        the contract's order: the scope, whose tokens the caller may see, then the page token."""
         caller.require_scope(Scope.BROKER_TOKENS_MANAGE)
         own = caller.principal.principal_id
         listed = own if principal_id in ("", own) else principal_id
@@ -61,8 +62,9 @@ class TokenManagement:
             limit=limit + 1,  # one more than the page: is there a next one?
         )
         page = tuple(ListedToken(record, principal.role) for record, principal in found[:limit])
+        page = page[: fitting(page, lambda listed: self._sizes.token(listed.record, listed.role))]
         next_page_token = ""
-        if len(found) > limit:
+        if len(found) > len(page):
             last = page[-1].record
             next_page_token = self._pages.issue(Position(last.issued_at, last.token_id), caller.tenant_id, listed)
         return TokenPage(page, next_page_token)

@@ -13,6 +13,7 @@ from zkplatform.domain.audit import Actor
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import (
+    CursorExpired,
     FieldViolation,
     InvalidArgument,
     ItemDeleted,
@@ -22,7 +23,7 @@ from zkplatform.domain.errors import (
     VersionMismatch,
 )
 from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone
-from zkplatform.domain.paging import PageTokens, Position
+from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import (
     Conflict,
@@ -41,21 +42,33 @@ MAX_PAGE_SIZE = 1000
 @dataclass(frozen=True, slots=True)
 class ListedItems:
     """One page of a listing, the token of the next ("" on the last), and the
-    vault's sequence number when the listing's first page was read."""
+    vault's sequence number and the store's epoch when the listing's first page was read."""
 
     items: tuple[Item, ...]
     next_page_token: str
     sequence: int
+    epoch: str
 
 
 class VaultUseCases:
     def __init__(
-        self, directory: DirectoryRepository, items: ItemRepository, clock: Clock, page_tokens: PageTokens
+        self,
+        directory: DirectoryRepository,
+        items: ItemRepository,
+        clock: Clock,
+        page_tokens: PageTokens,
+        sizes: ElementSizes,
     ) -> None:
         self._directory = directory
         self._items = items
         self._clock = clock
         self._page_tokens = page_tokens
+        self._sizes = sizes
+
+    async def epoch(self) -> str:
+        """The store's epoch: what the cursor of a change made just now belongs to (read after the
+        change: the epoch changes only with a restore, while no change is being made)."""
+        return await self._items.epoch()
 
     async def delete_item(
         self, caller: Caller, vault_id: str, item_id: str, base_version: int, *, request: RequestId | None = None
@@ -165,7 +178,8 @@ class VaultUseCases:
         show_deleted: bool,  # the request's field, in the RPC layer's shape
     ) -> ListedItems:
         """A page of the vault's items in item_id order, from the first page or from
-        where `page_token` says the listing stands."""
+        where `page_token` says the listing stands: at most `page_size` items and at most
+        a page's bytes. A page token of another epoch than the store's is CursorExpired."""
         caller.require_scope(Scope.VAULT_ITEMS_READ)
         caller.require_member(await self._directory.get_vault(vault_id))
         if not 0 <= page_size <= MAX_PAGE_SIZE:
@@ -179,13 +193,17 @@ class VaultUseCases:
         page = await self._items.list_items(
             vault_id, "" if state is None else state.after, size + 1, show_deleted=show_deleted
         )
+        if state is not None and state.epoch != page.epoch:
+            # The store was restored since the listing began: its cursor means nothing any more.
+            raise CursorExpired(page.epoch)
         items = page.items[:size]
+        items = items[: fitting(items, self._sizes.item)]
         # The first page's snapshot fixes the listing's cursor; later pages carry it in their token.
         sequence = page.sequence if state is None else state.number
         next_page_token = ""
-        if len(page.items) > size:
-            next_page_token = self._page_tokens.issue(Position(sequence, items[-1].item_id), *listing)
-        return ListedItems(items, next_page_token, sequence)
+        if len(page.items) > len(items):  # cut by the page size or by its bytes: the next starts after
+            next_page_token = self._page_tokens.issue(Position(sequence, items[-1].item_id, page.epoch), *listing)
+        return ListedItems(items, next_page_token, sequence, page.epoch)
 
 
 def _not_found(vault_id: str, item_id: str) -> NotFound:

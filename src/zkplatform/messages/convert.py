@@ -1,4 +1,10 @@
-"""Domain values <-> protobuf messages."""
+"""Domain values <-> protobuf messages.
+
+Answers that carry items take the server's tombstone retention (`retention`, in seconds):
+a tombstone's purge_time is its deletion plus it. Those that carry a cursor take the
+store's epoch with it. What each element of a page takes once encoded is computed in
+sizes.py, which must follow every field filled here.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +31,9 @@ def timestamp(unix_seconds: int) -> Timestamp:
     return Timestamp(seconds=unix_seconds)
 
 
-def item_to_proto(item: models.Item, message: vault_pb2.Item | None = None) -> vault_pb2.Item:
-    """The item as a message, filled in place when one is given (a field of the response)."""
+def item_to_proto(item: models.Item, message: vault_pb2.Item | None = None, *, retention: int) -> vault_pb2.Item:
+    """The item as a message, filled in place when one is given (a field of the response); a
+    tombstone with its purge time, `retention` seconds after its deletion."""
     # Field by field: assigning to a message in place costs a third of building
     # it from keyword arguments, which copies every sub-message.
     message = vault_pb2.Item() if message is None else message
@@ -40,6 +47,8 @@ def item_to_proto(item: models.Item, message: vault_pb2.Item | None = None) -> v
     for key in item.wrapped_keys:
         message.wrapped_keys.add(recipient_id=key.recipient_id, wrap_alg=key.wrap_alg, wrapped_key=key.wrapped_key)
     message.deleted = item.deleted
+    if item.deleted:
+        message.purge_time.seconds = item.updated_at + retention
     if (payload := item.payload) is not None:
         target = message.encrypted_payload
         target.SetInParent()  # present even if every field were empty, as the item has a payload
@@ -119,55 +128,62 @@ _ChangeResponse = TypeVar(
 )
 
 
-def change_response(change: models.ItemChange, response: _ChangeResponse) -> _ChangeResponse:
-    """A create's, an update's or a delete's response: the item and the cursor of its change, filled in place."""
-    item_to_proto(change.item, response.item)
-    response.cursor.vault_id = change.item.vault_id
-    response.cursor.sequence = change.sequence
+def _cursor(cursor: vault_pb2.Cursor, vault_id: str, sequence: int, epoch: str) -> None:
+    cursor.vault_id = vault_id
+    cursor.sequence = sequence
+    cursor.epoch = epoch
+
+
+def change_response(
+    change: models.ItemChange, epoch: str, response: _ChangeResponse, *, retention: int
+) -> _ChangeResponse:
+    """A create's, an update's or a delete's response: the item and the cursor of its change
+    (in the store's `epoch`), filled in place."""
+    item_to_proto(change.item, response.item, retention=retention)
+    _cursor(response.cursor, change.item.vault_id, change.sequence, epoch)
     return response
 
 
-def delete_response(tombstone: models.Tombstone) -> vault_pb2.DeleteItemResponse:
-    return change_response(tombstone, vault_pb2.DeleteItemResponse())
+def delete_response(tombstone: models.Tombstone, epoch: str, *, retention: int) -> vault_pb2.DeleteItemResponse:
+    return change_response(tombstone, epoch, vault_pb2.DeleteItemResponse(), retention=retention)
 
 
-def get_response(item: models.Item) -> vault_pb2.GetItemResponse:
+def get_response(item: models.Item, *, retention: int) -> vault_pb2.GetItemResponse:
     response = vault_pb2.GetItemResponse()
-    item_to_proto(item, response.item)
+    item_to_proto(item, response.item, retention=retention)
     return response
 
 
-def list_response(vault_id: str, listed: ListedItems) -> vault_pb2.ListItemsResponse:
+def list_response(vault_id: str, listed: ListedItems, *, retention: int) -> vault_pb2.ListItemsResponse:
     response = vault_pb2.ListItemsResponse(next_page_token=listed.next_page_token)
     add = response.items.add
     for item in listed.items:
-        item_to_proto(item, add())
-    response.cursor.vault_id = vault_id
-    response.cursor.sequence = listed.sequence
+        item_to_proto(item, add(), retention=retention)
+    _cursor(response.cursor, vault_id, listed.sequence, listed.epoch)
     return response
 
 
-def _add_changes(changes: RepeatedCompositeFieldContainer[vault_pb2.ItemChange], listed: ListedChanges) -> None:
+def _add_changes(
+    changes: RepeatedCompositeFieldContainer[vault_pb2.ItemChange], listed: ListedChanges, retention: int
+) -> None:
     for change in listed.changes:
         message = changes.add()
-        item_to_proto(change.item, message.item)
+        item_to_proto(change.item, message.item, retention=retention)
         message.sequence = change.sequence
 
 
-def changes_response(vault_id: str, listed: ListedChanges) -> vault_pb2.ListChangesResponse:
+def changes_response(vault_id: str, listed: ListedChanges, *, retention: int) -> vault_pb2.ListChangesResponse:
     response = vault_pb2.ListChangesResponse(has_more=listed.has_more)
-    _add_changes(response.changes, listed)
-    response.cursor.vault_id = vault_id
-    response.cursor.sequence = listed.cursor
+    _add_changes(response.changes, listed, retention)
+    _cursor(response.cursor, vault_id, listed.cursor, listed.epoch)
     return response
 
 
-def watch_message(vault_id: str, listed: ListedChanges) -> vault_pb2.WatchChangesResponse:
+def watch_message(vault_id: str, listed: ListedChanges, *, retention: int) -> vault_pb2.WatchChangesResponse:
     """One message of a watch: a page of changes, or a heartbeat (none), with where to resume."""
     response = vault_pb2.WatchChangesResponse()
-    _add_changes(response.changes, listed)
-    response.cursor.vault_id = vault_id
-    response.cursor.sequence = listed.cursor
+    _add_changes(response.changes, listed, retention)
+    _cursor(response.cursor, vault_id, listed.cursor, listed.epoch)
     return response
 
 

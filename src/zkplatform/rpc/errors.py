@@ -83,7 +83,9 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, 
             info = _info("ITEM_DELETED")
             return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
         case domain.CursorExpired():
-            info = _info("CURSOR_EXPIRED", minSequence=str(error.min_sequence))
+            # minSequence only below a purge horizon; the current epoch always (to start over in).
+            below = {} if error.min_sequence is None else {"minSequence": str(error.min_sequence)}
+            info = _info("CURSOR_EXPIRED", epoch=error.epoch, **below)
             return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
         case domain.CursorAhead():
             info = _info("CURSOR_AHEAD", currentSequence=str(error.current_sequence))

@@ -34,9 +34,11 @@ def _no_store(ctx: RequestContext[Any, Any]) -> None:
 
 
 class VaultServicer(VaultService):
-    def __init__(self, use_cases: VaultUseCases, sync: SyncUseCases) -> None:
+    def __init__(self, use_cases: VaultUseCases, sync: SyncUseCases, tombstone_retention_seconds: int) -> None:
         self._use_cases = use_cases
         self._sync = sync
+        # What a tombstone's purge_time adds to its deletion: the retention the server purges with.
+        self._retention = tombstone_retention_seconds
 
     async def delete_item(
         self, request: vault_pb2.DeleteItemRequest, ctx: RequestContext[Any, Any], /
@@ -45,7 +47,8 @@ class VaultServicer(VaultService):
         tombstone = await self._use_cases.delete_item(
             current_caller(), request.vault_id, request.item_id, request.base_version, request=request_id_of(request)
         )
-        return change_response(tombstone, vault_pb2.DeleteItemResponse())
+        epoch = await self._use_cases.epoch()
+        return change_response(tombstone, epoch, vault_pb2.DeleteItemResponse(), retention=self._retention)
 
     async def create_item(
         self, request: vault_pb2.CreateItemRequest, ctx: RequestContext[Any, Any], /
@@ -54,7 +57,8 @@ class VaultServicer(VaultService):
         created = await self._use_cases.create_item(
             current_caller(), request.vault_id, request.item_id, item_content(request), request=request_id_of(request)
         )
-        return change_response(created, vault_pb2.CreateItemResponse())
+        epoch = await self._use_cases.epoch()
+        return change_response(created, epoch, vault_pb2.CreateItemResponse(), retention=self._retention)
 
     async def update_item(
         self, request: vault_pb2.UpdateItemRequest, ctx: RequestContext[Any, Any], /
@@ -68,14 +72,15 @@ class VaultServicer(VaultService):
             item_patch(request),
             request=request_id_of(request),
         )
-        return change_response(updated, vault_pb2.UpdateItemResponse())
+        epoch = await self._use_cases.epoch()
+        return change_response(updated, epoch, vault_pb2.UpdateItemResponse(), retention=self._retention)
 
     async def get_item(
         self, request: vault_pb2.GetItemRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.GetItemResponse:
         _no_store(ctx)
         item = await self._use_cases.get_item(current_caller(), request.vault_id, request.item_id)
-        return get_response(item)
+        return get_response(item, retention=self._retention)
 
     async def list_items(
         self, request: vault_pb2.ListItemsRequest, ctx: RequestContext[Any, Any], /
@@ -84,16 +89,16 @@ class VaultServicer(VaultService):
         listed = await self._use_cases.list_items(
             current_caller(), request.vault_id, request.page_size, request.page_token, request.show_deleted
         )
-        return list_response(request.vault_id, listed)
+        return list_response(request.vault_id, listed, retention=self._retention)
 
     async def list_changes(
         self, request: vault_pb2.ListChangesRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.ListChangesResponse:
         _no_store(ctx)
         listed = await self._sync.list_changes(
-            current_caller(), request.vault_id, request.since_sequence, request.page_size
+            current_caller(), request.vault_id, request.since_sequence, request.page_size, request.since_epoch
         )
-        return changes_response(request.vault_id, listed)
+        return changes_response(request.vault_id, listed, retention=self._retention)
 
     async def watch_changes(
         self, request: vault_pb2.WatchChangesRequest, ctx: RequestContext[Any, Any], /
@@ -101,7 +106,9 @@ class VaultServicer(VaultService):
         _no_store(ctx)
         # Closed however the stream ends (the client gone, the server stopping): the watch's
         # slot and subscription are given back at once, not when the generator is collected.
-        watch = self._sync.watch_changes(current_caller(), request.vault_id, request.since_sequence)
+        watch = self._sync.watch_changes(
+            current_caller(), request.vault_id, request.since_sequence, request.since_epoch
+        )
         async with aclosing(watch) as pages:
             async for listed in pages:
-                yield watch_message(request.vault_id, listed)
+                yield watch_message(request.vault_id, listed, retention=self._retention)

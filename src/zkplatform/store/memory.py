@@ -29,6 +29,7 @@ from zkplatform.domain.models import (
     Tenant,
     TokenRecord,
     Vault,
+    new_epoch,
 )
 from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
@@ -158,6 +159,8 @@ class MemoryStore:
         self._vaults: dict[str, Vault] = {}
         self._sequences: dict[str, int] = {}
         self._purge_horizons: dict[str, int] = {}
+        # A memory store's history starts with the process: a restarted server's clients start over.
+        self._epoch = new_epoch()
         self._feed = ChangeFeed()
         self._items: dict[tuple[str, str], _Stored] = {}
         self._indexes: dict[str, _VaultIndex] = {}  # vault -> its items' order and changes
@@ -368,10 +371,18 @@ class MemoryStore:
         index = self._indexes.get(vault_id, _NO_ITEMS)
         stored = (self._items[(vault_id, item_id)] for item_id in index.ids_after(after_item_id))
         page = itertools.islice((s.item for s in stored if show_deleted or not s.item.deleted), limit)
-        return ItemPage(tuple(page), self._sequences.get(vault_id, 0))
+        return ItemPage(tuple(page), self._sequences.get(vault_id, 0), self._epoch)
 
     async def vault_sequence(self, vault_id: str) -> int:
         return self._sequences.get(vault_id, 0)
+
+    async def epoch(self) -> str:
+        return self._epoch
+
+    async def rotate_epoch(self, actor: Actor) -> str:
+        self._epoch = new_epoch()
+        self._record(audit.epoch_events(actor, sorted(self._tenants), self._epoch))
+        return self._epoch
 
     async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         oldest = oldest_kept(actor.at)
@@ -395,7 +406,8 @@ class MemoryStore:
 
         changes = self._indexes.get(vault_id, _NO_ITEMS).changes_after(since, latest)
         page = (ItemChange(self._items[(vault_id, i)].item, seq) for seq, i in itertools.islice(changes, limit))
-        return ChangePage(tuple(page), self._sequences.get(vault_id, 0), self._purge_horizons.get(vault_id, 0))
+        sequence, horizon = self._sequences.get(vault_id, 0), self._purge_horizons.get(vault_id, 0)
+        return ChangePage(tuple(page), sequence, horizon, self._epoch)
 
     def _add_item(self, item: Item) -> _Stored:
         stored = self._items[(item.vault_id, item.item_id)] = _Stored(item, self._next_sequence(item.vault_id))

@@ -38,6 +38,7 @@ from zkplatform.domain.models import (
     Tenant,
     TokenRecord,
     Vault,
+    new_epoch,
 )
 from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
@@ -95,6 +96,11 @@ _ADVICE = (  # the first pattern found in the reason, lower-cased
     (r"failed to resolve host", "check the host in the store URL"),
 )
 _MIGRATION_LOCK = 0x7A6B_706C  # pg_advisory_xact_lock key: one migrator at a time
+# How long a worker answers with the epoch it last read (the cursor of a create, an update, a
+# delete; a watch's check at its heartbeat): a round trip saved on every change, for an epoch
+# that changes only with a restore. Pages, and the checks of cursors against them, read it in
+# their own snapshot instead.
+_EPOCH_TTL_SECONDS = 1.0
 Conn = AsyncConnection[tuple[Any, ...]]
 
 
@@ -106,6 +112,7 @@ class PostgresStore:
         # Changes of every worker and host arrive by LISTEN on one connection of this worker.
         self.listener = Listener(lambda: self._feed, url, self._url)
         self._feed = ChangeFeed(on_first=self.listener.start)
+        self._epoch: tuple[str, float] | None = None  # the epoch last read, and when (monotonic)
 
     @classmethod
     async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
@@ -476,13 +483,36 @@ class PostgresStore:
                 _LIST_ITEMS if show_deleted else _LIST_LIVE_ITEMS, (vault_id, vault_id, after_item_id, limit)
             )
             found = await cursor.fetchall()
-        # The sequence comes with every row, and alone (items all NULL) when the page is empty.
-        sequence = int(found[0][0]) if found else 0
-        return ItemPage(tuple(rows.item_from_row(r[1:])[0] for r in found if r[1] is not None), sequence)
+        # The sequence and the epoch come with every row, and alone (items all NULL) when the page is empty.
+        sequence, epoch = int(found[0][0]), self._saw_epoch(str(found[0][1]))
+        return ItemPage(tuple(rows.item_from_row(r[2:])[0] for r in found if r[2] is not None), sequence, epoch)
 
     async def vault_sequence(self, vault_id: str) -> int:
         row = await self._one(SQL.vault_sequence, (vault_id,))
         return 0 if row is None else int(row[0])
+
+    async def epoch(self) -> str:
+        """The store's epoch, as read within the last _EPOCH_TTL_SECONDS by this worker."""
+        if self._epoch is not None and time.monotonic() - self._epoch[1] < _EPOCH_TTL_SECONDS:
+            return self._epoch[0]
+        row = await self._one(SQL.epoch)
+        assert row is not None  # one row, made by the migration
+        return self._saw_epoch(str(row[0]))
+
+    def _saw_epoch(self, epoch: str) -> str:
+        self._epoch = (epoch, time.monotonic())
+        return epoch
+
+    async def rotate_epoch(self, actor: Actor) -> str:
+        epoch = new_epoch()
+
+        async def rotate(conn: Conn) -> None:
+            await conn.execute(SQL.set_epoch, (epoch,))
+            tenants = [row[0] for row in await (await conn.execute(SQL.list_tenants)).fetchall()]
+            await _record(conn, audit.epoch_events(actor, tenants, epoch))
+
+        await self._tx(rotate)
+        return self._saw_epoch(epoch)
 
     async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         async def purge(conn: Conn) -> int:
@@ -497,12 +527,12 @@ class PostgresStore:
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
         # One statement, so one snapshot: the vault's state is the one its changes are at.
         async with self._pool.connection() as conn:
-            found = await (await conn.execute(_LIST_CHANGES, (since, limit, vault_id))).fetchall()
-        if not found:
-            return ChangePage((), 0, 0)
-        sequence, horizon = int(found[0][0]), int(found[0][1])
-        changes = tuple(ItemChange(*rows.item_from_row(r[2:])) for r in found if r[2] is not None)
-        return ChangePage(changes, sequence, horizon)
+            found = await (await conn.execute(_LIST_CHANGES, (vault_id, since, limit))).fetchall()
+        # The vault's state and the epoch come with every row, and alone (items all NULL) when
+        # there is no change; 0 for a vault the store does not have.
+        sequence, horizon, epoch = int(found[0][0]), int(found[0][1]), self._saw_epoch(str(found[0][2]))
+        changes = tuple(ItemChange(*rows.item_from_row(r[3:])) for r in found if r[3] is not None)
+        return ChangePage(changes, sequence, horizon, epoch)
 
     # tokens
 
@@ -754,22 +784,25 @@ _UPDATE_ITEM = (
 
 
 def _list_in_snapshot(page: str) -> str:
-    """(vault, vault, after item_id, limit) -> rows of (the vault's sequence, the page's item
-    columns), or one row of (sequence, NULLs) for an empty page. Its ORDER BY sorts the page's
-    rows only (at most a page and one): below it runs the keyset scan of statements.py."""
+    """(vault, vault, after item_id, limit) -> rows of (the vault's sequence, the store's epoch,
+    the page's item columns), or one row of (sequence, epoch, NULLs) for an empty page. Its ORDER
+    BY sorts the page's rows only (at most a page and one): below it runs the keyset scan of
+    statements.py."""
     return (
-        "SELECT s.sequence, p.* FROM (SELECT coalesce((SELECT sequence FROM vaults WHERE vault_id = %s), 0)"
-        f" AS sequence) s LEFT JOIN LATERAL ({page}) p ON TRUE ORDER BY p.item_id"
+        "SELECT s.sequence, s.epoch, p.* FROM (SELECT coalesce((SELECT sequence FROM vaults WHERE vault_id = %s), 0)"
+        f" AS sequence, ({SQL.epoch}) AS epoch) s LEFT JOIN LATERAL ({page}) p ON TRUE ORDER BY p.item_id"
     )
 
 
 _LIST_ITEMS = _list_in_snapshot(SQL.list_items)
-# (since, limit, vault) -> rows of (the vault's sequence, its purge horizon, a change's item
-# columns), or one row with NULL items when there is no change; no row for no vault.
+# (vault, since, limit) -> rows of (the vault's sequence, its purge horizon, the store's epoch, a
+# change's item columns), or one row with NULL items when there is no change (and 0, 0 for no
+# such vault): the epoch's one row, the vault's if any, its changes if any.
 _LIST_CHANGES = (
-    "SELECT v.sequence, v.purge_horizon, c.* FROM vaults v LEFT JOIN LATERAL"
+    "SELECT coalesce(v.sequence, 0), coalesce(v.purge_horizon, 0), e.epoch, c.* FROM store_epoch e"
+    " LEFT JOIN vaults v ON v.vault_id = %s LEFT JOIN LATERAL"
     f" ({SQL.list_changes.replace('vault_id = %s', 'vault_id = v.vault_id', 1)}) c ON TRUE"
-    " WHERE v.vault_id = %s ORDER BY c.sequence"
+    " ORDER BY c.sequence"
 )
 _PURGE = (
     "WITH purged AS (DELETE FROM items WHERE deleted AND updated_at < %s"

@@ -27,6 +27,7 @@ from zkplatform.domain.models import (
     Tenant,
     TokenRecord,
     Vault,
+    new_epoch,
 )
 from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
@@ -412,23 +413,40 @@ class SQLiteStore:
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         def page(conn: sqlite3.Connection) -> ItemPage:
-            # One read transaction: WAL gives both reads the same snapshot, so the sequence is
-            # the one the items are at, whatever the writer commits meanwhile.
+            # One read transaction: WAL gives the reads the same snapshot, so the sequence and the
+            # epoch are the ones the items are at, whatever the writer commits meanwhile.
             conn.execute("BEGIN")
             try:
                 row = conn.execute(SQL.vault_sequence, (vault_id,)).fetchone()
+                (epoch,) = conn.execute(SQL.epoch).fetchone()
                 found = conn.execute(
                     SQL.list_items if show_deleted else SQL.list_live_items, (vault_id, after_item_id, limit)
                 ).fetchall()
             finally:
                 conn.execute("COMMIT")
-            return ItemPage(tuple(rows.item_from_row(r)[0] for r in found), 0 if row is None else int(row[0]))
+            items = tuple(rows.item_from_row(r)[0] for r in found)
+            return ItemPage(items, 0 if row is None else int(row[0]), str(epoch))
 
         return await self._read(page)
 
     async def vault_sequence(self, vault_id: str) -> int:
         row = self._lookup(lambda c: c.execute(SQL.vault_sequence, (vault_id,)).fetchone())
         return 0 if row is None else int(row[0])
+
+    async def epoch(self) -> str:
+        (epoch,) = self._lookup(lambda c: c.execute(SQL.epoch).fetchone())
+        return str(epoch)
+
+    async def rotate_epoch(self, actor: Actor) -> str:
+        epoch = new_epoch()
+
+        def rotate(conn: sqlite3.Connection) -> None:
+            conn.execute(SQL.set_epoch, (epoch,))
+            tenants = [row[0] for row in conn.execute(SQL.list_tenants)]
+            _record(conn, audit.epoch_events(actor, tenants, epoch))
+
+        await self._write(rotate)
+        return epoch
 
     async def purge_tombstones(self, deleted_before: int, actor: Actor) -> int:
         def purge(conn: sqlite3.Connection) -> int:
@@ -450,14 +468,16 @@ class SQLiteStore:
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
         def page(conn: sqlite3.Connection) -> ChangePage:
-            conn.execute("BEGIN")  # one snapshot for the vault's state and its changes (WAL)
+            conn.execute("BEGIN")  # one snapshot for the vault's state, the epoch and the changes (WAL)
             try:
                 state = conn.execute(SQL.vault_change_state, (vault_id,)).fetchone()
+                (epoch,) = conn.execute(SQL.epoch).fetchone()
                 found = conn.execute(SQL.list_changes, (vault_id, since, limit)).fetchall()
             finally:
                 conn.execute("COMMIT")
             sequence, horizon = (0, 0) if state is None else (int(state[0]), int(state[1]))
-            return ChangePage(tuple(ItemChange(*rows.item_from_row(r)) for r in found), sequence, horizon)
+            changes = tuple(ItemChange(*rows.item_from_row(r)) for r in found)
+            return ChangePage(changes, sequence, horizon, str(epoch))
 
         return await self._read(page)
 

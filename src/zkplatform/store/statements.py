@@ -89,6 +89,9 @@ class Statements:
         f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
     )
     vault_change_state: str = "SELECT sequence, purge_horizon FROM vaults WHERE vault_id = ?"
+    # The store's epoch (migration 0007 on SQLite, 0008 on PostgreSQL): one row.
+    epoch: str = "SELECT epoch FROM store_epoch"
+    set_epoch: str = "UPDATE store_epoch SET epoch = ?"
     # A purge raises each vault's horizon to the highest sequence it purged: (sequence, vault).
     raise_purge_horizon: str = "UPDATE vaults SET purge_horizon = ? WHERE vault_id = ? AND purge_horizon < ?"
     # Take the vault's next `count` sequence numbers: (count, vault, count) -> the first of them.

@@ -14,7 +14,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Item(_message.Message):
-    __slots__ = ("item_id", "tenant_id", "vault_id", "version", "kind", "title_hash", "updated_at", "encrypted_payload", "wrapped_keys", "deleted")
+    __slots__ = ("item_id", "tenant_id", "vault_id", "version", "kind", "title_hash", "updated_at", "encrypted_payload", "wrapped_keys", "deleted", "purge_time")
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,7 @@ class Item(_message.Message):
     ENCRYPTED_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     WRAPPED_KEYS_FIELD_NUMBER: _ClassVar[int]
     DELETED_FIELD_NUMBER: _ClassVar[int]
+    PURGE_TIME_FIELD_NUMBER: _ClassVar[int]
     item_id: str
     tenant_id: str
     vault_id: str
@@ -35,7 +36,8 @@ class Item(_message.Message):
     encrypted_payload: EncryptedPayload
     wrapped_keys: _containers.RepeatedCompositeFieldContainer[WrappedKey]
     deleted: bool
-    def __init__(self, item_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., vault_id: _Optional[str] = ..., version: _Optional[int] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    purge_time: _timestamp_pb2.Timestamp
+    def __init__(self, item_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., vault_id: _Optional[str] = ..., version: _Optional[int] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., deleted: _Optional[bool] = ..., purge_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class EncryptedPayload(_message.Message):
     __slots__ = ("alg", "nonce", "aad", "ciphertext", "version")
@@ -62,12 +64,14 @@ class WrappedKey(_message.Message):
     def __init__(self, recipient_id: _Optional[str] = ..., wrap_alg: _Optional[str] = ..., wrapped_key: _Optional[str] = ...) -> None: ...
 
 class Cursor(_message.Message):
-    __slots__ = ("vault_id", "sequence")
+    __slots__ = ("vault_id", "sequence", "epoch")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     sequence: int
-    def __init__(self, vault_id: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
+    epoch: str
+    def __init__(self, vault_id: _Optional[str] = ..., sequence: _Optional[int] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class DeleteItemRequest(_message.Message):
     __slots__ = ("vault_id", "item_id", "base_version", "request_id")
@@ -190,14 +194,16 @@ class ItemChange(_message.Message):
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., sequence: _Optional[int] = ...) -> None: ...
 
 class ListChangesRequest(_message.Message):
-    __slots__ = ("vault_id", "since_sequence", "page_size")
+    __slots__ = ("vault_id", "since_sequence", "page_size", "since_epoch")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     SINCE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     since_sequence: int
     page_size: int
-    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ..., page_size: _Optional[int] = ...) -> None: ...
+    since_epoch: str
+    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ..., page_size: _Optional[int] = ..., since_epoch: _Optional[str] = ...) -> None: ...
 
 class ListChangesResponse(_message.Message):
     __slots__ = ("changes", "cursor", "has_more")
@@ -210,12 +216,14 @@ class ListChangesResponse(_message.Message):
     def __init__(self, changes: _Optional[_Iterable[_Union[ItemChange, _Mapping]]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ..., has_more: _Optional[bool] = ...) -> None: ...
 
 class WatchChangesRequest(_message.Message):
-    __slots__ = ("vault_id", "since_sequence")
+    __slots__ = ("vault_id", "since_sequence", "since_epoch")
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     SINCE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     vault_id: str
     since_sequence: int
-    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ...) -> None: ...
+    since_epoch: str
+    def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ..., since_epoch: _Optional[str] = ...) -> None: ...
 
 class WatchChangesResponse(_message.Message):
     __slots__ = ("changes", "cursor")

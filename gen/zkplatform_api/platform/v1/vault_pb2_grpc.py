@@ -204,12 +204,21 @@ class VaultServiceServicer:
         have the caller as a member (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same vault, filter and
         tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `pageToken`), in the store's current epoch (FAILED_PRECONDITION with a
+        google.rpc.ErrorInfo of reason `CURSOR_EXPIRED` and metadata `epoch`, the
+        current one, when the store was restored from a backup since the
+        listing began: start again from the first page). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` items, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one item): a page
+        shorter than `page_size` does not mean the end, only an empty
+        `next_page_token` does.
 
         A full sync is ListItems to the last page, then the changes after the
-        returned `cursor`: anything that changed while the pages were read
-        arrives again there, and clients keep the higher version.
+        returned `cursor` (its `sequence` and `epoch`): anything that changed
+        while the pages were read arrives again there, and clients keep the
+        higher version.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -222,21 +231,30 @@ class VaultServiceServicer:
         After the checks common to every RPC: the token's scopes must include
         `vault.items.read`, then the vault must belong to the caller's tenant and
         have the caller as a member (PERMISSION_DENIED), then the cursor must be
-        usable:
+        usable, in this order:
 
-        - below the vault's purge horizon (the highest sequence of a tombstone
-        purged after the retention period), the client may have missed a
-        delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
-        `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
-        accepted); the client starts over with ListItems;
+        - `since_epoch`, when given, must be the store's current epoch: another
+        one means the store was restored from a backup since the cursor was
+        read, and its sequence numbers no longer mean the same changes:
+        FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+        `CURSOR_EXPIRED` and metadata `epoch` (the current one); the client
+        starts over with ListItems;
+        - above 0 and below the vault's purge horizon (the highest sequence of a
+        tombstone purged after the retention period), the client may have
+        missed a delete: FAILED_PRECONDITION with reason `CURSOR_EXPIRED` and
+        metadata `minSequence` (the lowest cursor still accepted) and `epoch`;
+        the client starts over with ListItems. A `since_sequence` of 0 is
+        always accepted: it lists every item that exists;
         - above the vault's latest sequence (a cursor of another vault, or from
         before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
         `currentSequence`.
 
         `changes` are in ascending sequence, each item at most once, in its
         latest state (tombstones included: that is how deletes reach offline
-        clients). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        clients). An answer holds at most `page_size` changes, and fewer when
+        more would make its binary encoding exceed 3 MiB (always at least one
+        change): only `has_more` says whether more follow. Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -247,18 +265,21 @@ class VaultServiceServicer:
         the cursor (as ListChanges pages), then every change as it commits,
         within about a second, whichever worker or host made it.
 
-        The same checks as ListChanges open the stream. A message with no
-        changes and the current cursor comes every 15 seconds (configurable)
-        when nothing changes, so that proxies and clients know the stream is
-        alive. The stream ends with UNAUTHENTICATED when the token expires or is
-        revoked, PERMISSION_DENIED when the caller stops being a member,
-        FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
-        `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
-        the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
-        and UNAVAILABLE when the server shuts down: in every case the client may
-        reconnect with the last cursor it received. At most 10 open watches per
-        principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
-        google.rpc.RetryInfo beyond).
+        The same checks as ListChanges open the stream. Each message's binary
+        encoding stays within 3 MiB (a backlog comes in as many messages as that
+        takes). A message with no changes and the current cursor comes every 15
+        seconds (configurable) when nothing changes, so that proxies and clients
+        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        token expires or is revoked, PERMISSION_DENIED when the caller stops
+        being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
+        store's epoch changes while the stream is open (a restore: seen at the
+        next change or heartbeat period), ABORTED with reason `WATCH_BEHIND`
+        when the client reads too slowly to keep up (resume from the last cursor
+        received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`, and UNAVAILABLE
+        when the server shuts down: in every case but `CURSOR_EXPIRED` the
+        client may reconnect with the last cursor it received. At most 10 open
+        watches per principal and 1,000 per worker by default
+        (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

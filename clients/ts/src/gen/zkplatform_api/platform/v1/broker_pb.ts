@@ -318,7 +318,8 @@ export type ListTokensRequest = Message<"platform.v1.ListTokensRequest"> & {
 
   /**
    * page_size: Optional. The most tokens in one page: 0 means 100, at most
-   * 1000.
+   * 1000. A page may hold fewer, as one stops before its binary encoding
+   * would exceed 3 MiB: only an empty `next_page_token` ends the listing.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -343,7 +344,9 @@ export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE_
   messageDesc(file_zkplatform_api_platform_v1_broker, 4);
 
 /**
- * ListTokensResponse is the response of BrokerService.ListTokens.
+ * ListTokensResponse is the response of BrokerService.ListTokens. Its
+ * binary encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.ListTokensResponse
  */
@@ -358,7 +361,8 @@ export type ListTokensResponse = Message<"platform.v1.ListTokensResponse"> & {
 
   /**
    * next_page_token: Output only. The token of the next page; empty on the
-   * last page.
+   * last page, and only there: a page shorter than `page_size` (cut at
+   * 3 MiB) does not mean the end.
    *
    * @generated from field: string next_page_token = 2;
    */

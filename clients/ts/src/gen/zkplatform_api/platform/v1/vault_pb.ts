@@ -75,7 +75,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEi3AYKBEl0ZW0SPwoHaXRlbV9pZBgBIAEoCUIu4kECAwW6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJBCgl0ZW5hbnRfaWQYAiABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQAoIdmF1bHRfaWQYAyABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHAoHdmVyc2lvbhgEIAEoA0IL4kEBA7pIBCICKAESMQoEa2luZBgFIAEoCUIj4kEBA7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgGIAEoCUIe4kEBA7pIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEjoKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgriQQEDukgDyAEBEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBAxI8Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qg3iQQEDukgGkgEDEIACEhUKB2RlbGV0ZWQYCiABKAhCBOJBAQM6twK6SLMCGm4KFWl0ZW0ubGl2ZV9oYXNfcGF5bG9hZBIoYSBsaXZlIGl0ZW0gY2FycmllcyBhbiBlbmNyeXB0ZWQgcGF5bG9hZBordGhpcy5kZWxldGVkIHx8IGhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKRrAAQoVaXRlbS50b21ic3RvbmVfZXJhc2VkEj1hIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIG5vIHBheWxvYWQsIHdyYXBwZWQga2V5cyBvciB0aXRsZSBoYXNoGmghdGhpcy5kZWxldGVkIHx8ICghaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpICYmIHNpemUodGhpcy53cmFwcGVkX2tleXMpID09IDAgJiYgdGhpcy50aXRsZV9oYXNoID09ICcnKSL3AQoQRW5jcnlwdGVkUGF5bG9hZBIvCgNhbGcYASABKAlCIuJBAQK6SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASLwoFbm9uY2UYAiABKAlCIOJBAQK6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEisKA2FhZBgDIAEoCUIe4kEBAbpIF3IVGIAIMhBeW0EtWmEtejAtOV8tXSokEjYKCmNpcGhlcnRleHQYBCABKAlCIuJBAQK6SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSHAoHdmVyc2lvbhgFIAEoBUIL4kEBAbpIBBoCKAAi7QEKCldyYXBwZWRLZXkSQwoMcmVjaXBpZW50X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSYgoId3JhcF9hbGcYAiABKAlCUOJBAQK6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjYKC3dyYXBwZWRfa2V5GAMgASgJQiHiQQECukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiOAoGQ3Vyc29yEhYKCHZhdWx0X2lkGAEgASgJQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDIt8BChFEZWxldGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIkCgxiYXNlX3ZlcnNpb24YAyABKANCDuJBAQK6SAfIAQEiAigBEiMKCnJlcXVlc3RfaWQYBCABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJEZWxldGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIqMEChFDcmVhdGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIxCgRraW5kGAMgASgJQiPiQQECukgcyAEBchcYIDITXlthLXpdW2EtejAtOS5fLV0qJBIyCgp0aXRsZV9oYXNoGAQgASgJQh7iQQEBukgXchUYgAEyEF5bQS1aYS16MC05Xy1dKiQSRAoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQgriQQECukgDyAEBEroBCgx3cmFwcGVkX2tleXMYBiADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5QooB4kEBArpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiMKCnJlcXVlc3RfaWQYByABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJDcmVhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIogHChFVcGRhdGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIxCgRraW5kGAMgASgJQiPiQQEBukgc2AEBchcYIDITXlthLXpdW2EtejAtOS5fLV0qJBIyCgp0aXRsZV9oYXNoGAQgASgJQh7iQQEBukgXchUYgAEyEF5bQS1aYS16MC05Xy1dKiQSPgoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQgTiQQEBErgBCgx3cmFwcGVkX2tleXMYBiADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5QogB4kEBAbpIgAG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBAxCAAhIkCgxiYXNlX3ZlcnNpb24YByABKANCDuJBAQK6SAfIAQEiAigBEsQCCgt1cGRhdGVfbWFzaxgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCkgLiQQEBukiKAroBsgEKF3VwZGF0ZV9tYXNrLmtub3duX3BhdGhzEkJtYXkgbmFtZSBvbmx5IGtpbmQsIHRpdGxlX2hhc2gsIGVuY3J5cHRlZF9wYXlsb2FkIGFuZCB3cmFwcGVkX2tleXMaU3RoaXMucGF0aHMuYWxsKHAsIHAgaW4gWydraW5kJywgJ3RpdGxlX2hhc2gnLCAnZW5jcnlwdGVkX3BheWxvYWQnLCAnd3JhcHBlZF9rZXlzJ10pugFRChh1cGRhdGVfbWFzay51bmlxdWVfcGF0aHMSIG1heSBuYW1lIGVhY2ggZmllbGQgYXQgbW9zdCBvbmNlGhN0aGlzLnBhdGhzLnVuaXF1ZSgpEiMKCnJlcXVlc3RfaWQYCSABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJVcGRhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIpEBCg5HZXRJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI4Cg9HZXRJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMiuAEKEExpc3RJdGVtc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgSGgoMc2hvd19kZWxldGVkGAQgASgIQgTiQQEBIoUBChFMaXN0SXRlbXNSZXNwb25zZRImCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDEikKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyJLCgpJdGVtQ2hhbmdlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDIp0BChJMaXN0Q2hhbmdlc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIjCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IL4kEBAbpIBCICKAASIQoJcGFnZV9zaXplGAMgASgFQg7iQQEBukgHGgUY6AcoACKIAQoTTGlzdENoYW5nZXNSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMSFgoIaGFzX21vcmUYAyABKAhCBOJBAQMiewoTV2F0Y2hDaGFuZ2VzUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEiMKDnNpbmNlX3NlcXVlbmNlGAIgASgDQgviQQEBukgEIgIoACJxChRXYXRjaENoYW5nZXNSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAUK9AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCClZhdWx0UHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEihAgKBEl0ZW0SPwoHaXRlbV9pZBgBIAEoCUIu4kECAwW6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJBCgl0ZW5hbnRfaWQYAiABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQAoIdmF1bHRfaWQYAyABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHAoHdmVyc2lvbhgEIAEoA0IL4kEBA7pIBCICKAESMQoEa2luZBgFIAEoCUIj4kEBA7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgGIAEoCUIe4kEBA7pIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEjoKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgriQQEDukgDyAEBEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBAxI8Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qg3iQQEDukgGkgEDEIACEhUKB2RlbGV0ZWQYCiABKAhCBOJBAQMSNAoKcHVyZ2VfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQM6qQO6SKUDGm4KFWl0ZW0ubGl2ZV9oYXNfcGF5bG9hZBIoYSBsaXZlIGl0ZW0gY2FycmllcyBhbiBlbmNyeXB0ZWQgcGF5bG9hZBordGhpcy5kZWxldGVkIHx8IGhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKRrAAQoVaXRlbS50b21ic3RvbmVfZXJhc2VkEj1hIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIG5vIHBheWxvYWQsIHdyYXBwZWQga2V5cyBvciB0aXRsZSBoYXNoGmghdGhpcy5kZWxldGVkIHx8ICghaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpICYmIHNpemUodGhpcy53cmFwcGVkX2tleXMpID09IDAgJiYgdGhpcy50aXRsZV9oYXNoID09ICcnKRpwCh1pdGVtLnB1cmdlX3RpbWVfb25fdG9tYnN0b25lcxIob25seSBhIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIGEgcHVyZ2UgdGltZRoldGhpcy5kZWxldGVkIHx8ICFoYXModGhpcy5wdXJnZV90aW1lKSL3AQoQRW5jcnlwdGVkUGF5bG9hZBIvCgNhbGcYASABKAlCIuJBAQK6SBtyGVIHQTEyOEdDTVIHQTI1NkdDTVIFWEMyMFASLwoFbm9uY2UYAiABKAlCIOJBAQK6SBnIAQFyFBhAMhBeW0EtWmEtejAtOV8tXSokEisKA2FhZBgDIAEoCUIe4kEBAbpIF3IVGIAIMhBeW0EtWmEtejAtOV8tXSokEjYKCmNpcGhlcnRleHQYBCABKAlCIuJBAQK6SBvIAQFyFhiAgAMyEF5bQS1aYS16MC05Xy1dKiQSHAoHdmVyc2lvbhgFIAEoBUIL4kEBAbpIBBoCKAAi7QEKCldyYXBwZWRLZXkSQwoMcmVjaXBpZW50X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSYgoId3JhcF9hbGcYAiABKAlCUOJBAQK6SElyR1IHRUNESC1FU1IORUNESC1FUytBMTI4S1dSDkVDREgtRVMrQTI1NktXUgxSU0EtT0FFUC0yNTZSBkExMjhLV1IGQTI1NktXEjYKC3dyYXBwZWRfa2V5GAMgASgJQiHiQQECukgayAEBchUYgAgyEF5bQS1aYS16MC05Xy1dKiQiTQoGQ3Vyc29yEhYKCHZhdWx0X2lkGAEgASgJQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDEhMKBWVwb2NoGAMgASgJQgTiQQEDIt8BChFEZWxldGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIkCgxiYXNlX3ZlcnNpb24YAyABKANCDuJBAQK6SAfIAQEiAigBEiMKCnJlcXVlc3RfaWQYBCABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJEZWxldGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIqMEChFDcmVhdGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIxCgRraW5kGAMgASgJQiPiQQECukgcyAEBchcYIDITXlthLXpdW2EtejAtOS5fLV0qJBIyCgp0aXRsZV9oYXNoGAQgASgJQh7iQQEBukgXchUYgAEyEF5bQS1aYS16MC05Xy1dKiQSRAoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQgriQQECukgDyAEBEroBCgx3cmFwcGVkX2tleXMYBiADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5QooB4kEBArpIggG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBBQgBEIACEiMKCnJlcXVlc3RfaWQYByABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJDcmVhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIogHChFVcGRhdGVJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIxCgRraW5kGAMgASgJQiPiQQEBukgc2AEBchcYIDITXlthLXpdW2EtejAtOS5fLV0qJBIyCgp0aXRsZV9oYXNoGAQgASgJQh7iQQEBukgXchUYgAEyEF5bQS1aYS16MC05Xy1dKiQSPgoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQgTiQQEBErgBCgx3cmFwcGVkX2tleXMYBiADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5QogB4kEBAbpIgAG6AXcKHndyYXBwZWRfa2V5cy51bmlxdWVfcmVjaXBpZW50cxIvZWFjaCByZWNpcGllbnQgbWF5IGhhdmUgYXQgbW9zdCBvbmUgd3JhcHBlZCBrZXkaJHRoaXMubWFwKGssIGsucmVjaXBpZW50X2lkKS51bmlxdWUoKZIBAxCAAhIkCgxiYXNlX3ZlcnNpb24YByABKANCDuJBAQK6SAfIAQEiAigBEsQCCgt1cGRhdGVfbWFzaxgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCkgLiQQEBukiKAroBsgEKF3VwZGF0ZV9tYXNrLmtub3duX3BhdGhzEkJtYXkgbmFtZSBvbmx5IGtpbmQsIHRpdGxlX2hhc2gsIGVuY3J5cHRlZF9wYXlsb2FkIGFuZCB3cmFwcGVkX2tleXMaU3RoaXMucGF0aHMuYWxsKHAsIHAgaW4gWydraW5kJywgJ3RpdGxlX2hhc2gnLCAnZW5jcnlwdGVkX3BheWxvYWQnLCAnd3JhcHBlZF9rZXlzJ10pugFRChh1cGRhdGVfbWFzay51bmlxdWVfcGF0aHMSIG1heSBuYW1lIGVhY2ggZmllbGQgYXQgbW9zdCBvbmNlGhN0aGlzLnBhdGhzLnVuaXF1ZSgpEiMKCnJlcXVlc3RfaWQYCSABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJVcGRhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIpEBCg5HZXRJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI4Cg9HZXRJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMiuAEKEExpc3RJdGVtc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgSGgoMc2hvd19kZWxldGVkGAQgASgIQgTiQQEBIoUBChFMaXN0SXRlbXNSZXNwb25zZRImCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDEikKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyJLCgpJdGVtQ2hhbmdlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDItEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIjCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IL4kEBAbpIBCICKAASIQoJcGFnZV9zaXplGAMgASgFQg7iQQEBukgHGgUY6AcoABIyCgtzaW5jZV9lcG9jaBgEIAEoCUId4kEBAbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiiAEKE0xpc3RDaGFuZ2VzUmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2VCBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDEhYKCGhhc19tb3JlGAMgASgIQgTiQQEDIq8BChNXYXRjaENoYW5nZXNSZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIwoOc2luY2Vfc2VxdWVuY2UYAiABKANCC+JBAQG6SAQiAigAEjIKC3NpbmNlX2Vwb2NoGAMgASgJQh3iQQEBukgWchQYQDIQXltBLVphLXowLTlfLV0qJCJxChRXYXRjaENoYW5nZXNSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAUK9AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCClZhdWx0UHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -161,6 +161,18 @@ export type Item = Message<"platform.v1.Item"> & {
    * @generated from field: bool deleted = 10;
    */
   deleted: boolean;
+
+  /**
+   * purge_time: Output only. On a tombstone, when it may be purged: its
+   * deletion (`updated_at`) plus the server's tombstone retention (90 days by
+   * default). From then on the item may answer NOT_FOUND and a cursor from
+   * before its delete CURSOR_EXPIRED, so a client offline for longer starts
+   * over with ListItems. Whole seconds, as `updated_at`. Absent on a live
+   * item.
+   *
+   * @generated from field: google.protobuf.Timestamp purge_time = 11;
+   */
+  purgeTime?: Timestamp | undefined;
 };
 
 /**
@@ -271,7 +283,8 @@ export const WrappedKeySchema: GenMessage<WrappedKey> = /*@__PURE__*/
   messageDesc(file_zkplatform_api_platform_v1_vault, 2);
 
 /**
- * Cursor is a position in a vault's change sequence.
+ * Cursor is a position in a vault's change sequence, in one history of the
+ * store (its epoch).
  *
  * @generated from message platform.v1.Cursor
  */
@@ -291,6 +304,18 @@ export type Cursor = Message<"platform.v1.Cursor"> & {
    * @generated from field: int64 sequence = 2;
    */
   sequence: bigint;
+
+  /**
+   * epoch: Output only. The identity of the store's history the sequence
+   * belongs to: opaque (compare it whole, never parse it), at most 64
+   * characters of base64url. It changes when the store is restored from a
+   * backup (`zkplatform admin epoch rotate`): the sequence numbers of
+   * another epoch do not continue this one's. Keep it with the sequence and
+   * send it back as `since_epoch`.
+   *
+   * @generated from field: string epoch = 3;
+   */
+  epoch: string;
 };
 
 /**
@@ -367,7 +392,7 @@ export const DeleteItemRequestSchema: GenMessage<DeleteItemRequest> = /*@__PURE_
 export type DeleteItemResponse = Message<"platform.v1.DeleteItemResponse"> & {
   /**
    * item: Output only. The tombstone: `deleted` true, the version after the
-   * delete, no payload, wrapped keys or title hash.
+   * delete, no payload, wrapped keys or title hash, and its `purge_time`.
    *
    * @generated from field: platform.v1.Item item = 1;
    */
@@ -713,7 +738,8 @@ export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
 
   /**
    * page_size: Optional. The most items in one page: 0 means 100, at most
-   * 1000.
+   * 1000. A page may hold fewer, as one stops before its binary encoding
+   * would exceed 3 MiB: only an empty `next_page_token` ends the listing.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -722,7 +748,8 @@ export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
   /**
    * page_token: Optional. The `next_page_token` of the previous page, as it
    * was returned: opaque, and valid only for the same vault, filter and
-   * tenant; never containing U+0000. Empty for the first page.
+   * tenant, and in the store's epoch it was issued in; never containing
+   * U+0000. Empty for the first page.
    *
    * @generated from field: string page_token = 3;
    */
@@ -744,13 +771,16 @@ export const ListItemsRequestSchema: GenMessage<ListItemsRequest> = /*@__PURE__*
   messageDesc(file_zkplatform_api_platform_v1_vault, 12);
 
 /**
- * ListItemsResponse is the response of VaultService.ListItems.
+ * ListItemsResponse is the response of VaultService.ListItems. Its binary
+ * encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.ListItemsResponse
  */
 export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
   /**
-   * items: Output only. The page's items, in ascending `item_id` order.
+   * items: Output only. The page's items, in ascending `item_id` order: at
+   * most `page_size`, and fewer when more would exceed 3 MiB.
    *
    * @generated from field: repeated platform.v1.Item items = 1;
    */
@@ -758,7 +788,8 @@ export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
 
   /**
    * next_page_token: Output only. The token of the next page; empty on the
-   * last page.
+   * last page, and only there: a page shorter than `page_size` does not
+   * mean the end.
    *
    * @generated from field: string next_page_token = 2;
    */
@@ -766,7 +797,8 @@ export type ListItemsResponse = Message<"platform.v1.ListItemsResponse"> & {
 
   /**
    * cursor: Output only. The vault's cursor when the first page was read,
-   * the same on every page of one listing: resume the changes from there.
+   * the same on every page of one listing: resume the changes from there,
+   * with its `sequence` and `epoch`.
    *
    * @generated from field: platform.v1.Cursor cursor = 3;
    */
@@ -825,8 +857,8 @@ export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
 
   /**
    * since_sequence: Optional. The cursor to resume from: the sequence of the
-   * last change the client has; 0 means from the start. Accepted in JSON as
-   * a number or a string.
+   * last change the client has; 0 means from the start (every item that
+   * exists, always accepted). Accepted in JSON as a number or a string.
    *
    * @generated from field: int64 since_sequence = 2;
    */
@@ -834,11 +866,24 @@ export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
 
   /**
    * page_size: Optional. The most changes in one answer: 0 means 100, at
-   * most 1000.
+   * most 1000. An answer may hold fewer, as one stops before its binary
+   * encoding would exceed 3 MiB: only `has_more` says whether more follow.
    *
    * @generated from field: int32 page_size = 3;
    */
   pageSize: number;
+
+  /**
+   * since_epoch: Optional. The `epoch` of the cursor `since_sequence` comes
+   * from. When given and the store's epoch is another (the store was
+   * restored from a backup since), the answer is FAILED_PRECONDITION with
+   * reason `CURSOR_EXPIRED`, whatever the sequence: start over with
+   * ListItems. Empty: not checked, the sequence alone is trusted (as before
+   * epochs existed; a client that can send it should).
+   *
+   * @generated from field: string since_epoch = 4;
+   */
+  sinceEpoch: string;
 };
 
 /**
@@ -849,14 +894,17 @@ export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PUR
   messageDesc(file_zkplatform_api_platform_v1_vault, 15);
 
 /**
- * ListChangesResponse is the response of VaultService.ListChanges.
+ * ListChangesResponse is the response of VaultService.ListChanges. Its
+ * binary encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.ListChangesResponse
  */
 export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
   /**
    * changes: Output only. The changes after `since_sequence`, in ascending
-   * sequence, each item at most once.
+   * sequence, each item at most once: at most `page_size`, and fewer when
+   * more would exceed 3 MiB.
    *
    * @generated from field: repeated platform.v1.ItemChange changes = 1;
    */
@@ -864,7 +912,7 @@ export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
 
   /**
    * cursor: Output only. Where to resume: the last change's sequence, or
-   * `since_sequence` when there is nothing new.
+   * `since_sequence` when there is nothing new, with the store's epoch.
    *
    * @generated from field: platform.v1.Cursor cursor = 2;
    */
@@ -872,7 +920,8 @@ export type ListChangesResponse = Message<"platform.v1.ListChangesResponse"> & {
 
   /**
    * has_more: Output only. True when more changes follow: call again at once
-   * with `cursor`.
+   * with `cursor`. False only when the answer reached the vault's latest
+   * change: an answer shorter than `page_size` may still have more.
    *
    * @generated from field: bool has_more = 3;
    */
@@ -905,6 +954,15 @@ export type WatchChangesRequest = Message<"platform.v1.WatchChangesRequest"> & {
    * @generated from field: int64 since_sequence = 2;
    */
   sinceSequence: bigint;
+
+  /**
+   * since_epoch: Optional. The `epoch` of that cursor, as in ListChanges:
+   * another epoch than the store's ends the stream at once with
+   * FAILED_PRECONDITION `CURSOR_EXPIRED`.
+   *
+   * @generated from field: string since_epoch = 3;
+   */
+  sinceEpoch: string;
 };
 
 /**
@@ -915,21 +973,25 @@ export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__P
   messageDesc(file_zkplatform_api_platform_v1_vault, 17);
 
 /**
- * WatchChangesResponse is one message of VaultService.WatchChanges.
+ * WatchChangesResponse is one message of VaultService.WatchChanges. Its
+ * binary encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
  *
  * @generated from message platform.v1.WatchChangesResponse
  */
 export type WatchChangesResponse = Message<"platform.v1.WatchChangesResponse"> & {
   /**
    * changes: Output only. Changes in ascending sequence; empty on a
-   * heartbeat.
+   * heartbeat. As many as fit in 3 MiB (always at least one): more may
+   * follow in the next message at once.
    *
    * @generated from field: repeated platform.v1.ItemChange changes = 1;
    */
   changes: ItemChange[];
 
   /**
-   * cursor: Output only. Where to resume after this message.
+   * cursor: Output only. Where to resume after this message: its sequence
+   * and its epoch.
    *
    * @generated from field: platform.v1.Cursor cursor = 2;
    */
@@ -1088,12 +1150,21 @@ export const VaultService: GenService<{
    * have the caller as a member (PERMISSION_DENIED), then `page_token`, when
    * given, must be one this server issued for the same vault, filter and
    * tenant (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-   * `pageToken`). Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * `pageToken`), in the store's current epoch (FAILED_PRECONDITION with a
+   * google.rpc.ErrorInfo of reason `CURSOR_EXPIRED` and metadata `epoch`, the
+   * current one, when the store was restored from a backup since the
+   * listing began: start again from the first page). Also served by the
+   * Connect GET form; the answer carries `Cache-Control: no-store`.
+   *
+   * A page holds at most `page_size` items, and fewer when more would make
+   * its binary encoding exceed 3 MiB (always at least one item): a page
+   * shorter than `page_size` does not mean the end, only an empty
+   * `next_page_token` does.
    *
    * A full sync is ListItems to the last page, then the changes after the
-   * returned `cursor`: anything that changed while the pages were read
-   * arrives again there, and clients keep the higher version.
+   * returned `cursor` (its `sequence` and `epoch`): anything that changed
+   * while the pages were read arrives again there, and clients keep the
+   * higher version.
    *
    * @generated from rpc platform.v1.VaultService.ListItems
    */
@@ -1109,21 +1180,30 @@ export const VaultService: GenService<{
    * After the checks common to every RPC: the token's scopes must include
    * `vault.items.read`, then the vault must belong to the caller's tenant and
    * have the caller as a member (PERMISSION_DENIED), then the cursor must be
-   * usable:
+   * usable, in this order:
    *
-   * - below the vault's purge horizon (the highest sequence of a tombstone
-   *   purged after the retention period), the client may have missed a
-   *   delete: FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
-   *   `CURSOR_EXPIRED` and metadata `minSequence` (the lowest cursor still
-   *   accepted); the client starts over with ListItems;
+   * - `since_epoch`, when given, must be the store's current epoch: another
+   *   one means the store was restored from a backup since the cursor was
+   *   read, and its sequence numbers no longer mean the same changes:
+   *   FAILED_PRECONDITION with a google.rpc.ErrorInfo of reason
+   *   `CURSOR_EXPIRED` and metadata `epoch` (the current one); the client
+   *   starts over with ListItems;
+   * - above 0 and below the vault's purge horizon (the highest sequence of a
+   *   tombstone purged after the retention period), the client may have
+   *   missed a delete: FAILED_PRECONDITION with reason `CURSOR_EXPIRED` and
+   *   metadata `minSequence` (the lowest cursor still accepted) and `epoch`;
+   *   the client starts over with ListItems. A `since_sequence` of 0 is
+   *   always accepted: it lists every item that exists;
    * - above the vault's latest sequence (a cursor of another vault, or from
    *   before a restore): OUT_OF_RANGE with reason `CURSOR_AHEAD` and metadata
    *   `currentSequence`.
    *
    * `changes` are in ascending sequence, each item at most once, in its
    * latest state (tombstones included: that is how deletes reach offline
-   * clients). Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * clients). An answer holds at most `page_size` changes, and fewer when
+   * more would make its binary encoding exceed 3 MiB (always at least one
+   * change): only `has_more` says whether more follow. Also served by the
+   * Connect GET form; the answer carries `Cache-Control: no-store`.
    *
    * @generated from rpc platform.v1.VaultService.ListChanges
    */
@@ -1137,18 +1217,21 @@ export const VaultService: GenService<{
    * the cursor (as ListChanges pages), then every change as it commits,
    * within about a second, whichever worker or host made it.
    *
-   * The same checks as ListChanges open the stream. A message with no
-   * changes and the current cursor comes every 15 seconds (configurable)
-   * when nothing changes, so that proxies and clients know the stream is
-   * alive. The stream ends with UNAUTHENTICATED when the token expires or is
-   * revoked, PERMISSION_DENIED when the caller stops being a member,
-   * FAILED_PRECONDITION `CURSOR_EXPIRED` as above, ABORTED with reason
-   * `WATCH_BEHIND` when the client reads too slowly to keep up (resume from
-   * the last cursor received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`,
-   * and UNAVAILABLE when the server shuts down: in every case the client may
-   * reconnect with the last cursor it received. At most 10 open watches per
-   * principal and 1,000 per worker by default (RESOURCE_EXHAUSTED with a
-   * google.rpc.RetryInfo beyond).
+   * The same checks as ListChanges open the stream. Each message's binary
+   * encoding stays within 3 MiB (a backlog comes in as many messages as that
+   * takes). A message with no changes and the current cursor comes every 15
+   * seconds (configurable) when nothing changes, so that proxies and clients
+   * know the stream is alive. The stream ends with UNAUTHENTICATED when the
+   * token expires or is revoked, PERMISSION_DENIED when the caller stops
+   * being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
+   * store's epoch changes while the stream is open (a restore: seen at the
+   * next change or heartbeat period), ABORTED with reason `WATCH_BEHIND`
+   * when the client reads too slowly to keep up (resume from the last cursor
+   * received), DEADLINE_EXCEEDED at `Connect-Timeout-Ms`, and UNAVAILABLE
+   * when the server shuts down: in every case but `CURSOR_EXPIRED` the
+   * client may reconnect with the last cursor it received. At most 10 open
+   * watches per principal and 1,000 per worker by default
+   * (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
    *
    * @generated from rpc platform.v1.VaultService.WatchChanges
    */
