@@ -141,6 +141,13 @@ class AuthInterceptor:
         headers["authorization"] = f"DPoP {token}"
         headers["dpop"] = self._dpop.proof(_http_method(ctx), url, token)
 
+    @staticmethod
+    def _forget(ctx: RequestContext[REQ, RES]) -> None:
+        """Once the request is sent: interceptors before this one share the headers, and must not
+        find the token there when the call ends (to log them, say)."""
+        ctx.request_headers.pop("authorization", None)
+        ctx.request_headers.pop("dpop", None)
+
     async def intercept_unary(
         self,
         call_next: Callable[[REQ, RequestContext[REQ, RES]], Awaitable[RES]],
@@ -148,29 +155,21 @@ class AuthInterceptor:
         ctx: RequestContext[REQ, RES],
     ) -> RES:
         token = await self.provider.token()
-        self._authorize(ctx, token)
         try:
+            self._authorize(ctx, token)
+            try:
+                return await call_next(request, ctx)
+            except ConnectError as error:
+                # Refused at authentication, before anything ran: repeating it is safe, whatever the RPC.
+                if not is_token_expired(error):
+                    raise
+                fresh = await self.provider.renew(token)
+                if fresh == token:
+                    raise
+            self._authorize(ctx, fresh)  # a new proof too: a proof's jti is used once
             return await call_next(request, ctx)
-        except ConnectError as error:
-            # Refused at authentication, before anything ran: repeating it is safe, whatever the RPC.
-            if not is_token_expired(error):
-                raise
-            fresh = await self.provider.renew(token)
-            if fresh == token:
-                raise
-        self._authorize(ctx, fresh)  # a new proof too: a proof's jti is used once
-        return await call_next(request, ctx)
-
-    async def intercept_server_stream(
-        self,
-        call_next: Callable[[REQ, RequestContext[REQ, RES]], AsyncIterator[RES]],
-        request: REQ,
-        ctx: RequestContext[REQ, RES],
-    ) -> AsyncIterator[RES]:
-        token = await self.provider.token()
-        self._authorize(ctx, token)
-        async for message in self._renewing(call_next(request, ctx), token):
-            yield message
+        finally:
+            self._forget(ctx)
 
     async def intercept_client_stream(
         self,
@@ -179,28 +178,40 @@ class AuthInterceptor:
         ctx: RequestContext[REQ, RES],
     ) -> RES:
         token = await self.provider.token()
-        self._authorize(ctx, token)
         try:
+            self._authorize(ctx, token)
             return await call_next(request, ctx)
         except ConnectError as error:
             if is_token_expired(error):
                 await self.provider.renew(token)
             raise
+        finally:
+            self._forget(ctx)
 
-    async def intercept_bidi_stream(
+    def intercept_server_stream(
+        self,
+        call_next: Callable[[REQ, RequestContext[REQ, RES]], AsyncIterator[RES]],
+        request: REQ,
+        ctx: RequestContext[REQ, RES],
+    ) -> AsyncIterator[RES]:
+        return self._stream(lambda: call_next(request, ctx), ctx)
+
+    def intercept_bidi_stream(
         self,
         call_next: Callable[[AsyncIterator[REQ], RequestContext[REQ, RES]], AsyncIterator[RES]],
         request: AsyncIterator[REQ],
         ctx: RequestContext[REQ, RES],
     ) -> AsyncIterator[RES]:
-        token = await self.provider.token()
-        self._authorize(ctx, token)
-        async for message in self._renewing(call_next(request, ctx), token):
-            yield message
+        return self._stream(lambda: call_next(request, ctx), ctx)
 
-    async def _renewing(self, stream: AsyncIterator[RES], token: str) -> AsyncIterator[RES]:
+    async def _stream(
+        self, start: Callable[[], AsyncIterator[RES]], ctx: RequestContext[REQ, RES]
+    ) -> AsyncIterator[RES]:
         """The stream's messages; when it ends because its token expired, the provider is asked for
         a new one (for the next call: the stream is not repeated) and the error goes on."""
+        token = await self.provider.token()
+        self._authorize(ctx, token)
+        stream = start()
         try:
             async for message in stream:
                 yield message
@@ -209,6 +220,7 @@ class AuthInterceptor:
                 await self.provider.renew(token)
             raise
         finally:
+            self._forget(ctx)
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()

@@ -109,27 +109,38 @@ export function authInterceptor(token: TokenProvider | string | TokenCallback, o
     }
   }
 
+  // Once the request is sent: interceptors before this one share the request's headers, and
+  // must not find the token there when the call ends (to log them, say).
+  function forget(req: UnaryRequest | StreamRequest): void {
+    req.header.delete("Authorization");
+    req.header.delete("DPoP");
+  }
+
   return (next) => async (req) => {
     const value = await provider.token();
-    await authorize(req, value);
-    if (req.stream) {
-      try {
-        const res = await next(req);
-        return res.stream ? { ...res, message: renewing(res.message, value) } : res;
-      } catch (error) {
-        if (isTokenExpired(error)) await provider.renew(value);
-        throw error;
-      }
-    }
     try {
-      return await next(req);
-    } catch (error) {
-      // Refused at authentication, before anything ran: repeating it is safe, whatever the RPC.
-      if (!isTokenExpired(error)) throw error;
-      const fresh = await provider.renew(value);
-      if (fresh === value) throw error;
-      await authorize(req, fresh); // a new proof too: a proof's jti is used once
-      return await next(req);
+      await authorize(req, value);
+      if (req.stream) {
+        try {
+          const res = await next(req);
+          return res.stream ? { ...res, message: renewing(res.message, value) } : res;
+        } catch (error) {
+          if (isTokenExpired(error)) await provider.renew(value);
+          throw error;
+        }
+      }
+      try {
+        return await next(req);
+      } catch (error) {
+        // Refused at authentication, before anything ran: repeating it is safe, whatever the RPC.
+        if (!isTokenExpired(error)) throw error;
+        const fresh = await provider.renew(value);
+        if (fresh === value) throw error;
+        await authorize(req, fresh); // a new proof too: a proof's jti is used once
+        return await next(req);
+      }
+    } finally {
+      forget(req);
     }
   };
 }
