@@ -68,17 +68,24 @@ class TokenProvider:
             self._fetch, self._token = None, source
         else:
             self._fetch, self._token = source, None
-        self._lock = asyncio.Lock()
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
     def renewable(self) -> bool:
         """Whether the provider can give another token than the one it has (a callback can)."""
         return self._fetch is not None
 
+    def _asking(self) -> asyncio.Lock:
+        """One ask at a time, per event loop (a provider may outlive an `asyncio.run`)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
+
     async def token(self) -> str:
         """The current token, asking the callback for a first one."""
         if self._token is None:
-            async with self._lock:
+            async with self._asking():
                 if self._token is None:
                     self._token = await self._ask()
         return self._token
@@ -88,7 +95,7 @@ class TokenProvider:
         already (or the token is fixed: then the same)."""
         if self._fetch is None:
             return await self.token()
-        async with self._lock:
+        async with self._asking():
             token = self._token
             if token is None or token == expired:
                 token = self._token = await self._ask()
