@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml constraints.txt
 # The TypeScript client's packages, exactly as the lockfile says.
 NODE_STAMP := clients/ts/node_modules/.installed
 $(NODE_STAMP): clients/ts/package.json clients/ts/package-lock.json
-	npm ci --prefix clients/ts --no-audit --no-fund --loglevel=error
+	npm ci --prefix clients/ts --no-audit --no-fund
 	@touch $@
 
 # nginx for the proxy tests (tests/e2e/test_proxy.py): installed from the distribution's

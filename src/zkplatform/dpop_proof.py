@@ -3,8 +3,9 @@
 python -m zkplatform.dpop_proof new-key KEYFILE [--kind ec|ed25519] [--force]
     writes a private JWK and prints its thumbprint (the popKeyId); an existing
     KEYFILE is kept unless --force
-python -m zkplatform.dpop_proof proof KEYFILE URL TOKEN
-    prints a fresh proof for a POST to URL made with TOKEN
+python -m zkplatform.dpop_proof proof KEYFILE URL TOKEN [--method GET]
+    prints a fresh proof for a POST to URL made with TOKEN (--method GET for
+    the Connect GET form; URL without its query)
 """
 
 from __future__ import annotations
@@ -77,16 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     keygen.add_argument("keyfile", type=Path, help="where to write the key (mode 0600)")
     keygen.add_argument("--kind", choices=["ec", "ed25519"], default="ec", help="EC P-256 (ES256) or Ed25519")
     keygen.add_argument("--force", action="store_true", help="replace an existing key file")
-    proof = commands.add_parser("proof", help="print a DPoP proof for a POST to URL with TOKEN")
+    proof = commands.add_parser("proof", help="print a DPoP proof for a call to URL with TOKEN")
     proof.add_argument("keyfile", type=Path, help="a key file written by new-key")
     proof.add_argument("url", help="the procedure's URL (htu)")
     proof.add_argument("token", help="the access token the call presents (its hash is the proof's ath)")
+    proof.add_argument(
+        "--method", choices=["POST", "GET"], default="POST", help="the call's HTTP method (htm): GET for the GET form"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "new-key":
             print(_write_new_key(args.keyfile, args.kind, force=args.force))  # noqa: T201
         else:
-            print(make_proof(_read_key(args.keyfile), args.url, args.token))  # noqa: T201
+            print(make_proof(_read_key(args.keyfile), args.url, args.token, method=args.method))  # noqa: T201
     except _Unusable as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # noqa: T201
         return USAGE_ERROR

@@ -1,21 +1,39 @@
 """The client packages as other teams get them (`make clients`): the wheel installed into a fresh
-venv without the server, the npm tarball installed into an empty Node project; each syncs a vault
-of a real server and sees a change made by another client arrive through the watch."""
+venv without the server, beside common packages, and at the lowest versions its ranges allow; the
+npm tarball installed into an empty Node project with --engine-strict. Against real servers, each
+syncs a vault, runs the examples docs/clients.md shows (clients/*/examples), and the auth checks
+(tests/e2e/clients): token renewal, DPoP on every protocol by POST and GET, TLS with a private CA."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import ssl
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from tests.e2e.server import Server, serving
 from tests.e2e.test_sync_client import ROOT, TS_CLIENT, VAULT, call, content, listed, state, syncing
+
+PY_EXAMPLES = ROOT / "clients" / "python" / "examples"
+TS_EXAMPLES = TS_CLIENT / "examples"
+CHECKS = Path(__file__).parent / "clients"
+DOCS = ROOT / "docs" / "clients.md"
+# Installed beside the wheel, at their newest: what a consumer's venv often holds already.
+NEIGHBOURS = ("httpx", "requests", "grpcio")
+# Tokens that live a second, minted as often as the checks need.
+SERVER_ENV = {"ZKPLATFORM_TOKEN_TTL_MIN": "1", "ZKPLATFORM_MINT_RATE_PER_MINUTE": "1000"}
+LANGUAGES = ("python", "node")
 
 # The packages' own entry points, as a consumer imports them; it prints what test_sync_client reads.
 NODE_SCRIPT = """\
@@ -40,18 +58,26 @@ await sync.run();
 
 # Type-checked against the package's declarations: a wrong use must not compile.
 NODE_TYPES = """\
-import { VaultSync, clients, type Item, type SyncEvent } from "zkplatform-client";
+import { VaultSync, VaultService, authInterceptor, clients } from "zkplatform-client";
+import { createClient, createConnectTransport, type Interceptor, type Transport } from "zkplatform-client";
+import type { Item, SyncEvent } from "zkplatform-client";
 import type { ListChangesResponse } from "zkplatform-client/gen/zkplatform_api/platform/v1/vault_pb.js";
 
-const { vault } = clients("http://127.0.0.1:1", "grpc");
+const { vault } = clients("http://127.0.0.1:1", "grpc", { token: async () => "t", interceptors: [] });
 const sync = new VaultSync(vault, { vaultId: "v", headers: (rpc) => ({ "x-rpc": rpc }), mode: "poll" });
 export const live: Map<string, Item> = sync.liveItems();
 export const cursorOf = (event: SyncEvent): bigint => event.cursor;
 export const more = (page: ListChangesResponse): boolean => page.hasMore;
+// A transport of the consumer's own, from what the package re-exports.
+const auth: Interceptor = authInterceptor("t", { httpGet: true });
+const baseUrl = "http://127.0.0.1:1";
+const own: Transport = createConnectTransport({ baseUrl, httpVersion: "2", useHttpGet: true, interceptors: [auth] });
+export const client = createClient(VaultService, own);
 // @ts-expect-error: a sync needs the vault's id
 new VaultSync(vault, { headers: {} });
+// @ts-expect-error: gRPC is HTTP/2 only, and the version is "1.1" or "2"
+clients("http://127.0.0.1:1", "grpc", { httpVersion: "3" });
 """
-
 
 # Importable on its own: no server package, no grpcio stubs.
 ALONE = """\
@@ -62,18 +88,46 @@ assert importlib.util.find_spec("zkplatform") is None
 assert importlib.util.find_spec("zkplatform_api.platform.v1.vault_pb2_grpc") is None
 """
 
+# A server certificate that is itself a CA (what `openssl req -x509` makes), trusted as such.
+CA_AS_SERVER = """\
+import asyncio, os, sys
+from pathlib import Path
+from connectrpc.errors import ConnectError
+from zkplatform_api.platform.v1.vault_pb2 import ListItemsRequest
+from zkplatform_client import clients
+
+async def main(base_url: str, cert: str) -> None:
+    async with clients(base_url, ca=Path(cert)) as platform:
+        try:
+            await platform.vault.list_items(ListItemsRequest(vault_id="v"))
+        except ConnectError as error:
+            print(error.code.value, error.message)
+
+asyncio.run(main(*sys.argv[1:]))
+sys.stdout.flush()
+os._exit(0)
+"""
+
 TSCONFIG = {
     "compilerOptions": {
         "module": "NodeNext",
         "moduleResolution": "NodeNext",
         "target": "ES2022",
         "strict": True,
-        "noEmit": True,
+        "outDir": "out",
+        "rootDir": ".",
         "types": ["node"],
         "typeRoots": [str(TS_CLIENT / "node_modules" / "@types")],
     },
-    "files": ["check.ts"],
+    "include": ["*.ts"],
 }
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    cert: Path
+    key: Path
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +140,7 @@ def packages(client_packages: Path) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with serving(tmp_path_factory.mktemp("packages"), "--dev") as server:
+    with serving(tmp_path_factory.mktemp("packages"), "--dev", env=SERVER_ENV) as server:
         yield server
 
 
@@ -103,6 +157,96 @@ def run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProc
     return result
 
 
+def pip(python: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """pip of the test's environment acting on another venv (no ensurepip there: faster)."""
+    return run([sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check", *args])
+
+
+def new_venv(directory: Path, *requirements: str, constraints: Path | None = None) -> str:
+    run([sys.executable, "-m", "venv", "--without-pip", str(directory)])
+    python = str(directory / "bin" / "python")
+    pip(python, "install", "--quiet", *(["-c", str(constraints)] if constraints else []), *requirements)
+    return python
+
+
+def installed(python: str) -> dict[str, str]:
+    listing = pip(python, "list", "--format", "json").stdout
+    return {p["name"].lower(): p["version"] for p in json.loads(listing)}
+
+
+def lower_bounds(wheel: Path) -> dict[str, str]:
+    """Each dependency of the wheel at the lowest version its range allows."""
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode().splitlines()
+    bounds = {}
+    for line in lines:
+        requirement = re.fullmatch(r"Requires-Dist: ([A-Za-z0-9_.-]+)\s*\(?([^;)]*)\)?", line)
+        if requirement:
+            (lowest,) = re.findall(r">=\s*([0-9][0-9A-Za-z.]*)", requirement.group(2))
+            bounds[requirement.group(1).lower()] = lowest
+    return bounds
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path]) -> str:
+    """The wheel in a fresh venv beside common packages, every dependency at its newest."""
+    wheel, _ = packages
+    python = new_venv(tmp_path_factory.mktemp("venv") / "venv", str(wheel), *NEIGHBOURS)
+    pip(python, "check")  # every requirement of every package met
+    return python
+
+
+@pytest.fixture(scope="module")
+def lowest_venv(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path]) -> str:
+    """The wheel in a fresh venv, every dependency at the lowest version its range allows."""
+    wheel, _ = packages
+    directory = tmp_path_factory.mktemp("lowest")
+    constraints = directory / "lowest.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in lower_bounds(wheel).items()))
+    python = new_venv(directory / "venv", str(wheel), constraints=constraints)
+    pip(python, "check")
+    return python
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path]) -> Path:
+    """An empty Node project with the tarball installed (--engine-strict: every dependency runs on
+    this Node), the examples and the auth checks compiled against its declarations into out/."""
+    _, tarball = packages
+    npm = shutil.which("npm")
+    assert npm, "npm is needed: install Node 20"
+    project = tmp_path_factory.mktemp("consumer")
+    (project / "package.json").write_text(json.dumps({"name": "consumer", "private": True, "type": "module"}))
+    install = [npm, "install", "--engine-strict", "--prefer-offline", "--no-audit", "--no-fund", str(tarball)]
+    run(install, project)
+    for source in [*TS_EXAMPLES.glob("*.ts"), CHECKS / "auth_checks.ts"]:
+        shutil.copy(source, project / source.name)
+    (project / "check.ts").write_text(NODE_TYPES)
+    (project / "tsconfig.json").write_text(json.dumps(TSCONFIG))
+    run([str(TS_CLIENT / "node_modules" / ".bin" / "tsc"), "-p", "."], project)
+    return project
+
+
+def make_pki(directory: Path) -> Pki:
+    """The CA and server certificate docs/clients.md makes with openssl: the shell block after
+    its `<!-- the test PKI -->` marker, run here as written."""
+    text = DOCS.read_text()
+    block = re.search(r"<!-- the test PKI -->\s*```sh\n(.*?)```", text, re.DOTALL)
+    assert block, "docs/clients.md has no shell block after <!-- the test PKI -->"
+    run(["bash", "-euo", "pipefail", "-c", block.group(1)], directory)
+    return Pki(directory / "ca.pem", directory / "server.pem", directory / "server-key.pem")
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Pki]]:
+    pki = make_pki(tmp_path_factory.mktemp("pki"))
+    tls = ("--certfile", str(pki.cert), "--keyfile", str(pki.key))
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    with serving(tmp_path_factory.mktemp("tls"), "--dev", *tls, tls=context) as server:
+        yield server, pki
+
+
 def sync_sees_a_change(server: Server, command: list[str], item_id: str, cwd: Path) -> None:
     alice, bob = tokens(server)["alice"], tokens(server)["bob"]
     with syncing([*command, server.base_url, bob, VAULT], cwd=cwd) as sync:
@@ -115,43 +259,52 @@ def sync_sees_a_change(server: Server, command: list[str], item_id: str, cwd: Pa
     assert bob not in "".join(sync.stdout)
 
 
-def test_the_wheel_in_a_fresh_venv(tmp_path: Path, packages: tuple[Path, Path], server: Server) -> None:
-    wheel, _ = packages
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    python = str(venv / "bin" / "python")
-    # pip of the test's environment installs into the new venv (no ensurepip: faster), from its cache.
-    run([
-        sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--disable-pip-version-check",
-        "-c", str(ROOT / "constraints.txt"), str(wheel),
-    ])  # fmt: skip
-    installed = run([
-        sys.executable, "-m", "pip", "--python", python, "list", "--format", "json", "--disable-pip-version-check",
-    ])  # fmt: skip
-    names = {p["name"].lower() for p in json.loads(installed.stdout)}
-    assert {"zkplatform-client", "connectrpc", "protobuf", "googleapis-common-protos"} <= names
+def example(language: str, name: str, venv: str, project: Path, *args: str) -> dict[str, Any]:
+    """Run clients/python/examples/NAME.py in the venv, or clients/ts/examples/NAME.ts compiled in
+    the project; its one line of JSON."""
+    if language == "python":
+        result = run([venv, "-I", str(PY_EXAMPLES / f"{name}.py"), *args])
+    else:
+        result = run(["node", str(project / "out" / f"{name}.js"), *args], project)
+    assert result.stderr == ""
+    assert not [arg for arg in args if arg.startswith("zkp_") and arg in result.stdout]  # no token printed
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+# The packages themselves
+
+
+def test_the_wheel_in_a_fresh_venv(tmp_path: Path, venv: str, server: Server) -> None:
+    names = installed(venv)
+
+    assert {"zkplatform-client", "connectrpc", "protobuf", "googleapis-common-protos", *NEIGHBOURS} <= set(names)
+    assert names["zkplatform-client"] == "1.0.0"
     assert "zkplatform" not in names
-    run([python, "-I", "-c", ALONE])
+    run([venv, "-I", "-c", ALONE])
+    sync_sees_a_change(server, [venv, "-I", "-m", "zkplatform_client.example"], "pkg-python", tmp_path)
 
-    sync_sees_a_change(server, [python, "-I", "-m", "zkplatform_client.example"], "pkg-python", tmp_path)
+
+def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, Path]) -> None:
+    wheel, _ = packages
+    bounds = lower_bounds(wheel)
+    names = installed(lowest_venv)
+
+    assert set(bounds) == {"connectrpc", "googleapis-common-protos", "joserfc", "protobuf", "pyqwest"}
+    assert {name: Version(names[name]) for name in bounds} == {name: Version(v) for name, v in bounds.items()}
+    run([lowest_venv, "-I", "-c", ALONE])
 
 
-def test_the_npm_package_in_an_empty_project(tmp_path: Path, packages: tuple[Path, Path], server: Server) -> None:
-    _, tarball = packages
-    npm = shutil.which("npm")
-    assert npm, "npm is needed: install Node 20"
-    project = tmp_path / "consumer"
-    project.mkdir()
-    (project / "package.json").write_text(json.dumps({"name": "consumer", "private": True, "type": "module"}))
-    run([npm, "install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", str(tarball)], project)
-    installed = json.loads((project / "node_modules" / "zkplatform-client" / "package.json").read_text())
-    assert installed["types"] == "./dist/index.d.ts"
-    # The declarations: a consumer's TypeScript compiles against them, and a wrong use does not.
-    (project / "check.ts").write_text(NODE_TYPES)
-    (project / "tsconfig.json").write_text(json.dumps(TSCONFIG))
-    run([str(TS_CLIENT / "node_modules" / ".bin" / "tsc"), "-p", "."], project)
+def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> None:
+    manifest = json.loads((project / "node_modules" / "zkplatform-client" / "package.json").read_text())
+
+    assert manifest["types"] == "./dist/index.d.ts"
+    assert manifest["version"] == "1.0.0"
+    assert "private" not in manifest  # publishable
+    assert manifest["engines"] == {"node": ">=20"}
+    # Direct dependencies: a consumer's own transport comes from the versions the package uses.
+    assert {"@connectrpc/connect", "@connectrpc/connect-node", "@bufbuild/protobuf"} <= set(manifest["dependencies"])
     (project / "sync.mjs").write_text(NODE_SCRIPT)
-
     sync_sees_a_change(server, ["node", "sync.mjs"], "pkg-node", project)
 
 
@@ -160,10 +313,126 @@ def test_the_packages_leave_the_server_alone(packages: tuple[Path, Path]) -> Non
     wheel, tarball = packages
     listing = run([sys.executable, "-m", "zipfile", "-l", str(wheel)]).stdout
     assert "zkplatform_client/sync.py" in listing
+    assert "zkplatform_client/auth.py" in listing
     assert "zkplatform_api/platform/v1/vault_connect.py" in listing
     assert "zkplatform/" not in listing.replace("zkplatform_", "")
     assert "_grpc.py" not in listing
+    assert "examples/" not in listing
     files = run(["tar", "tzf", str(tarball)]).stdout.split()
-    assert "package/dist/sync.d.ts" in files
-    assert "package/dist/index.d.ts" in files
+    assert {"package/dist/sync.d.ts", "package/dist/index.d.ts", "package/dist/auth.d.ts"} <= set(files)
     assert not [f for f in files if f.startswith(("package/dist/demo", "package/dist/items", "package/src"))]
+
+
+# The examples of docs/clients.md, in both languages
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_auth_example(language: str, venv: str, project: Path, server: Server) -> None:
+    alice = tokens(server)["alice"]
+
+    report = example(language, "auth", venv, project, server.base_url, alice)
+
+    assert report == {"listed": len(listed(server, alice)), "read": "item-2"}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_dpop_example(language: str, venv: str, project: Path, server: Server) -> None:
+    alice = tokens(server)["alice"]
+
+    report = example(language, "dpop", venv, project, server.base_url, alice, f"dpop-{language}")
+
+    assert report == {"bound": True, "created": "1", "got": "1"}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_interceptors_example(language: str, venv: str, project: Path, server: Server) -> None:
+    report = example(language, "interceptors", venv, project, server.base_url, tokens(server)["alice"])
+
+    not_found = "not_found" if language == "python" else "NotFound"
+    assert report == {
+        "calls": [
+            {"rpc": "GetItem", "code": "ok", "sawToken": False},
+            {"rpc": "GetItem", "code": not_found, "sawToken": False},
+        ]
+    }
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_tls_example(language: str, venv: str, project: Path, tls_server: tuple[Server, Pki]) -> None:
+    server, pki = tls_server
+    alice = tokens(server)["alice"]
+
+    report = example(language, "tls", venv, project, server.base_url, alice, str(pki.ca))
+
+    assert report == {"listed": {"grpc": 6, "connect-binary": 6}}
+
+
+def test_the_python_client_refuses_a_ca_certificate_as_the_server_s(tmp_path: Path, venv: str) -> None:
+    """What docs/clients.md warns of: `openssl req -x509` makes a CA certificate (CA:TRUE), which
+    rustls will not take as a server's, even trusted."""
+    run(
+        [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "key.pem", "-out", "cert.pem", "-days", "1", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        tmp_path,
+    )  # fmt: skip
+    tls = ("--certfile", str(tmp_path / "cert.pem"), "--keyfile", str(tmp_path / "key.pem"))
+    context = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))  # OpenSSL takes it
+    with serving(tmp_path, "--store", "memory:", *tls, tls=context) as server:
+        refused = run([venv, "-I", "-c", CA_AS_SERVER, server.base_url, str(tmp_path / "cert.pem")]).stdout
+
+    assert refused.startswith("unavailable ")
+    assert "CaUsedAsEndEntity" in refused
+
+
+# Token renewal and DPoP, in both languages
+
+
+EXPECTED_CHECKS = {
+    # Tokens of 2 s: the call that finds one expired asks for the next and is made again, once.
+    "renewal": {"asked": 2, "failed": 0, "extraAttempts": 1, "unauthenticated": 1},
+    # The new token has expired too: the call fails, and is not made a third time.
+    "neverTwice": {"code": "unauthenticated", "asked": 2, "attempts": 2},
+    # A fixed token cannot be renewed: not made again.
+    "fixedExpired": {"code": "unauthenticated", "attempts": 1},
+    # Any other refusal is the caller's.
+    "otherErrors": {"code": "permission_denied", "asked": 1, "attempts": 1},
+    # Five calls find the first token expired at once: the provider is asked once for them all.
+    "concurrent": {"ok": 5, "asked": 2, "attempts": 10},
+    # A stream is not made again; the next call carries the new token.
+    "stream": {"code": "unauthenticated", "askedByStream": 2, "attempts": 1, "next": "ok", "askedAfter": 2},
+    "dpop": {
+        **{
+            protocol: {"post": "ok", "get": "ok", "list": "ok", "watch": "ok"}
+            for protocol in ("connect-json", "connect-binary", "grpc", "grpc-web")
+        },
+        "asBearer": "unauthenticated",
+        "reloaded": True,
+    },
+    "provider": {"emptyToken": "refused"},
+    "reasons": {
+        "reason": True,
+        "message": True,
+        "otherReason": False,
+        "otherDomain": False,
+        "otherMessage": False,
+        "otherCode": False,
+    },
+}
+
+
+@pytest.mark.parametrize("client", ["python", "python-lowest", "node"])
+def test_the_auth_interceptor(client: str, request: pytest.FixtureRequest, server: Server) -> None:
+    alice = tokens(server)["alice"]
+    if client == "node":
+        project: Path = request.getfixturevalue("project")
+        result = run(["node", str(project / "out" / "auth_checks.js"), server.base_url, alice], project)
+    else:
+        python: str = request.getfixturevalue("lowest_venv" if client == "python-lowest" else "venv")
+        result = run([python, "-I", str(CHECKS / "auth_checks.py"), server.base_url, alice])
+
+    assert json.loads(result.stdout) == EXPECTED_CHECKS
+    assert result.stderr == ""
+    assert alice not in server.log()

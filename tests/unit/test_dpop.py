@@ -237,15 +237,28 @@ async def test_claims_that_are_not_a_json_object_are_refused(ec_key: jwk.Key, pa
         await verify(proof_of(ec_key, payload=payload), ec_key)
 
 
-@pytest.mark.parametrize("htm", ["GET", "post", "PUT", "", OMIT, ["POST"]])
-async def test_htm_other_than_the_request_method_is_refused(ec_key: jwk.Key, htm: object) -> None:
-    with refused("htm does not match the request method"):
+@pytest.mark.parametrize(
+    ("htm", "said"),
+    [
+        ("GET", "the proof's htm is GET"),
+        ("post", "the proof's htm is post"),
+        ("PUT", "the proof's htm is PUT"),
+        ("", "the proof's htm is not a method name"),
+        ("POST\nGET", "the proof's htm is not a method name"),
+        ("P" * 17, "the proof's htm is not a method name"),
+        (OMIT, "the proof has no htm"),
+        (["POST"], "the proof's htm is not a method name"),
+    ],
+)
+async def test_htm_other_than_the_request_method_is_refused(ec_key: jwk.Key, htm: object, said: str) -> None:
+    with refused(f"htm does not match the request method: {said}; this call is a POST"):
         await verify(proof_of(ec_key, claims={"htm": htm}), ec_key)
 
 
 async def test_htm_is_compared_with_the_request_method(ec_key: jwk.Key) -> None:
     await verify(proof_of(ec_key, method="GET"), ec_key, htm="GET")
-    with refused("htm does not match the request method"):
+    # The Connect GET form: the refusal names the method the proof should have said.
+    with refused("htm does not match the request method: the proof's htm is POST; this call is a GET"):
         await verify(proof_of(ec_key), ec_key, htm="GET")
 
 

@@ -37,6 +37,22 @@ async def test_key_and_proof_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     )
 
 
+async def test_a_proof_for_the_get_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keyfile = tmp_path / "key.json"
+    assert main(["new-key", str(keyfile)]) == 0
+    thumbprint = capsys.readouterr().out.strip()
+    assert main(["proof", str(keyfile), URL, TOKEN, "--method", "GET"]) == 0
+    proof = capsys.readouterr().out.strip()
+
+    await verify_proof(
+        ProofRequest(proof=proof, htm="GET", htu=URL),
+        key_thumbprint=thumbprint,
+        access_token=TOKEN,
+        now=int(time.time()),
+        replay=MemoryStore(),
+    )
+
+
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:
     """What the command said on stderr, checked to be exactly one line."""
     err = capsys.readouterr().err

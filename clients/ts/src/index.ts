@@ -1,5 +1,13 @@
-// The package's entry point: the transports and helpers, the sync client and the generated messages and services.
+// The package's entry point: the transports and helpers, auth and DPoP, the sync client and the
+// generated messages and services.
 export * from "./client.js";
+export * from "./auth.js";
+export * from "./dpop.js";
+export { ERROR_DOMAIN, errorInfoOf, isTokenExpired } from "./error-info.js";
 export * from "./sync.js";
 export * from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 export * from "./gen/zkplatform_api/platform/v1/broker_pb.js";
+// What a Connect for ECMAScript user needs to build a client on a transport of their own, from
+// the versions this package depends on.
+export { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+export { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Final
@@ -29,6 +30,7 @@ MAX_AGE_SECONDS: Final = 60
 MAX_PROOF_BYTES: Final = 8 * 1024
 MAX_JTI_LENGTH: Final = 256
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_METHOD_NAME: Final = re.compile(r"[A-Za-z]{1,16}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,18 @@ def _refused(reason: str) -> Unauthenticated:
     return Unauthenticated(f"DPoP proof: {reason}")
 
 
+def _htm_refused(htm: object, method: str) -> Unauthenticated:
+    """Names the method the proof should have said (GET for the Connect GET form, else POST), and
+    the one it said when that looks like a method name: nothing else of the proof is repeated."""
+    if htm is None:
+        said = "the proof has no htm"
+    elif isinstance(htm, str) and _METHOD_NAME.fullmatch(htm):
+        said = f"the proof's htm is {htm}"
+    else:
+        said = "the proof's htm is not a method name"
+    return _refused(f"htm does not match the request method: {said}; this call is a {method}")
+
+
 async def verify_proof(
     request: ProofRequest, *, key_thumbprint: str, access_token: str, now: int, replay: LimitsRepository
 ) -> None:
@@ -73,7 +87,7 @@ async def verify_proof(
     signed = _verified(request.proof, key_thumbprint)
     claims = _claims(signed)
     if claims.get("htm") != request.htm:
-        raise _refused("htm does not match the request method")
+        raise _htm_refused(claims.get("htm"), request.htm)
     htu = claims.get("htu")
     if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(request.htu):
         raise _refused("htu does not match the request URL")
