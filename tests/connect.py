@@ -61,3 +61,11 @@ def detail(error: dict[str, Any], type_name: str) -> dict[str, Any]:
     assert len(matching) == 1, error
     debug: dict[str, Any] = matching[0]["debug"]
     return debug
+
+
+def brief(error: dict[str, Any]) -> dict[str, str]:
+    """An error's code, message and ErrorInfo reason (after checking it has exactly one ErrorInfo,
+    in the platform's domain)."""
+    info = detail(error, "google.rpc.ErrorInfo")
+    assert info["domain"] == "zkplatform.dev", error
+    return {"code": error["code"], "message": error["message"], "reason": info["reason"]}

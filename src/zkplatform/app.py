@@ -2,8 +2,8 @@
 
 The request path, outermost first (docs/architecture.md describes it):
 ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
--> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody -> the service's Connect
-application, whose interceptors run
+-> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody -> RefuseBadProtocolHeaders
+-> the service's Connect application, whose interceptors run
 [tracing] -> ErrorMapping -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
 """
@@ -35,6 +35,7 @@ from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
+from zkplatform.rpc.front.protocol_headers import RefuseBadProtocolHeaders
 from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
 from zkplatform.rpc.front.stopping import CloseWhenStopping
@@ -199,7 +200,7 @@ def build_front(
     # before the body is read, so a bad token answers before a malformed or oversized body.
     checks: list[Interceptor] = [
         *telemetry.interceptors(),
-        ErrorMapping(),
+        ErrorMapping(limit),
         RequireProtocolVersion(),
         Authenticate(platform.authenticator, origin),
     ]
@@ -225,7 +226,7 @@ def build_front(
     served = [service.full_name for file in platform_files for service in file.services_by_name.values()]
     # Health needs no token and no protocol header: load balancers probe it with whatever they send.
     health_app = HealthASGIApplication(
-        HealthServicer(served), interceptors=[ErrorMapping()], read_max_bytes=limit, codecs=codecs
+        HealthServicer(served), interceptors=[ErrorMapping(limit)], read_max_bytes=limit, codecs=codecs
     )
     unary: dict[str, Route] = {}
     streaming: dict[str, ASGIApp] = {}
@@ -235,14 +236,17 @@ def build_front(
         (directory_pb2.DESCRIPTOR, directory_app),
         (health_pb2.DESCRIPTOR, health_app),
     ):
-        timed = RequestBody(service_app, settings.body_read_timeout_seconds)
+        timed = RequestBody(RefuseBadProtocolHeaders(service_app), settings.body_read_timeout_seconds)
         for path, methods, stream in _procedures(file):
             if stream:
                 streaming[path] = timed
             else:
                 unary[path] = Route(timed, methods)
     # Reflection sessions send requests whenever their client likes: no bound on the body's arrival.
-    streaming |= reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
+    streaming |= {
+        path: RefuseBadProtocolHeaders(app)
+        for path, app in reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit).items()
+    }
     streams = StreamLimits(Dispatch(streaming), settings.max_streams)
     routes = unary | {path: Route(streams) for path in streaming}
     app: ASGIApp = LowercaseCodings(Routes(routes))

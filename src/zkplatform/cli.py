@@ -52,7 +52,7 @@ from zkplatform.observability.metrics import MetricsListener, Screen, multiproce
 from zkplatform.observability.tracing import TracingConfigError, check_env
 from zkplatform.pepper import load_pepper
 from zkplatform.rpc.front.leaked_tokens import leaks_in
-from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store
+from zkplatform.store import StoreOpenError, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
 from zkplatform.wiring import platform_from
 from zkplatform.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
@@ -60,7 +60,7 @@ from zkplatform.workers import AddressUnavailable, hold_address, listen, listeni
 log = logging.getLogger("zkplatform")
 
 # Conditions a user can cause and fix: one line on standard error, exit code 2.
-STARTUP_ERRORS = (ConfigError, StoreURLError, StoreUnavailable, SchemaError, AddressUnavailable, TracingConfigError)
+STARTUP_ERRORS = (ConfigError, StoreURLError, StoreOpenError, SchemaError, AddressUnavailable, TracingConfigError)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_GRACEFUL_TIMEOUT = 30.0
 # What a worker may take beyond the grace period to close its store and exit, before it is killed.

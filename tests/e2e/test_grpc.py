@@ -125,7 +125,75 @@ def test_malformed_request_is_invalid_argument_with_bad_request(
 
     error: Any = raised.value
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
-    bad = error_details_pb2.BadRequest()
-    assert status.details[0].Unpack(bad)
+    info, bad = error_info(error), error_details_pb2.BadRequest()
+    assert details_of(error)[1].Unpack(bad)
+    assert (info.domain, info.reason) == ("zkplatform.dev", "FIELD_INVALID")
     assert {v.field for v in bad.field_violations} == {"vaultId", "baseVersion"}
+
+
+def details_of(error: Any) -> list[Any]:
+    """The google.protobuf.Any details of a gRPC error's status."""
+    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    assert status.code == error.code().value[0]
+    return list(status.details)
+
+
+def error_info(error: Any) -> error_details_pb2.ErrorInfo:
+    """The one ErrorInfo of a gRPC error's status details."""
+    infos = [d for d in details_of(error) if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR)]
+    assert len(infos) == 1, details_of(error)
+    info = error_details_pb2.ErrorInfo()
+    assert infos[0].Unpack(info)
+    return info
+
+
+@pytest.mark.parametrize(
+    ("path", "request_bytes", "metadata", "code", "reason"),
+    [
+        (  # a domain error
+            "/platform.v1.VaultService/GetItem",
+            vault_pb2.GetItemRequest(vault_id="acme-private", item_id="no-such-item").SerializeToString(),
+            "alice",
+            grpc.StatusCode.NOT_FOUND,
+            "ITEM_NOT_FOUND",
+        ),
+        ("/platform.v1.VaultService/GetItem", b"", None, grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING"),
+        (  # connectrpc's own refusal
+            "/platform.v1.VaultService/GetItem",
+            b"\xff\xfe\xfd",
+            "alice",
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "REQUEST_MALFORMED",
+        ),
+        ("/platform.v1.VaultService/NoSuchMethod", b"", None, grpc.StatusCode.UNIMPLEMENTED, "PROCEDURE_NOT_FOUND"),
+        (  # the front's own refusal (a token in the URL cannot be sent by grpcio)
+            "/grpc.health.v1.Health/Check",
+            b"\x0a\x04nope",
+            None,
+            grpc.StatusCode.NOT_FOUND,
+            "SERVICE_NOT_FOUND",
+        ),
+    ],
+)
+def test_every_error_carries_its_error_info_in_the_status_details(
+    channel: grpc.Channel,
+    credentials: dict[str, Any],
+    path: str,
+    request_bytes: bytes,
+    metadata: str | None,
+    code: grpc.StatusCode,
+    reason: str,
+) -> None:
+    """As in the in-process table (tests/rpc/test_error_table.py), over gRPC on HTTP/2."""
+    call = channel.unary_unary(path, request_serializer=lambda raw: raw, response_deserializer=lambda raw: raw)
+
+    with pytest.raises(grpc.RpcError) as raised:
+        call(request_bytes, metadata=tuple(bearer(token(credentials, metadata)) if metadata else ()), timeout=10)
+
+    error: Any = raised.value
+    assert error.code() == code
+    info = error_info(error)
+    assert (info.domain, info.reason) == ("zkplatform.dev", reason)
+    detail_types = sorted(d.type_url.rpartition("/")[2] for d in details_of(error))
+    bad_request = ["google.rpc.BadRequest"] if code == grpc.StatusCode.INVALID_ARGUMENT else []
+    assert detail_types == sorted(["google.rpc.ErrorInfo", *bad_request])

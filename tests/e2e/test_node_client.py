@@ -53,7 +53,7 @@ def test_node_client(demo: Path, server: Server, protocol: str, vault: str, item
     assert report["repeatedSame"] is True
     assert report["conflict"] == {
         "code": "Aborted",
-        "info": {"reason": "VERSION_MISMATCH", "domain": "zkplatform", "metadata": {"currentVersion": "1"}},
+        "info": {"reason": "VERSION_MISMATCH", "domain": "zkplatform.dev", "metadata": {"currentVersion": "1"}},
     }
     assert report["minted"] == {"scopes": ["vault.items.read"], "principalId": "alice", "prefix": "zkp_"}
     assert report["unauthenticated"] == "Unauthenticated"
@@ -81,7 +81,7 @@ def test_node_client_items(demo: Path, server: Server, protocol: str) -> None:
     assert report["repeatedSame"] is True
     assert report["exists"] == {
         "code": "AlreadyExists",
-        "info": {"reason": "ITEM_EXISTS", "domain": "zkplatform", "metadata": {"currentVersion": "1"}},
+        "info": {"reason": "ITEM_EXISTS", "domain": "zkplatform.dev", "metadata": {"currentVersion": "1"}},
     }
     assert report["updated"] == {"version": "2", "titleHash": "th-2"}
     assert report["stale"]["info"]["metadata"] == {"currentVersion": "2"}

@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2
 
 from tests.actors import OPERATOR
-from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
+from tests.connect import JSON, PROTO, Codec, brief, detail, error_of, headers
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import Server, create_app
 from zkplatform.config import Settings
@@ -136,7 +136,7 @@ async def test_a_cursor_below_the_purge_horizon_is_expired_with_the_lowest_accep
     assert (expired.status_code, error_of(expired)["code"]) == (400, "failed_precondition")
     assert error_info(expired) == {
         "reason": "CURSOR_EXPIRED",
-        "domain": "zkplatform",
+        "domain": "zkplatform.dev",
         "metadata": {"minSequence": "7", "epoch": epoch},
     }
     assert changes_of(JSON, accepted).cursor.sequence == SEEDED + 1
@@ -255,7 +255,7 @@ async def test_a_watch_sends_the_backlog_then_heartbeats_until_its_token_is_revo
     assert (messages[0].cursor.vault_id, messages[0].cursor.sequence) == (VAULT, 6)
     heartbeats = messages[1:]  # as many as the revocation took to happen (the domain's tests count them)
     assert all(not m.changes and m.cursor.sequence == SEEDED for m in heartbeats)
-    assert end["error"] == {"code": "unauthenticated", "message": "token revoked"}
+    assert brief(end["error"]) == {"code": "unauthenticated", "message": "token revoked", "reason": "TOKEN_REVOKED"}
     assert world.platform.sync.slots.total == 0
 
 
@@ -266,9 +266,10 @@ async def test_a_watch_needs_a_token_and_membership_and_a_usable_cursor(
     stranger = await watch(client, codec, world.token("bob"), vault_id="acme-private")
     ahead = await watch(client, codec, world.token("bob"), since=SEEDED + 1)
 
-    assert watch_outcome(codec, anonymous.content) == (
+    messages, end = watch_outcome(codec, anonymous.content)
+    assert (messages, brief(end["error"])) == (
         [],
-        {"error": {"code": "unauthenticated", "message": "missing Authorization header"}},
+        {"code": "unauthenticated", "message": "missing Authorization header", "reason": "TOKEN_MISSING"},
     )
     assert watch_outcome(codec, stranger.content)[1]["error"]["code"] == "permission_denied"
     messages, end = watch_outcome(codec, ahead.content)
@@ -319,7 +320,8 @@ async def test_watches_beyond_the_principals_limit_are_refused_with_retry_info(c
 
     _, end = watch_outcome(PROTO, refused.content)
     assert end["error"]["code"] == "resource_exhausted"
-    assert [d["type"] for d in end["error"]["details"]] == ["google.rpc.RetryInfo"]
+    assert [d["type"] for d in end["error"]["details"]] == ["google.rpc.ErrorInfo", "google.rpc.RetryInfo"]
+    assert detail(end["error"], "google.rpc.ErrorInfo")["metadata"] == {"limit": "1", "appliesTo": "principal"}
 
 
 async def test_a_watch_ends_at_its_deadline(client: httpx.AsyncClient, world: World) -> None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.actors import OPERATOR
-from tests.connect import JSON, VAULT_DELETE, Codec, detail, error_of, headers
+from tests.connect import JSON, VAULT_DELETE, Codec, brief, detail, error_of, headers
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain import tokens
 from zkplatform.domain.models import Scope
@@ -154,13 +154,21 @@ async def test_token_with_a_bad_checksum_is_malformed(client: httpx.AsyncClient,
 
     response = await call(client, JSON, delete("acme-private", "item-1", 1), tampered)
 
-    assert error_of(response) == {"code": "unauthenticated", "message": "malformed token"}
+    assert brief(error_of(response)) == {
+        "code": "unauthenticated",
+        "message": "malformed token",
+        "reason": "TOKEN_INVALID",
+    }
 
 
 async def test_unknown_token_is_unauthenticated(client: httpx.AsyncClient) -> None:
     response = await call(client, JSON, delete("acme-private", "item-1", 1), tokens.new_token())
 
-    assert error_of(response) == {"code": "unauthenticated", "message": "unknown token"}
+    assert brief(error_of(response)) == {
+        "code": "unauthenticated",
+        "message": "unknown token",
+        "reason": "TOKEN_INVALID",
+    }
 
 
 async def test_expired_token_is_unauthenticated(client: httpx.AsyncClient, world: World, clock: FakeClock) -> None:
@@ -168,7 +176,11 @@ async def test_expired_token_is_unauthenticated(client: httpx.AsyncClient, world
 
     response = await call(client, JSON, delete("acme-private", "item-1", 1), world.token("alice"))
 
-    assert error_of(response) == {"code": "unauthenticated", "message": "token expired"}
+    assert brief(error_of(response)) == {
+        "code": "unauthenticated",
+        "message": "token expired",
+        "reason": "TOKEN_EXPIRED",
+    }
 
 
 async def test_revoked_token_is_unauthenticated(client: httpx.AsyncClient, world: World) -> None:
@@ -178,7 +190,11 @@ async def test_revoked_token_is_unauthenticated(client: httpx.AsyncClient, world
 
     response = await call(client, JSON, delete("acme-private", "item-1", 1), world.token("alice"))
 
-    assert error_of(response) == {"code": "unauthenticated", "message": "token revoked"}
+    assert brief(error_of(response)) == {
+        "code": "unauthenticated",
+        "message": "token revoked",
+        "reason": "TOKEN_REVOKED",
+    }
 
 
 async def test_scheme_is_case_insensitive_and_dpop_scheme_is_accepted(client: httpx.AsyncClient, world: World) -> None:
@@ -206,7 +222,11 @@ async def test_token_in_query_is_refused_and_revoked(client: httpx.AsyncClient, 
     assert error["code"] == "invalid_argument"
     assert alice not in leaked.text
     assert [v["field"] for v in detail(error, "google.rpc.BadRequest")["fieldViolations"]] == [parameter]
-    assert error_of(afterwards) == {"code": "unauthenticated", "message": "token revoked"}
+    assert brief(error_of(afterwards)) == {
+        "code": "unauthenticated",
+        "message": "token revoked",
+        "reason": "TOKEN_REVOKED",
+    }
     assert not (await world.item("acme-private", "item-1")).deleted
 
 
@@ -297,9 +317,10 @@ async def test_non_members_are_denied_before_the_item_is_looked_up(
         response = await call(client, JSON, delete(vault_id, item_id, 1), world.token(principal))
 
         assert response.status_code == 403
-        assert error_of(response) == {
+        assert brief(error_of(response)) == {
             "code": "permission_denied",
             "message": "the caller is not a member of this vault",
+            "reason": "VAULT_ACCESS_DENIED",
         }
 
 

@@ -14,7 +14,7 @@ import pytest
 from connectrpc.request import RequestContext
 from google.protobuf import timestamp_pb2
 
-from tests.connect import BROKER_MINT, JSON, PROTO, VAULT_DELETE, Codec, detail, error_of, headers
+from tests.connect import BROKER_MINT, JSON, PROTO, VAULT_DELETE, Codec, brief, detail, error_of, headers
 from tests.world import World
 from zkplatform.app import create_app
 from zkplatform.config import Settings
@@ -277,7 +277,7 @@ async def test_unexpected_exception_is_internal_and_its_text_stays_in_the_log(
 
     assert response.status_code == 500
     error = error_of(response)
-    assert error == {"code": "internal", "message": "internal error"}
+    assert brief(error) == {"code": "internal", "message": "internal error", "reason": "INTERNAL"}
     assert SECRET_TEXT not in response.text
     assert SECRET_TEXT in caplog.text  # the operator still learns what happened
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, detail, error_of, headers
+from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, brief, detail, error_of, headers
 from tests.world import World
 from zkplatform.app import create_app
 from zkplatform.config import Settings
@@ -47,7 +47,12 @@ async def test_a_header_that_is_not_utf8_is_invalid_argument(
 
     assert response.status_code == 400
     error = error_of(response)
-    assert error == {"code": "invalid_argument", "message": "malformed request: x-foo is not valid UTF-8"}
+    assert brief(error) == {
+        "code": "invalid_argument",
+        "message": "malformed request: x-foo is not valid UTF-8",
+        "reason": "HEADER_INVALID",
+    }
+    assert detail(error, "google.rpc.ErrorInfo")["metadata"] == {"header": "x-foo"}
     assert not caplog.records  # no traceback, nothing an operator must look at
 
 
@@ -177,7 +182,11 @@ async def test_two_authorization_headers_are_unauthenticated(client: httpx.Async
     response = await client.post(VAULT_DELETE, json=DELETE_BODY, headers=both)
 
     assert response.status_code == 401
-    assert error_of(response) == {"code": "unauthenticated", "message": "more than one Authorization header"}
+    assert brief(error_of(response)) == {
+        "code": "unauthenticated",
+        "message": "more than one Authorization header",
+        "reason": "TOKEN_INVALID",
+    }
     assert not (await world.item("acme-private", "item-1")).deleted
 
 
@@ -214,9 +223,10 @@ async def test_a_body_that_stalls_is_refused_at_the_body_read_timeout(platform: 
     answer = await call_with_stalled_body(platform, bearer(world), Settings(body_read_timeout_seconds=1))
 
     assert answer["status"] == 504
-    assert json.loads(answer["body"]) == {
+    assert brief(json.loads(answer["body"])) == {
         "code": "deadline_exceeded",
         "message": "the request body did not arrive within 1 s",
+        "reason": "BODY_READ_TIMEOUT",
     }
 
 

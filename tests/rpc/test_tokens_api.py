@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, Codec, detail, error_of, headers
+from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, Codec, brief, detail, error_of, headers
 from tests.world import FakeClock, World
 from zkplatform.domain.models import Scope
 from zkplatform_api.platform.v1 import broker_pb2
@@ -114,7 +114,11 @@ async def test_a_token_without_the_scope_revokes_its_descendants_but_not_its_sib
     refused = await post(client, REVOKE, {"tokenId": sibling.token_id}, reader.access_token)
 
     assert revoked.json() == {"revokedTokenIds": [deeper.token_id]}
-    assert error_of(refused) == {"code": "not_found", "message": f"no token {sibling.token_id}"}
+    assert brief(error_of(refused)) == {
+        "code": "not_found",
+        "message": f"no token {sibling.token_id}",
+        "reason": "TOKEN_NOT_FOUND",
+    }
     assert await works(client, sibling.access_token)
 
 
@@ -150,9 +154,12 @@ async def test_unknown_foreign_and_forbidden_tokens_answer_identically(client: h
         for token_id, caller in ((unknown, "alice"), (carols_id, "alice"), (alices.token_id, "bob"))
     ]
 
-    bodies = [error_of(a) for a in answers]
+    bodies = [brief(error_of(a)) for a in answers]
     assert [a.status_code for a in answers] == [404, 404, 404]
-    assert bodies == [{"code": "not_found", "message": f"no token {t}"} for t in (unknown, carols_id, alices.token_id)]
+    assert bodies == [
+        {"code": "not_found", "message": f"no token {t}", "reason": "TOKEN_NOT_FOUND"}
+        for t in (unknown, carols_id, alices.token_id)
+    ]
     assert await works(client, world.token("carol"))
 
 

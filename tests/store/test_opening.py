@@ -12,7 +12,7 @@ import pytest
 
 from tests.store.fake_postgres import FakePostgres
 from tests.store.stores import closing, migrated, sqlite_file
-from zkplatform.store import StoreUnavailable, StoreURLError, display_url, kind_of, open_store, postgres
+from zkplatform.store import StoreOpenError, StoreURLError, display_url, kind_of, open_store, postgres
 from zkplatform.store.migrations import SchemaError, latest
 
 STARTING_UP = ("57P03", "the database system is starting up")
@@ -37,7 +37,7 @@ async def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path, chec
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(os.urandom(8192))
 
-    with pytest.raises(StoreUnavailable) as error:
+    with pytest.raises(StoreOpenError) as error:
         await open_store(f"sqlite:///{garbage}", check_schema=check_schema)
 
     assert one_line(error) == f"{garbage} is not a SQLite database: choose another path, or move that file away"
@@ -48,7 +48,7 @@ async def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path, chec
 async def test_a_directory_that_cannot_be_created_is_unavailable(tmp_path: Path, check_schema: bool) -> None:
     (tmp_path / "plain").write_text("a file, not a directory")
 
-    with pytest.raises(StoreUnavailable, match="cannot create the directory of the SQLite store") as error:
+    with pytest.raises(StoreOpenError, match="cannot create the directory of the SQLite store") as error:
         await open_store(f"sqlite:///{tmp_path}/plain/sub/zk.db", check_schema=check_schema)
 
     one_line(error)
@@ -121,7 +121,7 @@ def patient(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_missing_database_fails_at_once(postgres_url: str, patient: None) -> None:
     url = urlunsplit(urlsplit(postgres_url)._replace(path="/zk_no_such_database"))
 
-    with pytest.raises(StoreUnavailable) as error:
+    with pytest.raises(StoreOpenError) as error:
         await open_store(url)
 
     assert one_line(error) == (
@@ -133,7 +133,7 @@ async def test_a_missing_database_fails_at_once(postgres_url: str, patient: None
 async def test_an_unknown_user_fails_at_once_without_showing_the_password(postgres_url: str, patient: None) -> None:
     url = with_user(postgres_url, "zk_nobody:hunter2%21")
 
-    with pytest.raises(StoreUnavailable) as error:
+    with pytest.raises(StoreOpenError) as error:
         await open_store(url)
 
     message = one_line(error)
@@ -145,7 +145,7 @@ async def test_an_unknown_user_fails_at_once_without_showing_the_password(postgr
 async def test_a_refused_connection_fails_at_once(refusing_port: int, patient: None) -> None:
     url = f"postgresql://postgres:hunter2@127.0.0.1:{refusing_port}/zk"
 
-    with pytest.raises(StoreUnavailable) as error:
+    with pytest.raises(StoreOpenError) as error:
         await open_store(url)
 
     assert one_line(error) == (
@@ -156,7 +156,7 @@ async def test_a_refused_connection_fails_at_once(refusing_port: int, patient: N
 
 async def test_wrong_credentials_are_not_retried(postgres_url: str, patient: None) -> None:
     async with FakePostgres.running(postgres_url, [WRONG_PASSWORD, WRONG_PASSWORD]) as fake:
-        with pytest.raises(StoreUnavailable, match=r"password authentication failed.*check the user and password"):
+        with pytest.raises(StoreOpenError, match=r"password authentication failed.*check the user and password"):
             await open_store(fake.url)
 
         assert fake.connections == 1
@@ -175,7 +175,7 @@ async def test_a_server_that_stays_unready_is_given_up_in_bounded_time(
 ) -> None:
     monkeypatch.setattr(postgres, "OPEN_TIMEOUT", 0.5)
     async with FakePostgres.running(postgres_url, [STARTING_UP] * 100) as fake:
-        with pytest.raises(StoreUnavailable) as error:
+        with pytest.raises(StoreOpenError) as error:
             await open_store(fake.url)
 
     assert one_line(error).endswith("not ready within 0.5 s (the database system is starting up): try again later")

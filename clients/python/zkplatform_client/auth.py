@@ -23,6 +23,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from google.rpc.error_details_pb2 import ErrorInfo
 
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_client.dpop import DPoPKey
 
 REQ = TypeVar("REQ")
@@ -30,7 +31,7 @@ RES = TypeVar("RES")
 
 # ErrorInfo.domain of the platform's errors, and the reason of an expired token.
 ERROR_DOMAIN: Final = "zkplatform.dev"
-TOKEN_EXPIRED: Final = "TOKEN_EXPIRED"  # noqa: S105 # a reason, not a secret
+TOKEN_EXPIRED: Final = ErrorReason.Name(ErrorReason.TOKEN_EXPIRED)
 _ERROR_INFO: Final = "google.rpc.ErrorInfo"
 
 TokenCallback = Callable[[], str | Awaitable[str]]

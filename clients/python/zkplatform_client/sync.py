@@ -34,6 +34,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from google.rpc.error_details_pb2 import ErrorInfo
 
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_api.platform.v1.vault_connect import VaultServiceClient
 from zkplatform_api.platform.v1.vault_pb2 import (
     Item,
@@ -42,6 +43,7 @@ from zkplatform_api.platform.v1.vault_pb2 import (
     ListItemsRequest,
     WatchChangesRequest,
 )
+from zkplatform_client.auth import ERROR_DOMAIN
 
 Rpc = Literal["ListItems", "ListChanges", "WatchChanges"]
 # The Authorization header (and a DPoP proof, made per call) for each call.
@@ -59,7 +61,7 @@ TRANSIENT = frozenset(
         Code.CANCELED,
     }
 )
-START_OVER = frozenset({"CURSOR_EXPIRED", "CURSOR_AHEAD"})
+START_OVER = frozenset(ErrorReason.Name(reason) for reason in (ErrorReason.CURSOR_EXPIRED, ErrorReason.CURSOR_AHEAD))
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,14 @@ class _StreamEndedError(Exception):
 
 
 def error_reason(error: ConnectError) -> str | None:
-    """The reason of the error's google.rpc.ErrorInfo detail, if it carries one."""
+    """The reason of the platform's google.rpc.ErrorInfo detail (domain ERROR_DOMAIN), if the error
+    carries one: every error of the server does, a failure of the network or of a proxy does not.
+    Compare it with `ErrorReason.Name(ErrorReason.CURSOR_EXPIRED)`, never the message."""
     for detail in error.details:
         if detail.type_name == "google.rpc.ErrorInfo":
-            return str(ErrorInfo.FromString(detail.message_bytes).reason)
+            info = ErrorInfo.FromString(detail.message_bytes)
+            if info.domain == ERROR_DOMAIN:
+                return str(info.reason)
     return None
 
 

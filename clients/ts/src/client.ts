@@ -8,7 +8,7 @@ import { authInterceptor, type TokenCallback, type TokenProvider } from "./auth.
 import type { DPoPKey } from "./dpop.js";
 import { errorInfoOf, type ErrorInfo } from "./error-info.js";
 
-export { decodeErrorInfo, type ErrorInfo } from "./error-info.js";
+export { decodeErrorInfo, reasonIs, type ErrorInfo } from "./error-info.js";
 
 export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
 

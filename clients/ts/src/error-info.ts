@@ -2,8 +2,11 @@
 // auth interceptor acts on.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 
-// ErrorInfo.domain of the platform's errors.
+// ErrorInfo.domain of the platform's errors. Each error carries exactly one ErrorInfo of it; its
+// reason is the name of an ErrorReason value (errors.proto): match on that, e.g.
+// `reasonIs(info, ErrorReason.CURSOR_EXPIRED)`, never on the message.
 export const ERROR_DOMAIN = "zkplatform.dev";
 
 export interface ErrorInfo {
@@ -36,6 +39,11 @@ export function decodeErrorInfo(bytes: Uint8Array): ErrorInfo {
   return info;
 }
 
+// Whether the ErrorInfo is the platform's, with that reason.
+export function reasonIs(info: ErrorInfo | null, reason: ErrorReason): boolean {
+  return info !== null && info.domain === ERROR_DOMAIN && info.reason === ErrorReason[reason];
+}
+
 // The google.rpc.ErrorInfo detail of a failed call, if it carries one.
 export function errorInfoOf(error: ConnectError): ErrorInfo | null {
   // Details received from a server are raw: {type, value (bytes), debug}.
@@ -50,6 +58,6 @@ export function isTokenExpired(error: unknown): boolean {
   const e = ConnectError.from(error);
   if (e.code !== Code.Unauthenticated) return false;
   const info = errorInfoOf(e);
-  if (info !== null && info.domain === ERROR_DOMAIN) return info.reason === "TOKEN_EXPIRED";
+  if (info !== null && info.domain === ERROR_DOMAIN) return reasonIs(info, ErrorReason.TOKEN_EXPIRED);
   return e.rawMessage === "token expired";
 }

@@ -7,6 +7,7 @@ export { ERROR_DOMAIN, errorInfoOf, isTokenExpired } from "./error-info.js";
 export * from "./sync.js";
 export * from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 export * from "./gen/zkplatform_api/platform/v1/broker_pb.js";
+export * from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 // What a Connect for ECMAScript user needs to build a client on a transport of their own, from
 // the versions this package depends on.
 export { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor, type Transport } from "@connectrpc/connect";

@@ -20,7 +20,8 @@
 // - UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
 //   change stop the sync with a SyncStoppedError.
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { describeError } from "./client.js";
+import { describeError, reasonIs } from "./client.js";
+import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 import type { Item, ItemChange, VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 
 export type SyncRpc = "ListItems" | "ListChanges" | "WatchChanges";
@@ -268,7 +269,9 @@ export class VaultSync {
     }
     const { code, info } = describeError(error);
     const reason = info?.reason ?? null;
-    if (reason === "CURSOR_EXPIRED" || reason === "CURSOR_AHEAD") throw new StartOver(reason);
+    if (reason !== null && (reasonIs(info, ErrorReason.CURSOR_EXPIRED) || reasonIs(info, ErrorReason.CURSOR_AHEAD))) {
+      throw new StartOver(reason);
+    }
     if (TRANSIENT.has(error.code)) {
       await this.pause(code, reason ?? error.rawMessage);
       return;

@@ -20,9 +20,9 @@ from zkplatform.admin import audit, commands
 from zkplatform.admin.arguments import build_parser, store_url
 from zkplatform.admin.importer import BadFile, BadLine
 from zkplatform.config import ConfigError, Settings
-from zkplatform.domain.errors import DomainError
+from zkplatform.domain.errors import DomainError, StoreUnavailable
 from zkplatform.repository import AlreadyExists, UnknownReference
-from zkplatform.store import StoreUnavailable, StoreURLError, kind_of, open_store
+from zkplatform.store import StoreOpenError, StoreURLError, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
 
 __all__ = ["main"]
@@ -33,7 +33,7 @@ DONE, REFUSED, UNUSABLE, INTERRUPTED = 0, 1, 2, 130
 # or a break in the audit trail, which `audit verify` exists to find.
 REFUSALS = (commands.Refused, audit.Finding, BadLine, BadFile, AlreadyExists, UnknownReference, DomainError)
 # A setting or a store this command cannot work with; each message says what to do.
-UNUSABLE_SETUP = (StoreURLError, StoreUnavailable, SchemaError, ConfigError)
+UNUSABLE_SETUP = (StoreURLError, StoreOpenError, SchemaError, ConfigError)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -75,6 +75,8 @@ async def _run(args: argparse.Namespace, chosen_url: str | None) -> str:
 
 def _explain(error: BaseException, driver_complaint: str) -> tuple[int, str]:
     """The exit code and the one line for the operator."""
+    if isinstance(error, StoreUnavailable) and error.__cause__ is not None:
+        error = error.__cause__  # the driver's own words tell an operator more than the callers' sentence
     if isinstance(error, REFUSALS):
         # An audit command only reads: there was nothing to change, so its line does not say so.
         return REFUSED, str(error) if isinstance(error, audit.Finding) else f"{error}; nothing was changed"

@@ -10,7 +10,17 @@ from zkplatform.domain import tokens
 from zkplatform.domain.audit import Action, Actor, ActorKind
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.dpop import ProofRequest, verify_proof
-from zkplatform.domain.errors import PermissionDenied, Unauthenticated
+from zkplatform.domain.errors import (
+    ProofInvalid,
+    ScopeMissing,
+    TenantMismatch,
+    TokenExpired,
+    TokenInvalid,
+    TokenOfDisabledPrincipal,
+    TokenRevoked,
+    Unauthenticated,
+    VaultAccessDenied,
+)
 from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
 from zkplatform.repository import LimitsRepository, TokenRepository
 
@@ -67,18 +77,17 @@ class Caller:
 
     def require_scope(self, scope: Scope) -> None:
         if scope not in self.scopes:
-            msg = f"the token lacks the scope {scope}"
-            raise PermissionDenied(msg)
+            raise ScopeMissing(scope)
 
     def require_tenant(self, tenant_id: str) -> None:
         if tenant_id != self.tenant_id:
-            raise PermissionDenied("the token belongs to another tenant")
+            raise TenantMismatch
 
     def require_member(self, vault: Vault | None) -> Vault:
         """The vault, if the caller is a member. A missing vault answers exactly
         like a vault of someone else, so the answer reveals nothing."""
         if vault is None or vault.tenant_id != self.tenant_id or self.principal.principal_id not in vault.members:
-            raise PermissionDenied("the caller is not a member of this vault")
+            raise VaultAccessDenied
         return vault
 
 
@@ -144,26 +153,26 @@ class Authenticator:
         if len(secret) == tokens.TOKEN_LENGTH:
             found = await self._tokens.find_token_with_principal(self._hash(secret))
         if found is None:
-            raise _refused("unknown token" if tokens.is_well_formed(secret) else "malformed token")
+            raise _refused(TokenInvalid("unknown token" if tokens.is_well_formed(secret) else "malformed token"))
         record, principal = found
         if record.revoked:
-            raise _refused("token revoked", record)
+            raise _refused(TokenRevoked(), record)
         now = self._clock()
         if now >= record.expires_at:
-            raise _refused("token expired", record)
+            raise _refused(TokenExpired(), record)
         if record.pop_key_id:
             if not presented.dpop_scheme:  # RFC 9449 section 7.2: a bound token is never a bearer token
-                raise _refused("a key-bound token must be sent as 'Authorization: DPoP <token>'", record)
+                raise _refused(ProofInvalid("a key-bound token must be sent as 'Authorization: DPoP <token>'"), record)
             try:
                 await verify_proof(
                     proof, key_thumbprint=record.pop_key_id, access_token=secret, now=now, replay=self._limits
                 )
             except Unauthenticated as error:
-                raise _refused(str(error), record) from None
+                raise _refused(error, record) from None
         if principal.tenant_id != record.tenant_id:
-            raise _refused("unknown token", record)
+            raise _refused(TokenInvalid("unknown token"), record)
         if principal.disabled:  # its tokens were revoked with it; this holds even for one that slipped by
-            raise _refused("principal disabled", record)
+            raise _refused(TokenOfDisabledPrincipal(), record)
         await self._note_use(record, now)
         return Caller(
             token=record, principal=principal, secret=secret, request_id=request_id, client_address=client_address
@@ -178,7 +187,7 @@ class Authenticator:
             await self._tokens.touch_token(record.token_id, now, now - LAST_USE_RESOLUTION_SECONDS + 1)
 
 
-def _refused(reason: str, record: TokenRecord | None = None) -> Unauthenticated:
+def _refused(refusal: Unauthenticated, record: TokenRecord | None = None) -> Unauthenticated:
     """The refusal, logged with the token's public id when there is one (never the token)."""
-    log.info("authentication refused: %s", reason, extra={"fields": {"token_id": record.token_id}} if record else None)
-    return Unauthenticated(reason)
+    log.info("authentication refused: %s", refusal, extra={"fields": {"token_id": record.token_id}} if record else None)
+    return refusal

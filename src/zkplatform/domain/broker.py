@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.dpop import ProofRequest, verify_proof
-from zkplatform.domain.errors import FieldViolation, InvalidArgument, LimitReached, ParentExpiresSoon, ScopesNotHeld
+from zkplatform.domain.errors import FieldViolation, InvalidArgument, MintRateExceeded, ParentExpiresSoon, ScopesNotHeld
 from zkplatform.domain.issuing import IssuedToken, TokenIssuer
 from zkplatform.domain.models import Scope
 from zkplatform.domain.request_ids import RequestId
@@ -95,7 +95,7 @@ class BrokerUseCases:
             raise ParentExpiresSoon(msg)
         if attempt.retry_after is not None:
             msg = f"at most {self._policy.mints_per_minute} mint attempts a minute"
-            raise LimitReached(msg, attempt.retry_after)
+            raise MintRateExceeded(msg, attempt.retry_after, self._policy.mints_per_minute)
         return await self._issuer.mint(
             caller.principal,
             scopes,

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from joserfc import jwk, jws
 from joserfc.errors import JoseError, SecurityWarning
 
-from zkplatform.domain.errors import Unauthenticated
+from zkplatform.domain.errors import ProofInvalid, ProofReplayed
 from zkplatform.repository import LimitsRepository
 
 # ES256 (EC P-256), and Ed25519 under its RFC 8037 name EdDSA (what DPoP
@@ -60,8 +60,8 @@ def normalize_htu(url: str) -> str:
     return f"{scheme}://{netloc}{parts.path or '/'}"
 
 
-def _refused(reason: str) -> Unauthenticated:
-    return Unauthenticated(f"DPoP proof: {reason}")
+def _refused(reason: str) -> ProofInvalid:
+    return ProofInvalid(f"DPoP proof: {reason}")
 
 
 def _htm_refused(htm: object, method: str) -> Unauthenticated:
@@ -103,7 +103,7 @@ async def verify_proof(
         raise _refused("jti must not contain U+0000 (NUL) or an unpaired surrogate")
     # Remembered long enough to cover every iat the window still accepts.
     if not await replay.remember_proof(key_thumbprint, jti, now, iat + 2 * MAX_AGE_SECONDS):
-        raise _refused("jti was already used")
+        raise ProofReplayed("DPoP proof: jti was already used")
 
 
 def _storable(text: str) -> bool:

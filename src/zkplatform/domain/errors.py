@@ -1,5 +1,10 @@
 """Errors the use cases raise. rpc/errors.py is the one place that maps them
-to Connect codes and details; nothing here knows about the wire."""
+to Connect codes and details; nothing here knows about the wire.
+
+Each kind of refusal a client acts on differently is a class of its own (a
+subclass of the refusal's general kind), which rpc/errors.py maps to its
+ErrorInfo reason.
+"""
 
 from __future__ import annotations
 
@@ -26,12 +31,76 @@ class InvalidArgument(DomainError):
         self.violations = tuple(violations)
 
 
+class PageTokenInvalid(InvalidArgument):
+    """A page token this server did not issue for the listing, or one that was altered."""
+
+
 class Unauthenticated(DomainError):
     """No usable credentials. The message names the failed check, never the token."""
 
 
+class TokenMissing(Unauthenticated):
+    """No Authorization header."""
+
+    def __init__(self, message: str = "missing Authorization header") -> None:
+        super().__init__(message)
+
+
+class TokenInvalid(Unauthenticated):
+    """A malformed or unknown token, or an Authorization header not of the form the token needs."""
+
+
+class TokenExpired(Unauthenticated):
+    def __init__(self) -> None:
+        super().__init__("token expired")
+
+
+class TokenRevoked(Unauthenticated):
+    def __init__(self) -> None:
+        super().__init__("token revoked")
+
+
+class ProofInvalid(Unauthenticated):
+    """A key-bound token without a valid DPoP proof of its key (missing, or failing a check)."""
+
+
+class ProofReplayed(Unauthenticated):
+    """A DPoP proof whose jti was already used within its window."""
+
+
+class TokenOfDisabledPrincipal(Unauthenticated):
+    """A token of a principal an operator disabled (its tokens were revoked with it)."""
+
+    def __init__(self) -> None:
+        super().__init__("principal disabled")
+
+
 class PermissionDenied(DomainError):
     """Authenticated, but not allowed to do this."""
+
+
+class ScopeMissing(PermissionDenied):
+    """The call's scopes lack the one the operation needs."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"the token lacks the scope {scope}")
+        self.scope = scope
+
+
+class TenantMismatch(PermissionDenied):
+    def __init__(self) -> None:
+        super().__init__("the token belongs to another tenant")
+
+
+class VaultAccessDenied(PermissionDenied):
+    """Not a member of the vault, a vault of another tenant, or no such vault: one answer for all."""
+
+    def __init__(self) -> None:
+        super().__init__("the caller is not a member of this vault")
+
+
+class PrincipalAccessDenied(PermissionDenied):
+    """Acting on another principal's tokens without the role it takes."""
 
 
 class ScopesNotHeld(PermissionDenied):
@@ -56,6 +125,23 @@ class KeyAccessDenied(PermissionDenied):
 
 class NotFound(DomainError):
     pass
+
+
+class ItemNotFound(NotFound):
+    def __init__(self, vault_id: str, item_id: str) -> None:
+        super().__init__(f"no item {item_id} in vault {vault_id}")
+
+
+class TokenNotFound(NotFound):
+    """No such token, another tenant's, or one the caller may not act on: one answer for all."""
+
+    def __init__(self, token_id: str) -> None:
+        super().__init__(f"no token {token_id}")
+
+
+class PrincipalNotFound(NotFound):
+    def __init__(self, principal_id: str) -> None:
+        super().__init__(f"no principal {principal_id}")
 
 
 class KeyNotFound(NotFound):
@@ -138,11 +224,37 @@ class ParentExpiresSoon(DomainError):
 
 
 class LimitReached(DomainError):
-    """A rate limit or quota; retrying after `retry_after_seconds` may succeed."""
+    """A rate limit or quota of `limit`; retrying after `retry_after_seconds` may succeed."""
 
-    def __init__(self, message: str, retry_after_seconds: int) -> None:
+    def __init__(self, message: str, retry_after_seconds: int, limit: int) -> None:
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+        self.limit = limit
+
+
+class MintRateExceeded(LimitReached):
+    """The principal's mint attempts of the last minute reached `limit`."""
+
+
+class ActiveTokensExceeded(LimitReached):
+    """The principal holds `limit` live minted tokens already."""
+
+
+class WatchesExceeded(LimitReached):
+    """Open watches at their `limit`, per principal (`per_principal`) or per server."""
+
+    def __init__(self, message: str, retry_after_seconds: int, limit: int, *, per_principal: bool) -> None:
+        super().__init__(message, retry_after_seconds, limit)
+        self.per_principal = per_principal
+
+
+class StoreUnavailable(DomainError):
+    """The store cannot be reached now (down, refusing connections, every connection busy, locked);
+    nothing was changed, and trying again later may succeed. The adapters raise it in place of their
+    driver's errors of that kind, having logged the cause; its message is the same for every cause."""
+
+    def __init__(self) -> None:
+        super().__init__("the store is unavailable; try again later")
 
 
 class RequestIdReused(InvalidArgument):

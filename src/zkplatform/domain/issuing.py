@@ -14,13 +14,13 @@ from zkplatform.domain import tokens
 from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import (
-    LimitReached,
-    NotFound,
+    ActiveTokensExceeded,
     PrincipalIsDisabled,
+    PrincipalNotFound,
     RequestIdReused,
     ScopesNotHeld,
     TokenAlreadyMinted,
-    Unauthenticated,
+    TokenRevoked,
 )
 from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
@@ -75,11 +75,11 @@ class TokenIssuer:
     async def issue_for(
         self, principal_id: str, ttl_seconds: int, scopes: Iterable[Scope] | None = None
     ) -> IssuedToken:
-        """The operator bootstrap: a token for the principal with that id; NotFound
+        """The operator bootstrap: a token for the principal with that id; PrincipalNotFound
         without one, ScopesNotGranted for scopes it may not hold."""
         principal = await self._directory.get_principal(principal_id)
         if principal is None:
-            raise NotFound(f"no principal {principal_id}")
+            raise PrincipalNotFound(principal_id)
         try:
             return await self.issue(principal, ttl_seconds, scopes)
         except ScopesNotHeld as error:
@@ -107,16 +107,15 @@ class TokenIssuer:
         try:
             outcome = await self._tokens.add_minted_token(record, cap, by, request=request)
         except ParentRevoked:
-            raise Unauthenticated("token revoked") from None
+            raise TokenRevoked from None
         except PrincipalDisabled:
             raise PrincipalIsDisabled(principal.principal_id) from None
         match outcome:
             case None:
                 return IssuedToken(secret, record, principal.role)
             case int(first_expiry):
-                raise LimitReached(
-                    f"the principal already has {cap} active minted tokens", first_expiry - record.issued_at
-                )
+                msg = f"the principal already has {cap} active minted tokens"
+                raise ActiveTokensExceeded(msg, first_expiry - record.issued_at, cap)
             case Repeated((token_id,)):
                 raise TokenAlreadyMinted(token_id)
             case Reused():

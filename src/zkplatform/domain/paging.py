@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from zkplatform.domain.errors import FieldViolation, InvalidArgument
+from zkplatform.domain.errors import FieldViolation, PageTokenInvalid
 from zkplatform.domain.models import Item, ItemChange, Role, TokenRecord
 
 # A page stops before its answer's binary encoding would exceed this: 3 MiB, so that the
@@ -162,5 +162,5 @@ def _encode(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def _refused(why: str) -> InvalidArgument:
-    return InvalidArgument([FieldViolation(FIELD, f"{why}: start again from the first page (no page token)")])
+def _refused(why: str) -> PageTokenInvalid:
+    return PageTokenInvalid([FieldViolation(FIELD, f"{why}: start again from the first page (no page token)")])

@@ -48,9 +48,10 @@ from zkplatform.domain.errors import (
     CursorExpired,
     FieldViolation,
     InvalidArgument,
-    LimitReached,
-    Unauthenticated,
+    TokenExpired,
+    TokenRevoked,
     WatchBehind,
+    WatchesExceeded,
 )
 from zkplatform.domain.models import ChangePage, ItemChange, Scope
 from zkplatform.domain.paging import ElementSizes, fitting
@@ -93,11 +94,11 @@ class WatchSlots:
         policy = self._policy
         if self.total >= policy.max_per_worker:
             msg = f"this server has {policy.max_per_worker} open watches, its most; call again (another may answer)"
-            raise LimitReached(msg, retry_after_seconds=1)
+            raise WatchesExceeded(msg, 1, policy.max_per_worker, per_principal=False)
         held = self._by_principal.get(principal_id, 0)
         if held >= policy.max_per_principal:
             msg = f"the caller has {policy.max_per_principal} open watches, its most; close one first"
-            raise LimitReached(msg, retry_after_seconds=5)
+            raise WatchesExceeded(msg, 5, policy.max_per_principal, per_principal=True)
         self._by_principal[principal_id] = held + 1
         self.total += 1
         try:
@@ -179,7 +180,7 @@ class SyncUseCases:
         access = True
         while True:
             if self._clock() >= caller.token.expires_at:
-                raise Unauthenticated("token expired")
+                raise TokenExpired
             due = loop.time() >= next_check
             if access or due:  # a revoked token or a removed member ends here, before anything is sent
                 await self._recheck(caller, vault_id)
@@ -229,9 +230,9 @@ class SyncUseCases:
         by key, before each page, once a quiet heartbeat period and when the feed says so."""
         token = await self._tokens.get_token(caller.token.token_id)
         if token is None or token.revoked:
-            raise Unauthenticated("token revoked")
+            raise TokenRevoked
         if not token.is_live(self._clock()):
-            raise Unauthenticated("token expired")
+            raise TokenExpired
         caller.require_member(await self._directory.get_vault(vault_id))
 
     async def _read(self, vault_id: str, since: int, size: int, epoch: str) -> ChangePage:

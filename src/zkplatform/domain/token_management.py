@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
-from zkplatform.domain.errors import NotFound, PermissionDenied, RequestIdReused
+from zkplatform.domain.errors import PrincipalAccessDenied, RequestIdReused, TokenNotFound
 from zkplatform.domain.models import Role, Scope, TokenRecord
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
@@ -50,7 +50,7 @@ class TokenManagement:
         own = caller.principal.principal_id
         listed = own if principal_id in ("", own) else principal_id
         if listed != own and caller.principal.role not in TENANT_MANAGERS:
-            raise PermissionDenied("only an owner or admin may list the tokens of other principals")
+            raise PrincipalAccessDenied("only an owner or admin may list the tokens of other principals")
         position = self._pages.read(page_token, caller.tenant_id, listed) if page_token else None
         after = None if position is None else (position.number, position.after)
         limit = page_size or DEFAULT_PAGE_SIZE
@@ -75,7 +75,7 @@ class TokenManagement:
         not revoke answers exactly as an unknown one, whatever the request id."""
         target = await self._tokens.get_token(token_id)
         if target is None or target.tenant_id != caller.tenant_id or not await self._may_revoke(caller, target):
-            raise NotFound(f"no token {token_id}")
+            raise TokenNotFound(token_id)
         match await self._tokens.revoke_token_tree_once(token_id, caller.actor(self._clock()), request):
             case Repeated(answer):
                 return list(answer)

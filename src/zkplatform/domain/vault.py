@@ -18,7 +18,7 @@ from zkplatform.domain.errors import (
     InvalidArgument,
     ItemDeleted,
     ItemExists,
-    NotFound,
+    ItemNotFound,
     RequestIdReused,
     VersionMismatch,
 )
@@ -206,5 +206,5 @@ class VaultUseCases:
         return ListedItems(items, next_page_token, sequence, page.epoch)
 
 
-def _not_found(vault_id: str, item_id: str) -> NotFound:
-    return NotFound(f"no item {item_id} in vault {vault_id}")
+def _not_found(vault_id: str, item_id: str) -> ItemNotFound:
+    return ItemNotFound(vault_id, item_id)

@@ -15,7 +15,7 @@ from connectrpc.request import RequestContext
 
 from zkplatform.domain.auth import Authenticator, Caller, Presented
 from zkplatform.domain.dpop import ProofRequest
-from zkplatform.domain.errors import Unauthenticated
+from zkplatform.domain.errors import ProofInvalid, TokenInvalid, TokenMissing
 from zkplatform.observability.calls import current_call
 from zkplatform.rpc.origin import Origin
 
@@ -50,7 +50,7 @@ class Authenticate:
         presented = presented_token(ctx.request_headers.getall("authorization"))
         proofs = ctx.request_headers.getall("dpop")
         if len(proofs) > 1:
-            raise Unauthenticated("DPoP proof: more than one DPoP header")
+            raise ProofInvalid("DPoP proof: more than one DPoP header")
         htu = self._origin.url(call.scope) if proofs else ""  # only a proof has an htu to compare
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
         caller = await self._authenticator.authenticate(presented, proof, call.request_id, call.client_address)
@@ -63,11 +63,11 @@ class Authenticate:
 def presented_token(authorizations: Sequence[str]) -> Presented:
     """The token of the one Authorization header, and its scheme (RFC 6750, RFC 9449)."""
     if not authorizations or authorizations == [""]:
-        raise Unauthenticated("missing Authorization header")
+        raise TokenMissing
     if len(authorizations) > 1:
-        raise Unauthenticated("more than one Authorization header")
+        raise TokenInvalid("more than one Authorization header")
     scheme, _, token = authorizations[0].strip().partition(" ")
     scheme = scheme.lower()
     if scheme not in ("bearer", "dpop") or not token.strip():
-        raise Unauthenticated("the Authorization header must be 'Bearer <token>' (or 'DPoP <token>' for a bound token)")
+        raise TokenInvalid("the Authorization header must be 'Bearer <token>' (or 'DPoP <token>' for a bound token)")
     return Presented(token=token.strip(), dpop_scheme=scheme == "dpop")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import TypeVar
 
+from connectrpc.code import Code
 from connectrpc.codec import Codec
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from zkplatform.domain.errors import InvalidArgument
 from zkplatform.messages.json_input import from_json
-from zkplatform.rpc.errors import to_connect_error
+from zkplatform.rpc.errors import refusal
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _M = TypeVar("_M", bound=Message)
 
@@ -29,5 +31,7 @@ class CompactJSONCodec(Codec[Message, _M]):
     def decode(self, data: bytes | bytearray, message_class: type[_M]) -> _M:
         try:
             return from_json(data, message_class)
-        except InvalidArgument as error:
-            raise to_connect_error(error) from None  # connectrpc passes a ConnectError on as it is
+        except InvalidArgument as error:  # connectrpc passes a ConnectError on as it is
+            raise refusal(
+                Code.INVALID_ARGUMENT, ErrorReason.REQUEST_MALFORMED, str(error), violations=error.violations
+            ) from None

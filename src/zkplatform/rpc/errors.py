@@ -1,15 +1,29 @@
 """The one place that turns failures into Connect errors.
 
+Every non-OK answer carries exactly one google.rpc.ErrorInfo, whose domain is
+ERROR_DOMAIN and whose reason is the name of a value of the generated enum
+platform.v1.ErrorReason (proto/zkplatform_api/platform/v1/errors.proto), so a
+reason cannot be misspelt here; `invalid_argument` also carries a BadRequest,
+and `resource_exhausted` and `unavailable` a RetryInfo. `refusal()` builds every
+such error: the mapping of domain errors below, the servicers and interceptors
+that refuse a call themselves, and the front's refusals before connectrpc
+(rpc/front/), which write it with `send_error`.
+
 ErrorMapping is the first interceptor of every service, so its on_end sees the
-failure of every later interceptor, of the body's decoding and of the servicer.
-Domain errors get their code and google.rpc details here, and anything
-unexpected becomes `internal` with a generic message, its details going only
-to the server log.
+failure of every later interceptor, of the body's decoding and of the servicer,
+and the errors connectrpc raises itself once the call has started (a body over
+the limit, the deadline, an undecodable body, an unknown compression), which it
+gives their reason here. Domain errors get their code and details here, and
+anything unexpected becomes `internal` with a generic message, its details going
+only to the server log. What connectrpc refuses before any interceptor runs (a
+wrong protocol version, a malformed timeout header) the front refuses first
+(rpc/front/protocol_headers.py), so that it carries its reason too.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from connectrpc.code import Code
@@ -21,98 +35,186 @@ from google.rpc import error_details_pb2
 from zkplatform.domain import errors as domain
 from zkplatform.observability.calls import note_code
 from zkplatform.rpc.details import error_detail
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 log = logging.getLogger(__name__)
 
-# ErrorInfo.domain of every detail this service raises.
-ERROR_DOMAIN: Final = "zkplatform"
+# ErrorInfo.domain of every error this service answers: the same for every error, forever.
+ERROR_DOMAIN: Final = "zkplatform.dev"
+ERROR_INFO: Final = error_details_pb2.ErrorInfo.DESCRIPTOR.full_name
+# The codes whose answers say when to try again (google.rpc.RetryInfo).
+RETRYABLE: Final = frozenset({Code.RESOURCE_EXHAUSTED, Code.UNAVAILABLE})
+# Seconds to wait before trying again, where nothing more precise is known.
+RETRY_AFTER_SECONDS: Final = 1
+INTERNAL_MESSAGE: Final = "internal error"
 
 
-def _info(reason: str, **metadata: str) -> error_details_pb2.ErrorInfo:
-    return error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=metadata)
+def reason_name(reason: ErrorReason) -> str:
+    """The reason string of an ErrorReason value: its name."""
+    return ErrorReason.Name(reason)
 
 
-def to_connect_error(error: domain.DomainError) -> ConnectError:  # noqa: C901, PLR0911, PLR0912 # one arm per row
+def refusal(  # noqa: PLR0913 # the parts of an error answer, all but the first three optional
+    code: Code,
+    reason: ErrorReason,
+    message: str,
+    *,
+    metadata: Mapping[str, str] | None = None,
+    violations: Sequence[domain.FieldViolation] = (),
+    retry_after_seconds: int | None = None,
+) -> ConnectError:
+    """An error answer: its code, exactly one ErrorInfo (this reason, this metadata), a BadRequest
+    for `invalid_argument` (`violations`, or one naming no field and saying `message`), a RetryInfo
+    for `resource_exhausted` and `unavailable` (after `retry_after_seconds`, which those need)."""
+    info = error_details_pb2.ErrorInfo(reason=reason_name(reason), domain=ERROR_DOMAIN, metadata=metadata or {})
+    details = [error_detail(info)]
+    if code is Code.INVALID_ARGUMENT:
+        named = violations or [domain.FieldViolation("", message)]
+        bad_request = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in named
+            ]
+        )
+        details.append(error_detail(bad_request))
+    if code in RETRYABLE:
+        if retry_after_seconds is None:
+            msg = f"a {code.value} answer says when to try again: give retry_after_seconds"
+            raise ValueError(msg)
+        retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=max(retry_after_seconds, 0)))
+        details.append(error_detail(retry))
+    return ConnectError(code, message, details)
+
+
+def internal_error() -> ConnectError:
+    return refusal(Code.INTERNAL, ErrorReason.INTERNAL, INTERNAL_MESSAGE)
+
+
+def carries_reason(error: ConnectError) -> bool:
+    """Whether the error was made by refusal() (it has its ErrorInfo)."""
+    return any(detail.type_name == ERROR_INFO for detail in error.details)
+
+
+# The code and reason of each domain error a call can end with. A class not listed answers as
+# the nearest of its bases that is; a domain error with none is a bug, answered `internal`.
+_DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]]] = {
+    domain.InvalidArgument: (Code.INVALID_ARGUMENT, ErrorReason.FIELD_INVALID),
+    domain.PageTokenInvalid: (Code.INVALID_ARGUMENT, ErrorReason.PAGE_TOKEN_INVALID),
+    domain.RequestIdReused: (Code.INVALID_ARGUMENT, ErrorReason.REQUEST_ID_REUSED),
+    domain.TokenMissing: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_MISSING),
+    domain.TokenInvalid: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_INVALID),
+    domain.TokenExpired: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_EXPIRED),
+    domain.TokenRevoked: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_REVOKED),
+    domain.ProofInvalid: (Code.UNAUTHENTICATED, ErrorReason.DPOP_PROOF_INVALID),
+    domain.ProofReplayed: (Code.UNAUTHENTICATED, ErrorReason.DPOP_PROOF_REPLAYED),
+    domain.TokenOfDisabledPrincipal: (Code.UNAUTHENTICATED, ErrorReason.PRINCIPAL_DISABLED),
+    domain.ScopeMissing: (Code.PERMISSION_DENIED, ErrorReason.SCOPE_MISSING),
+    domain.TenantMismatch: (Code.PERMISSION_DENIED, ErrorReason.TENANT_MISMATCH),
+    domain.VaultAccessDenied: (Code.PERMISSION_DENIED, ErrorReason.VAULT_ACCESS_DENIED),
+    domain.PrincipalAccessDenied: (Code.PERMISSION_DENIED, ErrorReason.PRINCIPAL_ACCESS_DENIED),
+    domain.ScopesNotHeld: (Code.PERMISSION_DENIED, ErrorReason.SCOPES_NOT_HELD),
+    domain.PrincipalIsDisabled: (Code.PERMISSION_DENIED, ErrorReason.PRINCIPAL_DISABLED),
+    domain.KeyAccessDenied: (Code.PERMISSION_DENIED, ErrorReason.KEY_ACCESS_DENIED),
+    domain.ItemNotFound: (Code.NOT_FOUND, ErrorReason.ITEM_NOT_FOUND),
+    domain.TokenNotFound: (Code.NOT_FOUND, ErrorReason.TOKEN_NOT_FOUND),
+    domain.KeyNotFound: (Code.NOT_FOUND, ErrorReason.KEY_NOT_FOUND),
+    domain.ItemExists: (Code.ALREADY_EXISTS, ErrorReason.ITEM_EXISTS),
+    domain.KeyExists: (Code.ALREADY_EXISTS, ErrorReason.KEY_EXISTS),
+    domain.TokenAlreadyMinted: (Code.ALREADY_EXISTS, ErrorReason.TOKEN_ALREADY_MINTED),
+    domain.VersionMismatch: (Code.ABORTED, ErrorReason.VERSION_MISMATCH),
+    domain.WatchBehind: (Code.ABORTED, ErrorReason.WATCH_BEHIND),
+    domain.ItemDeleted: (Code.FAILED_PRECONDITION, ErrorReason.ITEM_DELETED),
+    domain.KeyRevoked: (Code.FAILED_PRECONDITION, ErrorReason.KEY_REVOKED),
+    domain.CursorExpired: (Code.FAILED_PRECONDITION, ErrorReason.CURSOR_EXPIRED),
+    domain.ParentExpiresSoon: (Code.FAILED_PRECONDITION, ErrorReason.PARENT_EXPIRES_SOON),
+    domain.CursorAhead: (Code.OUT_OF_RANGE, ErrorReason.CURSOR_AHEAD),
+    domain.MintRateExceeded: (Code.RESOURCE_EXHAUSTED, ErrorReason.RATE_LIMIT_EXCEEDED),
+    domain.ActiveTokensExceeded: (Code.RESOURCE_EXHAUSTED, ErrorReason.ACTIVE_TOKEN_LIMIT_EXCEEDED),
+    domain.WatchesExceeded: (Code.RESOURCE_EXHAUSTED, ErrorReason.WATCH_LIMIT_EXCEEDED),
+    domain.StoreUnavailable: (Code.UNAVAILABLE, ErrorReason.STORE_UNAVAILABLE),
+}
+
+
+def to_connect_error(error: domain.DomainError) -> ConnectError:
     """The Connect form of a domain error (the error table of docs/api.md)."""
+    entry = next((_DOMAIN_ERRORS[kind] for kind in type(error).__mro__ if kind in _DOMAIN_ERRORS), None)
+    if entry is None:
+        log.error("no Connect mapping for domain error %s", type(error).__name__)
+        return internal_error()
+    code, reason = entry
+    retry_after = error.retry_after_seconds if isinstance(error, domain.LimitReached) else None
+    if isinstance(error, domain.StoreUnavailable):
+        retry_after = RETRY_AFTER_SECONDS
+    violations = error.violations if isinstance(error, domain.InvalidArgument) else ()
+    return refusal(
+        code, reason, str(error), metadata=_metadata(error), violations=violations, retry_after_seconds=retry_after
+    )
+
+
+def _metadata(error: domain.DomainError) -> dict[str, str]:  # noqa: PLR0911 # one arm per kind with metadata
     match error:
-        case domain.RequestIdReused():
-            violations = [
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-                for v in error.violations
-            ]
-            details = [
-                error_detail(_info("REQUEST_ID_REUSED")),
-                error_detail(error_details_pb2.BadRequest(field_violations=violations)),
-            ]
-            return ConnectError(Code.INVALID_ARGUMENT, str(error), details)
-        case domain.InvalidArgument():
-            violations = [
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-                for v in error.violations
-            ]
-            detail = error_details_pb2.BadRequest(field_violations=violations)
-            return ConnectError(Code.INVALID_ARGUMENT, str(error), [error_detail(detail)])
-        case domain.Unauthenticated():
-            return ConnectError(Code.UNAUTHENTICATED, str(error))
+        case domain.ScopeMissing():
+            return {"requiredScope": error.scope}
         case domain.ScopesNotHeld():
-            info = _info("SCOPES_NOT_HELD", refusedScopes=",".join(error.refused))
-            return ConnectError(Code.PERMISSION_DENIED, str(error), [error_detail(info)])
-        case domain.KeyAccessDenied():
-            return ConnectError(Code.PERMISSION_DENIED, str(error), [error_detail(_info("KEY_ACCESS_DENIED"))])
-        case domain.PermissionDenied():
-            return ConnectError(Code.PERMISSION_DENIED, str(error))
-        case domain.KeyNotFound():
-            return ConnectError(Code.NOT_FOUND, str(error), [error_detail(_info("KEY_NOT_FOUND"))])
-        case domain.NotFound():
-            return ConnectError(Code.NOT_FOUND, str(error))
-        case domain.KeyExists():
-            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(_info("KEY_EXISTS"))])
-        case domain.KeyRevoked():
-            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(_info("KEY_REVOKED"))])
+            return {"refusedScopes": ",".join(error.refused)}
         case domain.VersionMismatch():
-            info = _info("VERSION_MISMATCH", currentVersion=str(error.current_version))
-            return ConnectError(Code.ABORTED, str(error), [error_detail(info)])
+            return {"currentVersion": str(error.current_version)}
         case domain.ItemExists():
             state = {"deleted": "true"} if error.deleted else {}
-            info = _info("ITEM_EXISTS", currentVersion=str(error.current_version), **state)
-            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(info)])
+            return {"currentVersion": str(error.current_version), **state}
         case domain.TokenAlreadyMinted():
-            info = _info("TOKEN_ALREADY_MINTED", tokenId=error.token_id)
-            return ConnectError(Code.ALREADY_EXISTS, str(error), [error_detail(info)])
-        case domain.ItemDeleted():
-            info = _info("ITEM_DELETED")
-            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+            return {"tokenId": error.token_id}
         case domain.CursorExpired():
             # minSequence only below a purge horizon; the current epoch always (to start over in).
             below = {} if error.min_sequence is None else {"minSequence": str(error.min_sequence)}
-            info = _info("CURSOR_EXPIRED", epoch=error.epoch, **below)
-            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+            return {"epoch": error.epoch, **below}
         case domain.CursorAhead():
-            info = _info("CURSOR_AHEAD", currentSequence=str(error.current_sequence))
-            return ConnectError(Code.OUT_OF_RANGE, str(error), [error_detail(info)])
-        case domain.WatchBehind():
-            return ConnectError(Code.ABORTED, str(error), [error_detail(_info("WATCH_BEHIND"))])
-        case domain.ParentExpiresSoon():
-            info = _info("PARENT_EXPIRES_SOON")
-            return ConnectError(Code.FAILED_PRECONDITION, str(error), [error_detail(info)])
+            return {"currentSequence": str(error.current_sequence)}
+        case domain.WatchesExceeded():
+            return {"limit": str(error.limit), "appliesTo": "principal" if error.per_principal else "server"}
         case domain.LimitReached():
-            retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=error.retry_after_seconds))
-            return ConnectError(Code.RESOURCE_EXHAUSTED, str(error), [error_detail(retry)])
-    log.error("no Connect mapping for domain error %s", type(error).__name__)
-    return ConnectError(Code.INTERNAL, "internal error")
+            return {"limit": str(error.limit)}
+    return {}
 
 
-def connect_error_of(error: Exception, ctx: RequestContext[Any, Any]) -> ConnectError:
+def _of_connectrpc(error: ConnectError, max_body_bytes: int | None) -> ConnectError:  # noqa: PLR0911 # one arm per refusal
+    """The reason of an error connectrpc raised itself (connectrpc 0.13; rpc/internals.py names
+    the pin): it carries a code and a message, which say which refusal of the protocol it is."""
+    code, message = error.code, error.message
+    match code:
+        case Code.RESOURCE_EXHAUSTED:  # a body, a decompressed body or a stream message over the limit
+            limit = {"maxBytes": str(max_body_bytes)} if max_body_bytes is not None else {}
+            return refusal(
+                code, ErrorReason.BODY_TOO_LARGE, message, metadata=limit, retry_after_seconds=RETRY_AFTER_SECONDS
+            )
+        case Code.DEADLINE_EXCEEDED:
+            return refusal(code, ErrorReason.DEADLINE_EXCEEDED, message)
+        case Code.CANCELED:
+            return refusal(code, ErrorReason.REQUEST_CANCELED, message)
+        case Code.UNIMPLEMENTED if message.startswith("unknown compression"):
+            return refusal(code, ErrorReason.ENCODING_UNSUPPORTED, message)
+        case Code.INVALID_ARGUMENT | Code.UNIMPLEMENTED:
+            # An undecodable message, a GET without its message, a broken envelope,
+            # a unary call of no message or several.
+            return refusal(code, ErrorReason.REQUEST_MALFORMED, message)
+        case Code.INTERNAL if message.startswith("protocol error"):  # a broken envelope, as gRPC codes it
+            return refusal(code, ErrorReason.REQUEST_MALFORMED, message)
+    log.error("connectrpc failed a call with %s: %s", code.value, message)
+    return internal_error()
+
+
+def connect_error_of(
+    error: Exception, ctx: RequestContext[Any, Any], max_body_bytes: int | None = None
+) -> ConnectError:
     """The Connect error a failure answers with, written into the call's record as the
-    final code. A ConnectError stands; anything unexpected becomes `internal`, its
-    details going only to the server log."""
+    final code. A ConnectError with its reason stands; anything unexpected becomes
+    `internal`, its details going only to the server log."""
     if isinstance(error, ConnectError):
-        mapped = error
+        mapped = error if carries_reason(error) else _of_connectrpc(error, max_body_bytes)
     elif isinstance(error, domain.DomainError):
         mapped = to_connect_error(error)
     else:
         log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
-        mapped = ConnectError(Code.INTERNAL, "internal error")
+        mapped = internal_error()
     note_code(mapped.code, mapped.message)
     return mapped
 
@@ -121,12 +223,15 @@ class ErrorMapping:
     """Metadata interceptor whose on_end sees, and replaces, every RPC's error, and
     writes the final code into the call's record (the access line, the metrics)."""
 
+    def __init__(self, max_body_bytes: int | None = None) -> None:
+        self._max_body_bytes = max_body_bytes  # the limit a body over it is told of
+
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         return None
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         if error is None:
             return
-        mapped = connect_error_of(error, ctx)
+        mapped = connect_error_of(error, ctx, self._max_body_bytes)
         if mapped is not error:
             raise mapped from error

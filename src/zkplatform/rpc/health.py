@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from connectrpc.code import Code
-from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
+from zkplatform.rpc.errors import refusal
 from zkplatform_api.grpc.health.v1.health_connect import Health
 from zkplatform_api.grpc.health.v1.health_pb2 import (
     HealthCheckRequest,
@@ -21,6 +21,7 @@ from zkplatform_api.grpc.health.v1.health_pb2 import (
     HealthListRequest,
     HealthListResponse,
 )
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 SERVING = HealthCheckResponse(status=HealthCheckResponse.SERVING)
 
@@ -31,7 +32,7 @@ class HealthServicer(Health):
 
     async def check(self, request: HealthCheckRequest, ctx: RequestContext[Any, Any], /) -> HealthCheckResponse:
         if request.service not in self._services:
-            raise ConnectError(Code.NOT_FOUND, f"unknown service {request.service}")
+            raise refusal(Code.NOT_FOUND, ErrorReason.SERVICE_NOT_FOUND, f"unknown service {request.service}")
         return SERVING
 
     async def watch(

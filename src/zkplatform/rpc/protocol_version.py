@@ -15,6 +15,8 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
 from zkplatform.observability.calls import current_call
+from zkplatform.rpc.errors import refusal
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 # Content types of Connect unary calls (streaming ones are application/connect+...).
 _CONNECT_UNARY_TYPES = ("application/json", "application/proto")
@@ -34,11 +36,14 @@ class RequireProtocolVersion:
             if versions == ["v1"]:
                 return
             if versions:
-                raise ConnectError(Code.INVALID_ARGUMENT, "the query parameter connect must be v1 (once)")
-            message = "missing required query parameter connect=v1 (or header Connect-Protocol-Version: 1)"
-            raise ConnectError(Code.INVALID_ARGUMENT, message)
+                raise _refused("the query parameter connect must be v1 (once)")
+            raise _refused("missing required query parameter connect=v1 (or header Connect-Protocol-Version: 1)")
         if ctx.request_headers.get("content-type", "").lower().startswith(_CONNECT_UNARY_TYPES):
-            raise ConnectError(Code.INVALID_ARGUMENT, "missing required header Connect-Protocol-Version: 1")
+            raise _refused("missing required header Connect-Protocol-Version: 1")
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         return None
+
+
+def _refused(message: str) -> ConnectError:
+    return refusal(Code.INVALID_ARGUMENT, ErrorReason.PROTOCOL_VERSION_INVALID, message)

@@ -20,14 +20,21 @@ from protobuf import DescFile
 
 from zkplatform.asgi import ASGIApp
 from zkplatform.rpc.descriptors import load
+from zkplatform.rpc.errors import ErrorMapping
 
 
 def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -> dict[str, ASGIApp]:
     """The reflection procedures, describing the services of these files."""
     loaded: dict[str, DescFile] = {}
     descs = [load(file, loaded=loaded) for file in files]
+    # ErrorMapping: a refused session (a message over the limit, one that does not decode) carries its reason.
+    mapping = [ErrorMapping(read_max_bytes)]
     apps: list[ASGIApp] = [
-        ServerReflectionASGIApplication(ServerReflectionService(*descs), read_max_bytes=read_max_bytes),
-        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*descs), read_max_bytes=read_max_bytes),
+        ServerReflectionASGIApplication(
+            ServerReflectionService(*descs), interceptors=mapping, read_max_bytes=read_max_bytes
+        ),
+        ServerReflectionAlphaASGIApplication(
+            ServerReflectionAlphaService(*descs), interceptors=mapping, read_max_bytes=read_max_bytes
+        ),
     ]
     return {f"{app.path}/ServerReflectionInfo": app for app in apps}  # type: ignore[attr-defined]

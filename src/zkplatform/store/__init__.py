@@ -21,7 +21,7 @@ class StoreURLError(ValueError):
     """A store URL this build cannot open; the message says why."""
 
 
-class StoreUnavailable(ValueError):
+class StoreOpenError(ValueError):
     """A store that cannot be opened (unreachable, refused, not a database); the message says what to do."""
 
 

@@ -8,15 +8,24 @@ waits for the first to commit, re-checks `NOT deleted` and changes nothing, so
 exactly one change takes a sequence number. Counting limits (the active-token
 cap, the mint rate) first locks the principal's row, so concurrent mints from
 any process are counted one after the other.
+
+A database that cannot be reached (down, restarting, refusing connections, or
+every pooled connection busy for ACQUIRE_TIMEOUT) fails a use case with the
+domain's StoreUnavailable, never with the driver's error; the pool checks a
+connection before handing it out and replaces a broken one, so the first call
+after an outage works.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
+import select
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -26,6 +35,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
+from zkplatform.domain.errors import StoreUnavailable
 from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead, KeyLogRecord
 from zkplatform.domain.key_log import appended as appended_to_key_log
 from zkplatform.domain.models import (
@@ -61,7 +71,7 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
-from zkplatform.store import StoreUnavailable, display_url, key_rows, rows
+from zkplatform.store import StoreOpenError, display_url, key_rows, rows
 from zkplatform.store.background import Background
 from zkplatform.store.key_rows import POSTGRESQL as KEYS
 from zkplatform.store.migrations import check_version, migrations
@@ -69,9 +79,23 @@ from zkplatform.store.notify import ChangeFeed, Listener
 from zkplatform.store.statements import POSTGRESQL as SQL
 from zkplatform.store.statements import token_listing
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
 DIALECT = "postgresql"
 OPEN_TIMEOUT = 10.0  # seconds to wait for a server that may yet accept connections
+# Seconds a use case waits for a pooled connection (all busy, or none can be made) before it
+# fails with StoreUnavailable: its caller gets `unavailable` and tries again later.
+ACQUIRE_TIMEOUT = 5.0
+# Seconds the pool goes on trying to replace a lost connection in the background. Its delays
+# double from 1 s, so after a long outage its next attempt could be minutes away; given up
+# instead, a new one starts, at once, with the next call that needs a connection.
+RECONNECT_TIMEOUT = 5.0
+# SQLSTATEs of a server that cannot serve now: a lost connection (class 08), too many clients
+# or no resources (class 53), shutting down or starting up (57P01-57P03). An error without a
+# SQLSTATE is libpq's own: refused, timed out, the connection closed under it.
+_UNREACHABLE_CLASSES = ("08", "53")
+_UNREACHABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
 RETRY_DELAYS = (0.1, 0.2, 0.5, 1.0)  # then every last one, until OPEN_TIMEOUT
 # libpq reports a refused connection with the server's message and no SQLSTATE (psycopg's
 # sqlstate is None), so the states that heal by themselves are known by their messages;
@@ -115,15 +139,24 @@ class PostgresStore:
         self._epoch: tuple[str, float] | None = None  # the epoch last read, and when (monotonic)
 
     @classmethod
-    async def open(cls, url: str, *, check_schema: bool = True, max_size: int = 10) -> PostgresStore:
-        """Open a pool on the database at url; StoreUnavailable at once when the
+    async def open(
+        cls, url: str, *, check_schema: bool = True, max_size: int = 10, acquire_timeout: float = ACQUIRE_TIMEOUT
+    ) -> PostgresStore:
+        """Open a pool on the database at url; StoreOpenError at once when the
         server refuses it for good (credentials, no such database, nothing
         listening), after OPEN_TIMEOUT when it stays unready (starting up, full).
         SchemaError (unless told not to check) when it is not at this build's schema."""
         deadline = time.monotonic() + OPEN_TIMEOUT
         await _first_connection(url, deadline)
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            check=_check_connection,
+            timeout=acquire_timeout,
+            reconnect_timeout=RECONNECT_TIMEOUT,
         )
         store = cls(pool, url)
         try:
@@ -131,7 +164,7 @@ class PostgresStore:
                 await pool.open(wait=True, timeout=max(deadline - time.monotonic(), 1.0))
             except PoolTimeout:  # the server went away since the first connection
                 msg = f"cannot open the store {store._url}: the server stopped accepting connections; try again"
-                raise StoreUnavailable(msg) from None
+                raise StoreOpenError(msg) from None
             if check_schema:
                 check_version(await store.schema_version(), DIALECT, store._url)
         except BaseException:
@@ -148,11 +181,24 @@ class PostgresStore:
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Conn]:
+        """A pooled connection; StoreUnavailable, in place of the driver's error, when the
+        database cannot be reached or no connection came free in time."""
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as error:  # PoolTimeout is one too
+            if not _unreachable(error):
+                raise
+            log.warning("the store %s is unavailable: %s", self._url, _one_line(error))
+            raise StoreUnavailable from error
+
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """fn in one transaction: committed whole, or rolled back whole."""
         started = time.perf_counter()
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._connection() as conn, conn.transaction():
                 return await fn(conn)
         finally:
             probes.store_operation("postgresql", "transaction", started)
@@ -161,7 +207,7 @@ class PostgresStore:
         """fn's reads in one transaction that sees one snapshot (REPEATABLE READ), and changes nothing."""
         started = time.perf_counter()
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._connection() as conn, conn.transaction():
                 await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 return await fn(conn)
         finally:
@@ -170,7 +216,7 @@ class PostgresStore:
     async def _one(self, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         started = time.perf_counter()
         try:
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 return await _fetchone(conn, query, params)
         finally:
             probes.store_operation("postgresql", "query", started)
@@ -178,7 +224,7 @@ class PostgresStore:
     # schema
 
     async def schema_version(self) -> int | None:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             exists = await _fetchone(conn, "SELECT to_regclass('schema_version') IS NOT NULL")
             if exists is None or not exists[0]:
                 return None
@@ -478,7 +524,7 @@ class PostgresStore:
 
     async def list_items(self, vault_id: str, after_item_id: str, limit: int, *, show_deleted: bool) -> ItemPage:
         # One statement, so one snapshot: the sequence is the one the items are at.
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cursor = await conn.execute(
                 _LIST_ITEMS if show_deleted else _LIST_LIVE_ITEMS, (vault_id, vault_id, after_item_id, limit)
             )
@@ -526,7 +572,7 @@ class PostgresStore:
 
     async def list_changes(self, vault_id: str, since: int, limit: int) -> ChangePage:
         # One statement, so one snapshot: the vault's state is the one its changes are at.
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             found = await (await conn.execute(_LIST_CHANGES, (vault_id, since, limit))).fetchall()
         # The vault's state and the epoch come with every row, and alone (items all NULL) when
         # there is no change; 0 for a vault the store does not have.
@@ -621,7 +667,7 @@ class PostgresStore:
         # Not waited for: the call that authenticated goes on at once; the UPDATE's condition
         # makes the workers that race for one token write it once.
         async def touch() -> None:
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 await conn.execute(SQL.touch_token, (now, token_id, stale_before))
 
         self._background.start(touch())
@@ -641,7 +687,7 @@ class PostgresStore:
         ]
 
     async def _all(self, query: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await (await conn.execute(query, params)).fetchall()
 
     # key directory
@@ -893,6 +939,35 @@ async def _revoke_tree(conn: Conn, token_id: str, actor: Actor, action: Action, 
     return revoked
 
 
+def _unreachable(error: psycopg.OperationalError) -> bool:
+    """Whether the error says the database cannot be reached now, rather than that a statement
+    of ours is wrong (those stay errors: a bug must not pass for an outage)."""
+    if isinstance(error, PoolTimeout):
+        return True
+    state = error.sqlstate
+    return state is None or state.startswith(_UNREACHABLE_CLASSES) or state in _UNREACHABLE_STATES
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+async def _check_connection(conn: Conn) -> None:
+    """The pool's check of a connection before it hands it out: raises when it no longer works.
+
+    The stock check (AsyncConnectionPool.check_connection) costs a round trip to the server
+    on every use. A connection the server ended (restarted, stopped, its backend terminated)
+    has its goodbye or end of file waiting to be read: a poll of the socket, which costs no
+    round trip, sees that, and only then does the stock check run (it may be a notice)."""
+    if conn.closed or conn.broken:
+        msg = "the connection is closed"
+        raise psycopg.OperationalError(msg)
+    socket = select.poll()  # not select.select, which refuses descriptors above 1023
+    socket.register(conn.fileno(), select.POLLIN)
+    if socket.poll(0):
+        await AsyncConnectionPool.check_connection(conn)
+
+
 def _patch_params(patch: ItemPatch) -> tuple[object, ...]:
     """The patch's columns; None (SQL NULL) for a column it leaves as it is, which the update coalesces."""
     return (
@@ -919,11 +994,11 @@ async def _first_connection(url: str, deadline: float) -> None:
             if not any(state in reason.lower() for state in _HEALING):
                 advice = next((a for text, a in _ADVICE if re.search(text, reason.lower())), "check the store URL")
                 msg = f"cannot open the store {shown}: {reason}: {advice}"
-                raise StoreUnavailable(msg) from None
+                raise StoreOpenError(msg) from None
             delay = next(delays, RETRY_DELAYS[-1])
             if time.monotonic() + delay >= deadline:
                 msg = f"cannot open the store {shown}: not ready within {OPEN_TIMEOUT:g} s ({reason}): try again later"
-                raise StoreUnavailable(msg) from None
+                raise StoreOpenError(msg) from None
             await asyncio.sleep(delay)
         else:
             await conn.close()

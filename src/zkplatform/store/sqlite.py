@@ -49,7 +49,7 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
-from zkplatform.store import StoreUnavailable, key_rows, rows
+from zkplatform.store import StoreOpenError, key_rows, rows
 from zkplatform.store.background import Background
 from zkplatform.store.key_rows import SQLITE as KEYS
 from zkplatform.store.migrations import check_version, migrations
@@ -62,9 +62,9 @@ DIALECT = "sqlite"
 
 
 class SQLiteStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._path = path
-        self._engine = SQLiteEngine(path)
+        self._engine = SQLiteEngine(path, busy_timeout_ms)
         self._read = self._engine.read
         self._lookup = self._engine.lookup  # a few rows by key: on the event loop (sqlite_engine.py)
         self._write = self._engine.write
@@ -75,15 +75,17 @@ class SQLiteStore:
         self._data_version: int | None = None
 
     @classmethod
-    async def open(cls, path: Path, *, check_schema: bool = True) -> SQLiteStore:
-        """Open the store at path; StoreUnavailable when that cannot be a SQLite
+    async def open(
+        cls, path: Path, *, check_schema: bool = True, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    ) -> SQLiteStore:
+        """Open the store at path; StoreOpenError when that cannot be a SQLite
         database, SchemaError (unless told not to check) when it is not at this
         build's schema. A refused open leaves the disk as it found it."""
         with _unavailable(path):
             if check_schema:
                 # Before the engine, which creates the directory and the file and turns on WAL.
                 check_version(await asyncio.to_thread(_stored_version, path), DIALECT, _url(path))
-            store = cls(path)
+            store = cls(path, busy_timeout_ms)
             try:
                 await store._engine.open()
             except BaseException:
@@ -697,20 +699,20 @@ def _url(path: Path) -> str:
 
 @contextmanager
 def _unavailable(path: Path) -> Iterator[None]:
-    """Errors that say the store cannot be opened at all, as StoreUnavailable."""
+    """Errors that say the store cannot be opened at all, as StoreOpenError."""
     try:
         yield
     except OSError as error:  # creating the directory
         msg = (
             f"cannot create the directory of the SQLite store {path.absolute()} ({error.strerror}): choose another path"
         )
-        raise StoreUnavailable(msg) from None
+        raise StoreOpenError(msg) from None
     except sqlite3.DatabaseError as error:
         if error.sqlite_errorcode == sqlite3.SQLITE_NOTADB:
             msg = f"{path.absolute()} is not a SQLite database: choose another path, or move that file away"
         else:
             msg = f"cannot open the SQLite store {path.absolute()} ({error}): check the path and its permissions"
-        raise StoreUnavailable(msg) from None
+        raise StoreOpenError(msg) from None
 
 
 def _stored_version(path: Path) -> int | None:
@@ -720,7 +722,7 @@ def _stored_version(path: Path) -> int | None:
             if parent.exists():
                 if not parent.is_dir():
                     msg = f"cannot create the directory of the SQLite store {path.absolute()}: {parent} is a file"
-                    raise StoreUnavailable(msg)
+                    raise StoreOpenError(msg)
                 break
         return None
     conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True)  # rw: never creates the file

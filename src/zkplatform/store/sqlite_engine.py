@@ -18,11 +18,16 @@
   far more than the lookup itself. They wait for
   nothing either: in WAL mode the only wait left to a reader is another connection
   recovering the WAL after a crash, as long as reading the WAL once.
+- A file that cannot be used now (locked by another process past the busy
+  timeout, a full disk, an I/O error) fails a use case with the domain's
+  StoreUnavailable instead of the driver's error; an error of the SQL itself (a
+  constraint, a bug) stays what it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,13 +36,30 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any, TypeVar
 
+from zkplatform.domain.errors import StoreUnavailable
 from zkplatform.observability import probes
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = 30_000  # how long a statement waits for another connection's lock before it fails
 MAX_BATCH = 256  # use cases per transaction: bounds how long one commit holds the file's write lock
 
 Work = Callable[[sqlite3.Connection], Any]
+# SQLite's primary result codes that say the file cannot be used now, not that a statement is wrong:
+# busy or locked past the busy timeout, read-only, an I/O error, a full disk, a file that cannot be
+# opened, a WAL locking protocol error.
+_UNAVAILABLE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +68,9 @@ class _Failed:
 
 
 class SQLiteEngine:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._path = path
+        self._busy_timeout_ms = busy_timeout_ms
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-write")
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-read")
         self._write_conn: sqlite3.Connection | None = None
@@ -67,7 +90,7 @@ class SQLiteEngine:
             self._path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             conn.execute("PRAGMA journal_mode = WAL")  # fails here on a file that is not a database
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -91,6 +114,8 @@ class SQLiteEngine:
         started = perf_counter()
         try:
             return await asyncio.get_running_loop().run_in_executor(self._reader, fn, conn)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
         finally:
             probes.store_operation("sqlite", "read", started)
 
@@ -100,6 +125,8 @@ class SQLiteEngine:
         started = perf_counter()
         try:
             return fn(conn)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
         finally:
             probes.store_operation("sqlite", "read", started)
 
@@ -115,6 +142,8 @@ class SQLiteEngine:
         started = perf_counter()
         try:
             return await done
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
         finally:
             probes.store_operation("sqlite", "write", started)
 
@@ -161,6 +190,14 @@ def _in_savepoint(conn: sqlite3.Connection, fn: Work) -> Any:
         return _Failed(error)
     conn.execute("RELEASE use_case")
     return result
+
+
+def _unavailable(error: sqlite3.OperationalError) -> Exception:
+    """StoreUnavailable when the error says the file cannot be used now; else the error itself."""
+    if error.sqlite_errorcode & 0xFF not in _UNAVAILABLE_CODES:  # the primary code of an extended one
+        return error
+    log.warning("the SQLite store is unavailable: %s (%s)", error, error.sqlite_errorname)
+    return StoreUnavailable()
 
 
 def _open(conn: sqlite3.Connection | None) -> sqlite3.Connection:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
+from connectrpc.code import Code
+
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
 from zkplatform.domain import tokens
 from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.errors import FieldViolation, InvalidArgument
 from zkplatform.observability.calls import client_address, request_id
-from zkplatform.rpc.errors import to_connect_error
+from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _ADVICE = "a token must never be sent in the URL; it has been revoked, use the Authorization header"
 
@@ -37,8 +40,9 @@ class RevokeLeakedTokens:
             return
         if found:
             await self._authenticator.revoke_leaked(found, request_id(), client_address())
-        refusal = InvalidArgument([FieldViolation(place, _ADVICE) for place in places])
-        await send_error(send, scope, to_connect_error(refusal))
+        leaks = InvalidArgument([FieldViolation(place, _ADVICE) for place in places])
+        refused = refusal(Code.INVALID_ARGUMENT, ErrorReason.TOKEN_IN_URL, str(leaks), violations=leaks.violations)
+        await send_error(send, scope, refused)
 
 
 def leaks_in(path: str, query: bytes) -> tuple[list[str], list[str]]:

@@ -10,7 +10,9 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _GRPC_NEEDS_HTTP2 = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
 
@@ -30,13 +32,15 @@ def _malformed(scope: Scope) -> ConnectError | None:
     content_type = b""
     for key, value in scope["headers"]:
         if not (key.isascii() and value.isascii()) and not _is_utf8(key + value):
-            name = key.decode("latin-1") if key.isascii() else "a request header"
-            return ConnectError(Code.INVALID_ARGUMENT, f"malformed request: {name} is not valid UTF-8")
+            named = {"header": key.decode("latin-1")} if key.isascii() else {}
+            name = named.get("header", "a request header")
+            message = f"malformed request: {name} is not valid UTF-8"
+            return refusal(Code.INVALID_ARGUMENT, ErrorReason.HEADER_INVALID, message, metadata=named)
         if key == b"content-type" and not content_type:
             content_type = value
     grpc = content_type.startswith(b"application/grpc") and not content_type.startswith(b"application/grpc-web")
     if grpc and scope["http_version"] != "2":
-        return ConnectError(Code.UNIMPLEMENTED, _GRPC_NEEDS_HTTP2)
+        return refusal(Code.UNIMPLEMENTED, ErrorReason.HTTP2_REQUIRED, _GRPC_NEEDS_HTTP2)
     return None
 
 

@@ -20,6 +20,8 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
+from zkplatform.rpc.errors import refusal
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 DRAIN_LIMIT: Final = 1024 * 1024  # bytes of an unread body read and dropped, at most
 
@@ -42,7 +44,7 @@ class RequestBody:
                     message = await receive()
             except TimeoutError:
                 stalled = f"the request body did not arrive within {self._timeout:g} s"
-                raise ConnectError(Code.DEADLINE_EXCEEDED, stalled) from None
+                raise refusal(Code.DEADLINE_EXCEEDED, ErrorReason.BODY_READ_TIMEOUT, stalled) from None
             body_done = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 

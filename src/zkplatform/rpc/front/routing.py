@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from connectrpc.code import Code
-from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error, send_plain
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 POST_ONLY = ("POST",)
 GET_OR_POST = ("GET", "POST")  # procedures declared without side effects: the Connect GET form
@@ -38,13 +39,13 @@ class Routes:
             if path == "/healthz" and method in ("GET", "HEAD"):
                 await send_plain(send, 200, b"ok\n")
                 return
-            await send_error(
-                send, scope, ConnectError(Code.UNIMPLEMENTED, f"unknown procedure {path}"), http_status=404
-            )
+            unknown = refusal(Code.UNIMPLEMENTED, ErrorReason.PROCEDURE_NOT_FOUND, f"unknown procedure {path}")
+            await send_error(send, scope, unknown, http_status=404)
             return
         if method not in route.methods:
             allowed = ", ".join(route.methods)
-            refused = ConnectError(Code.UNIMPLEMENTED, f"{method} is not allowed: this procedure takes {allowed}")
+            message = f"{method} is not allowed: this procedure takes {allowed}"
+            refused = refusal(Code.UNIMPLEMENTED, ErrorReason.HTTP_METHOD_NOT_ALLOWED, message)
             await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
             return
         await route.app(scope, receive, send)

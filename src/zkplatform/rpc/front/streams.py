@@ -21,17 +21,22 @@ from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
 from connectrpc.request import Headers
-from google.protobuf import duration_pb2
-from google.rpc import error_details_pb2
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.observability.calls import note_code
-from zkplatform.rpc.details import error_detail
+from zkplatform.rpc.errors import RETRY_AFTER_SECONDS, refusal
 from zkplatform.rpc.front.answers import content_type_of, send_error
 from zkplatform.rpc.internals import ConnectWireError, negotiate_server_protocol
+from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _END_TIMEOUT_S = 2.0
 SHUTTING_DOWN = "the server is shutting down; call again (another server will answer)"
+
+
+def shutting_down() -> ConnectError:
+    return refusal(
+        Code.UNAVAILABLE, ErrorReason.SERVER_SHUTTING_DOWN, SHUTTING_DOWN, retry_after_seconds=RETRY_AFTER_SECONDS
+    )
 
 
 class StreamLimits:
@@ -52,9 +57,15 @@ class StreamLimits:
             await _bounded(call.end())
             return
         if len(self._calls) >= self._max_streams:
-            retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=1))
             message = f"too many open streaming calls (at most {self._max_streams}); retry later"
-            await send_error(send, scope, ConnectError(Code.RESOURCE_EXHAUSTED, message, [error_detail(retry)]))
+            refused = refusal(
+                Code.RESOURCE_EXHAUSTED,
+                ErrorReason.STREAM_LIMIT_EXCEEDED,
+                message,
+                metadata={"limit": str(self._max_streams)},
+                retry_after_seconds=RETRY_AFTER_SECONDS,
+            )
+            await send_error(send, scope, refused)
             return
 
         # The application runs in a task of its own, so that ending the stream
@@ -142,7 +153,7 @@ class _Call:
             await self._send(
                 {"type": "http.response.start", "status": 200, "headers": headers, "trailers": self.trailers}
             )
-        error = ConnectWireError.from_exception(ConnectError(Code.UNAVAILABLE, SHUTTING_DOWN))
+        error = ConnectWireError.from_exception(shutting_down())
         end = protocol.create_envelope_writer(google_protobuf_binary_codec(), None).end(Headers(), error)
         if isinstance(end, bytes):
             await self._send({"type": "http.response.body", "body": end, "more_body": False})

@@ -44,9 +44,12 @@
 //    name;
 // 6. the checks of the RPC, as its comment lists them.
 //
-// Any unexpected failure answers INTERNAL with a generic message. Error
-// details are google.rpc messages (ErrorInfo with domain `zkplatform`,
-// BadRequest, RetryInfo) rendered in the Connect error body as
+// A store that cannot be reached answers UNAVAILABLE; any unexpected failure
+// answers INTERNAL with a generic message. Every error carries exactly one
+// google.rpc.ErrorInfo, with domain `zkplatform.dev` and a reason of the enum
+// ErrorReason (errors.proto), which clients match on; INVALID_ARGUMENT also
+// carries a google.rpc.BadRequest, RESOURCE_EXHAUSTED and UNAVAILABLE a
+// google.rpc.RetryInfo. The details are rendered in the Connect error body as
 // {type, value, debug}.
 //
 // Identifiers (tenant, vault, item, principal, recipient ids) are 1 to

@@ -1,0 +1,100 @@
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from typing import ClassVar as _ClassVar
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ERROR_REASON_UNSPECIFIED: _ClassVar[ErrorReason]
+    TOKEN_MISSING: _ClassVar[ErrorReason]
+    TOKEN_INVALID: _ClassVar[ErrorReason]
+    TOKEN_EXPIRED: _ClassVar[ErrorReason]
+    TOKEN_REVOKED: _ClassVar[ErrorReason]
+    DPOP_PROOF_INVALID: _ClassVar[ErrorReason]
+    DPOP_PROOF_REPLAYED: _ClassVar[ErrorReason]
+    PRINCIPAL_DISABLED: _ClassVar[ErrorReason]
+    SCOPE_MISSING: _ClassVar[ErrorReason]
+    TENANT_MISMATCH: _ClassVar[ErrorReason]
+    VAULT_ACCESS_DENIED: _ClassVar[ErrorReason]
+    PRINCIPAL_ACCESS_DENIED: _ClassVar[ErrorReason]
+    SCOPES_NOT_HELD: _ClassVar[ErrorReason]
+    ITEM_NOT_FOUND: _ClassVar[ErrorReason]
+    TOKEN_NOT_FOUND: _ClassVar[ErrorReason]
+    ITEM_EXISTS: _ClassVar[ErrorReason]
+    TOKEN_ALREADY_MINTED: _ClassVar[ErrorReason]
+    VERSION_MISMATCH: _ClassVar[ErrorReason]
+    WATCH_BEHIND: _ClassVar[ErrorReason]
+    ITEM_DELETED: _ClassVar[ErrorReason]
+    CURSOR_EXPIRED: _ClassVar[ErrorReason]
+    CURSOR_AHEAD: _ClassVar[ErrorReason]
+    PARENT_EXPIRES_SOON: _ClassVar[ErrorReason]
+    FIELD_INVALID: _ClassVar[ErrorReason]
+    PAGE_TOKEN_INVALID: _ClassVar[ErrorReason]
+    REQUEST_ID_REUSED: _ClassVar[ErrorReason]
+    TOKEN_IN_URL: _ClassVar[ErrorReason]
+    REQUEST_MALFORMED: _ClassVar[ErrorReason]
+    HEADER_INVALID: _ClassVar[ErrorReason]
+    PROTOCOL_VERSION_INVALID: _ClassVar[ErrorReason]
+    BODY_TOO_LARGE: _ClassVar[ErrorReason]
+    RATE_LIMIT_EXCEEDED: _ClassVar[ErrorReason]
+    ACTIVE_TOKEN_LIMIT_EXCEEDED: _ClassVar[ErrorReason]
+    WATCH_LIMIT_EXCEEDED: _ClassVar[ErrorReason]
+    STREAM_LIMIT_EXCEEDED: _ClassVar[ErrorReason]
+    STORE_UNAVAILABLE: _ClassVar[ErrorReason]
+    SERVER_SHUTTING_DOWN: _ClassVar[ErrorReason]
+    DEADLINE_EXCEEDED: _ClassVar[ErrorReason]
+    BODY_READ_TIMEOUT: _ClassVar[ErrorReason]
+    PROCEDURE_NOT_FOUND: _ClassVar[ErrorReason]
+    HTTP_METHOD_NOT_ALLOWED: _ClassVar[ErrorReason]
+    HTTP2_REQUIRED: _ClassVar[ErrorReason]
+    ENCODING_UNSUPPORTED: _ClassVar[ErrorReason]
+    SERVICE_NOT_FOUND: _ClassVar[ErrorReason]
+    REQUEST_CANCELED: _ClassVar[ErrorReason]
+    INTERNAL: _ClassVar[ErrorReason]
+ERROR_REASON_UNSPECIFIED: ErrorReason
+TOKEN_MISSING: ErrorReason
+TOKEN_INVALID: ErrorReason
+TOKEN_EXPIRED: ErrorReason
+TOKEN_REVOKED: ErrorReason
+DPOP_PROOF_INVALID: ErrorReason
+DPOP_PROOF_REPLAYED: ErrorReason
+PRINCIPAL_DISABLED: ErrorReason
+SCOPE_MISSING: ErrorReason
+TENANT_MISMATCH: ErrorReason
+VAULT_ACCESS_DENIED: ErrorReason
+PRINCIPAL_ACCESS_DENIED: ErrorReason
+SCOPES_NOT_HELD: ErrorReason
+ITEM_NOT_FOUND: ErrorReason
+TOKEN_NOT_FOUND: ErrorReason
+ITEM_EXISTS: ErrorReason
+TOKEN_ALREADY_MINTED: ErrorReason
+VERSION_MISMATCH: ErrorReason
+WATCH_BEHIND: ErrorReason
+ITEM_DELETED: ErrorReason
+CURSOR_EXPIRED: ErrorReason
+CURSOR_AHEAD: ErrorReason
+PARENT_EXPIRES_SOON: ErrorReason
+FIELD_INVALID: ErrorReason
+PAGE_TOKEN_INVALID: ErrorReason
+REQUEST_ID_REUSED: ErrorReason
+TOKEN_IN_URL: ErrorReason
+REQUEST_MALFORMED: ErrorReason
+HEADER_INVALID: ErrorReason
+PROTOCOL_VERSION_INVALID: ErrorReason
+BODY_TOO_LARGE: ErrorReason
+RATE_LIMIT_EXCEEDED: ErrorReason
+ACTIVE_TOKEN_LIMIT_EXCEEDED: ErrorReason
+WATCH_LIMIT_EXCEEDED: ErrorReason
+STREAM_LIMIT_EXCEEDED: ErrorReason
+STORE_UNAVAILABLE: ErrorReason
+SERVER_SHUTTING_DOWN: ErrorReason
+DEADLINE_EXCEEDED: ErrorReason
+BODY_READ_TIMEOUT: ErrorReason
+PROCEDURE_NOT_FOUND: ErrorReason
+HTTP_METHOD_NOT_ALLOWED: ErrorReason
+HTTP2_REQUIRED: ErrorReason
+ENCODING_UNSUPPORTED: ErrorReason
+SERVICE_NOT_FOUND: ErrorReason
+REQUEST_CANCELED: ErrorReason
+INTERNAL: ErrorReason
