@@ -52,6 +52,10 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SERVICE_NOT_FOUND: _ClassVar[ErrorReason]
     REQUEST_CANCELED: _ClassVar[ErrorReason]
     INTERNAL: _ClassVar[ErrorReason]
+    KEY_ACCESS_DENIED: _ClassVar[ErrorReason]
+    KEY_NOT_FOUND: _ClassVar[ErrorReason]
+    KEY_EXISTS: _ClassVar[ErrorReason]
+    KEY_REVOKED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 TOKEN_MISSING: ErrorReason
 TOKEN_INVALID: ErrorReason
@@ -98,3 +102,7 @@ ENCODING_UNSUPPORTED: ErrorReason
 SERVICE_NOT_FOUND: ErrorReason
 REQUEST_CANCELED: ErrorReason
 INTERNAL: ErrorReason
+KEY_ACCESS_DENIED: ErrorReason
+KEY_NOT_FOUND: ErrorReason
+KEY_EXISTS: ErrorReason
+KEY_REVOKED: ErrorReason
