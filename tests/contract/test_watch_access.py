@@ -16,7 +16,7 @@ from tests.store.stores import closing
 from tests.unit.test_vault_items import VAULT, caller
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain.auth import Caller
-from zkplatform.domain.errors import PermissionDenied, Unauthenticated
+from zkplatform.domain.errors import PermissionDenied, TokenRevoked, Unauthenticated, VaultAccessDenied
 from zkplatform.domain.sync import ListedChanges, WatchPolicy
 from zkplatform.store import MigratableStore, open_store
 from zkplatform.wiring import Platform
@@ -91,9 +91,9 @@ async def remove(store: MigratableStore, _: Caller) -> object:
 @pytest.mark.parametrize(
     ("change", "ending"),
     [
-        (revoke, Unauthenticated("token revoked")),
-        (disable, Unauthenticated("token revoked")),
-        (remove, PermissionDenied("the caller is not a member of this vault")),
+        (revoke, TokenRevoked()),
+        (disable, TokenRevoked()),
+        (remove, VaultAccessDenied()),
     ],
     ids=["token revoked", "principal disabled", "member removed"],
 )

@@ -198,6 +198,11 @@ def _of_connectrpc(error: ConnectError, max_body_bytes: int | None) -> ConnectEr
             return refusal(code, ErrorReason.REQUEST_MALFORMED, message)
         case Code.INTERNAL if message.startswith("protocol error"):  # a broken envelope, as gRPC codes it
             return refusal(code, ErrorReason.REQUEST_MALFORMED, message)
+        case Code.UNKNOWN:
+            # What ended the call was no Exception (a cancellation, a client that stopped reading:
+            # rpc/front/client_gone.py), which connectrpc goes on to raise: no answer is written,
+            # and whatever ended it says so itself.
+            return internal_error()
     log.error("connectrpc failed a call with %s: %s", code.value, message)
     return internal_error()
 
