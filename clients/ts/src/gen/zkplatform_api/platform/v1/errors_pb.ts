@@ -279,9 +279,10 @@ export enum ErrorReason {
   PAGE_TOKEN_INVALID = 24,
 
   /**
-   * REQUEST_ID_REUSED: a `request_id` already used by the same principal
-   * within 24 hours, with other content. INVALID_ARGUMENT, with a
-   * google.rpc.BadRequest naming `requestId`. No metadata.
+   * REQUEST_ID_REUSED: a `request_id` the same principal used within 24
+   * hours for another request (another method, or other content).
+   * INVALID_ARGUMENT, with a google.rpc.BadRequest naming `requestId`. No
+   * metadata.
    *
    * @generated from enum value: REQUEST_ID_REUSED = 25;
    */
