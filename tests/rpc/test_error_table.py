@@ -27,6 +27,7 @@ from connectrpc.errors import ConnectError
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+from joserfc import jwk
 
 from tests.actors import OPERATOR, at
 from tests.world import BASE_URL, PEPPER, FakeClock, World
@@ -43,7 +44,7 @@ from zkplatform.rpc import errors as rpc_errors
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.grpc.health.v1 import health_pb2
-from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 CONNECT, GRPC_WEB, GRPC = "connect", "grpc-web", "grpc"
@@ -273,6 +274,7 @@ def _content() -> dict[str, Any]:
 
 VAULT = "/platform.v1.VaultService"
 BROKER = "/platform.v1.BrokerService"
+DIRECTORY = "/platform.v1.DirectoryService"
 HEALTH = "/grpc.health.v1.Health"
 DELETE = Rpc(
     f"{VAULT}/DeleteItem",
@@ -328,7 +330,40 @@ REVOKE = Rpc(
     broker_pb2.RevokeTokenRequest(token_id="tok_" + "0" * 24),
     broker_pb2.RevokeTokenRequest(token_id="not-a-token-id"),
 )
-PLATFORM_RPCS: Final = (DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH, MINT, LIST_TOKENS, REVOKE)
+
+
+def x25519_public() -> str:
+    """The JWK of a new X25519 public key, as PublishKey takes it."""
+    return json.dumps(jwk.OKPKey.generate_key("X25519", private=True).as_dict(private=False))
+
+
+PUBLISH = Rpc(
+    f"{DIRECTORY}/PublishKey",
+    directory_pb2.PublishKeyRequest(public_key_jwk=x25519_public()),
+    directory_pb2.PublishKeyRequest(public_key_jwk=""),
+)
+REVOKE_KEY = Rpc(
+    f"{DIRECTORY}/RevokeKey",
+    directory_pb2.RevokeKeyRequest(key_id="A" * 43),
+    directory_pb2.RevokeKeyRequest(key_id="short"),
+)
+RECIPIENTS = Rpc(
+    f"{DIRECTORY}/GetRecipientKeys",
+    directory_pb2.GetRecipientKeysRequest(principal_ids=["alice"]),
+    directory_pb2.GetRecipientKeysRequest(),
+    get=True,
+)
+KEY_LOG = Rpc(
+    f"{DIRECTORY}/ListKeyLog",
+    directory_pb2.ListKeyLogRequest(),
+    directory_pb2.ListKeyLogRequest(since_index=-1),
+    get=True,
+)
+PLATFORM_RPCS: Final = (
+    *(DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH),
+    *(MINT, LIST_TOKENS, REVOKE),
+    *(PUBLISH, REVOKE_KEY, RECIPIENTS, KEY_LOG),
+)
 VAULT_RPCS: Final = (DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH)
 # The scope each vault RPC needs, and one that is not it.
 NEEDS: Final = {
@@ -341,6 +376,10 @@ NEEDS: Final = {
     WATCH: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
     MINT: (Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ),
     LIST_TOKENS: (Scope.BROKER_TOKENS_MANAGE, Scope.VAULT_ITEMS_READ),
+    PUBLISH: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
+    REVOKE_KEY: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
+    RECIPIENTS: (Scope.DIRECTORY_KEYS_READ, Scope.DIRECTORY_KEYS_PUBLISH),
+    KEY_LOG: (Scope.DIRECTORY_KEYS_READ, Scope.DIRECTORY_KEYS_PUBLISH),
 }
 HEALTH_CHECK = Rpc(
     f"{HEALTH}/Check",
@@ -546,7 +585,7 @@ def _change_rows() -> list[Row]:
         async def provoke(env: Env) -> Call:
             await _deleted_item(env)
             assert await env.store.inner.purge_tombstones(env.clock.now + 1, OPERATOR) == 1
-            return Call(rpc.path, rpc.request, env.token("alice"))
+            return Call(rpc.path, changed(rpc.request, since_sequence=1), env.token("alice"))
 
         return provoke
 
@@ -571,8 +610,10 @@ def _change_rows() -> list[Row]:
     rows = []
     for rpc in (LIST_CHANGES, WATCH):
         ahead = _calls(rpc, message=changed(rpc.request, since_sequence=999))
+        another_epoch = _calls(rpc, message=changed(rpc.request, since_epoch="another-epoch"))
         rows += [
-            row(rpc, Code.FAILED_PRECONDITION, R.CURSOR_EXPIRED, "purged", expired_cursor(rpc), "minSequence"),
+            row(rpc, Code.FAILED_PRECONDITION, R.CURSOR_EXPIRED, "purged", expired_cursor(rpc), "minSequence", "epoch"),
+            row(rpc, Code.FAILED_PRECONDITION, R.CURSOR_EXPIRED, "epoch", another_epoch, "epoch"),
             row(rpc, Code.OUT_OF_RANGE, R.CURSOR_AHEAD, "ahead", ahead, "currentSequence"),
         ]
     per_principal, per_server = WatchPolicy(max_per_principal=0), WatchPolicy(max_per_worker=0)
@@ -629,6 +670,50 @@ def _broker_rows() -> list[Row]:
 OF_ALICE = broker_pb2.ListTokensRequest(principal_id="alice")
 
 
+def _directory_rows() -> list[Row]:
+    async def published(env: Env, principal_id: str, text: str) -> str:
+        """The id of the key the principal published."""
+        call = Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token(principal_id))
+        done = await send(env.client, call, CONNECT)
+        assert done.status_code == 200, done.text
+        return str(done.json()["key"]["keyId"])
+
+    async def key_exists(env: Env) -> Call:
+        text = x25519_public()
+        await published(env, "alice", text)
+        return Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token("bob"))
+
+    async def key_revoked(env: Env) -> Call:
+        text = x25519_public()
+        key_id = await published(env, "alice", text)
+        revoked = await send(
+            env.client, Call(REVOKE_KEY.path, changed(REVOKE_KEY.request, key_id=key_id), env.token("alice")), CONNECT
+        )
+        assert revoked.status_code == 200, revoked.text
+        return Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token("alice"))
+
+    async def key_of_another(env: Env) -> Call:
+        key_id = await published(env, "alice", x25519_public())
+        return Call(REVOKE_KEY.path, changed(REVOKE_KEY.request, key_id=key_id), env.token("bob"))
+
+    private = json.dumps(jwk.OKPKey.generate_key("X25519", private=True).as_dict(private=True))
+    garbage = _calls(KEY_LOG, message=changed(KEY_LOG.request, page_token="garbage"))
+    return [
+        row(PUBLISH, Code.ALREADY_EXISTS, R.KEY_EXISTS, "another-principal", key_exists),
+        row(PUBLISH, Code.FAILED_PRECONDITION, R.KEY_REVOKED, "revoked", key_revoked),
+        row(
+            PUBLISH,
+            INVALID,
+            R.FIELD_INVALID,
+            "private-jwk",
+            _calls(PUBLISH, message=changed(PUBLISH.request, public_key_jwk=private)),
+        ),
+        row(REVOKE_KEY, Code.NOT_FOUND, R.KEY_NOT_FOUND, "unknown", _calls(REVOKE_KEY)),
+        row(REVOKE_KEY, DENIED, R.KEY_ACCESS_DENIED, "another-principal", key_of_another),
+        row(KEY_LOG, INVALID, R.PAGE_TOKEN_INVALID, "garbage", garbage),
+    ]
+
+
 def _request_id_rows() -> list[Row]:
     """A request id used again: with other content, or for a mint (whose secret is not kept)."""
     request_id = "6f1c3c1e-8f6a-4e55-9a3e-0d6b8f7b2d11"
@@ -649,6 +734,7 @@ def _request_id_rows() -> list[Row]:
         return await again(REVOKE, first, then)(env)
 
     other = {
+        PUBLISH: changed(PUBLISH.request, public_key_jwk=x25519_public()),
         DELETE: changed(DELETE.request, item_id="item-2"),
         CREATE: changed(CREATE.request, item_id="new-2"),
         UPDATE: changed(UPDATE.request, item_id="item-2"),
@@ -708,6 +794,7 @@ ROWS: Final = [
     *_item_rows(),
     *_change_rows(),
     *_broker_rows(),
+    *_directory_rows(),
     *_request_id_rows(),
     *_front_rows(),
 ]

@@ -64,7 +64,7 @@ def _refused(reason: str) -> ProofInvalid:
     return ProofInvalid(f"DPoP proof: {reason}")
 
 
-def _htm_refused(htm: object, method: str) -> Unauthenticated:
+def _htm_refused(htm: object, method: str) -> ProofInvalid:
     """Names the method the proof should have said (GET for the Connect GET form, else POST), and
     the one it said when that looks like a method name: nothing else of the proof is repeated."""
     if htm is None:
