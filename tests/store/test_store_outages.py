@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -158,10 +159,20 @@ async def test_a_pool_whose_connections_were_ended_by_the_server_replaces_them(
         assert (await list_items(client, world)).status_code == 200
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             ended = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchall()
+            # Ended once their backends have exited (their goodbye then waits on the pool's sockets);
+            # a call in the very instant of the termination may still meet one: it answers unavailable.
+            gone = _eventually(
+                lambda: (
+                    not admin.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", ([pid for pid, _ in ended],)
+                    ).fetchall()
+                )
+            )
         assert ended
+        assert gone
         after = await list_items(client, world)
 
     assert after.status_code == 200, after.text
@@ -218,3 +229,13 @@ async def create_item(client: httpx.AsyncClient, world: World, item_id: str) -> 
         vault_id="acme-shared", item_id=item_id, kind="login", encrypted_payload=payload, wrapped_keys=[key]
     )
     return await client.post(CREATE_ITEM, content=JSON.encode(request), headers=headers(JSON, world.token("alice")))
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
+    """Whether the condition comes to hold (bounded: what it waits on is the database server)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
