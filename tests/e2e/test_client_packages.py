@@ -1,8 +1,10 @@
 """The client packages as other teams get them (`make clients`): the wheel installed into a fresh
 venv without the server, beside common packages, and at the lowest versions its ranges allow; the
 npm tarball installed into an empty Node project with --engine-strict. Against real servers, each
-syncs a vault, runs the examples docs/clients.md shows (clients/*/examples), and the auth checks
-(tests/e2e/clients): token renewal, DPoP on every protocol by POST and GET, TLS with a private CA."""
+syncs a vault, runs the examples docs/clients.md shows (clients/*/examples), and the checks of
+tests/e2e/clients: token renewal, DPoP on every protocol by POST and GET, TLS with a private CA,
+the error helpers; and the sync example resumes from its file through restarts and token renewals
+without listing again, and lists again on CURSOR_EXPIRED."""
 
 from __future__ import annotations
 
@@ -22,8 +24,20 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from tests.e2e.server import Server, serving
-from tests.e2e.test_sync_client import ROOT, TS_CLIENT, VAULT, call, content, listed, state, syncing
+from tests.e2e.server import Server, free_port, serving, zkplatform_command
+from tests.e2e.test_durable import ENV, seeded
+from tests.e2e.test_sync_client import (
+    ROOT,
+    TS_CLIENT,
+    VAULT,
+    Event,
+    age_tombstone,
+    call,
+    content,
+    listed,
+    state,
+    syncing,
+)
 
 PY_EXAMPLES = ROOT / "clients" / "python" / "examples"
 TS_EXAMPLES = TS_CLIENT / "examples"
@@ -220,7 +234,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path
     (project / "package.json").write_text(json.dumps({"name": "consumer", "private": True, "type": "module"}))
     install = [npm, "install", "--engine-strict", "--prefer-offline", "--no-audit", "--no-fund", str(tarball)]
     run(install, project)
-    for source in [*TS_EXAMPLES.glob("*.ts"), CHECKS / "auth_checks.ts"]:
+    for source in [*TS_EXAMPLES.glob("*.ts"), *CHECKS.glob("*.ts")]:
         shutil.copy(source, project / source.name)
     (project / "check.ts").write_text(NODE_TYPES)
     (project / "tsconfig.json").write_text(json.dumps(TSCONFIG))
@@ -436,3 +450,209 @@ def test_the_auth_interceptor(client: str, request: pytest.FixtureRequest, serve
     assert json.loads(result.stdout) == EXPECTED_CHECKS
     assert result.stderr == ""
     assert alice not in server.log()
+
+
+# Typed errors, in both languages
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_errors_example(language: str, venv: str, project: Path, server: Server) -> None:
+    item_id = f"errors-{language}"
+
+    report = example(language, "errors", venv, project, server.base_url, tokens(server)["alice"], item_id)
+
+    codes = {"not_found": "NotFound", "aborted": "Aborted", "invalid_argument": "InvalidArgument"}
+    code = (lambda name: name) if language == "python" else codes.get
+    retry = "retryAfter" if language == "python" else "retryAfterMs"
+    nothing: dict[str, Any] = {"metadata": {}, "violations": [], retry: None}
+    assert report == {
+        "notFound": {"code": code("not_found"), "reason": "ITEM_NOT_FOUND", **nothing},
+        "conflictAt": 1,
+        "conflict": {
+            "code": code("aborted"),
+            "reason": "VERSION_MISMATCH",
+            **nothing,
+            "metadata": {"currentVersion": "1"},
+        },
+        "invalid": {"code": code("invalid_argument"), "reason": "FIELD_INVALID", **nothing, "violations": ["pageSize"]},
+        "denied": {
+            "code": "permission_denied" if language == "python" else "PermissionDenied",
+            "reason": "SCOPE_MISSING",
+            **nothing,
+            "metadata": {"requiredScope": "vault.items.delete"},
+        },
+    }
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_error_helpers(language: str, tmp_path: Path, venv: str, project: Path) -> None:
+    """The refusals the example does not provoke: an expired token, the mint rate (RetryInfo), and
+    a failure without the platform's ErrorInfo."""
+    env = {"ZKPLATFORM_TOKEN_TTL_MIN": "1", "ZKPLATFORM_MINT_RATE_PER_MINUTE": "3"}
+    with serving(tmp_path, "--dev", env=env) as server:
+        alice = tokens(server)["alice"]
+        if language == "python":
+            result = run([venv, "-I", str(CHECKS / "error_checks.py"), server.base_url, alice])
+        else:
+            result = run(["node", str(project / "out" / "error_checks.js"), server.base_url, alice], project)
+
+    assert result.stderr == ""
+    report = json.loads(result.stdout)
+    assert report == {
+        "expired": {
+            "code": "unauthenticated",
+            "reason": "TOKEN_EXPIRED",
+            "metadata": {},
+            "violations": [],
+            "retryAfter": False,
+        },
+        "expiredIs": True,
+        "rateLimited": {
+            "code": "resource_exhausted",
+            "reason": "RATE_LIMIT_EXCEEDED",
+            "metadata": {"limit": "3"},
+            "violations": [],
+            "retryAfter": True,
+        },
+        "network": {"code": "unavailable", "reason": None, "metadata": {}, "violations": [], "retryAfter": False},
+    }
+    assert alice not in result.stdout
+
+
+# Sync from saved state, in both languages
+
+LIST_ITEMS = "procedure=platform.v1.VaultService/ListItems "
+
+
+def listings(directory: Path) -> int:
+    """The ListItems calls the servers that ran in `directory` answered (their access logs)."""
+    return sum(log.read_text(errors="replace").count(LIST_ITEMS) for log in directory.glob("server-*.log"))
+
+
+def sync_command(language: str, venv: str, project: Path, *args: str) -> list[str]:
+    if language == "python":
+        return [venv, "-I", str(PY_EXAMPLES / "sync.py"), *args]
+    return ["node", str(project / "out" / "sync.js"), *args]
+
+
+def kind(name: str, reason: str | None = None) -> Any:
+    return lambda e: e["event"] == name and (reason is None or e.get("reason") == reason)
+
+
+def items_at(versions: dict[str, str]) -> Any:
+    return lambda e: e["event"] == "changes" and all(e["items"].get(i) == v for i, v in versions.items())
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sync_resumes_from_its_file_after_a_restart(language: str, tmp_path: Path, venv: str, project: Path) -> None:
+    """The client and the server both go down; changes made meanwhile arrive from the saved cursor
+    when the client starts again from its file: no second listing."""
+    url = f"sqlite:///{tmp_path}/zk.db"
+    alice = seeded(url).token("alice")
+    port = free_port()
+    state_file = tmp_path / "replica.json"
+    command = sync_command(language, venv, project, f"http://127.0.0.1:{port}", alice, VAULT, str(state_file))
+
+    with serving(tmp_path, "--store", url, env=ENV, port=port) as server:
+        with syncing(command, cwd=project) as sync:
+            sync.expect(kind("synced"))
+            call(server, alice, "CreateItem", {"itemId": "resume-1", **content("1")})
+            sync.expect(items_at({"resume-1": "1"}))
+        # The client is killed; its file holds what it had seen.
+        saved = json.loads(state_file.read_text())
+        call(server, alice, "UpdateItem", {"itemId": "resume-1", "baseVersion": "1", **content("2")})
+    with serving(tmp_path, "--store", url, env=ENV, port=port) as server:  # the same SQLite file
+        call(server, alice, "CreateItem", {"itemId": "resume-2", **content("1")})
+        with syncing(command, cwd=project) as sync:
+            resumed = sync.expect(kind("resumed"))
+            caught = sync.expect(items_at({"resume-1": "2", "resume-2": "1"}))
+            sync.close()
+        assert listings(tmp_path) == 1
+        assert caught["items"] == listed(server, alice)
+
+    assert {i["itemId"]: i["version"] for i in saved["items"]}["resume-1"] == "1"
+    assert resumed["cursor"] == saved["cursor"]
+    assert resumed["items"] == {i["itemId"]: i["version"] for i in saved["items"] if not i.get("deleted")}
+    assert not [e for e in sync.seen if e["event"] in {"synced", "restarting"}]
+    assert alice not in state_file.read_text()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sync_renews_an_expired_token_during_a_watch(language: str, tmp_path: Path, venv: str, project: Path) -> None:
+    """Tokens of 2 s, re-checked every 1 s heartbeat: each watch ends TOKEN_EXPIRED, and the sync
+    goes on from its cursor with a token the provider mints, without listing again."""
+    env = {
+        "ZKPLATFORM_TOKEN_TTL_MIN": "1",
+        "ZKPLATFORM_MINT_RATE_PER_MINUTE": "1000",
+        "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": "1",
+    }
+    state_file = tmp_path / "replica.json"
+    with serving(tmp_path, "--dev", env=env) as server:
+        alice = tokens(server)["alice"]
+        command = sync_command(language, venv, project, server.base_url, alice, VAULT, str(state_file), "2")
+        with syncing(command, cwd=project) as sync:
+            sync.expect(kind("synced"))
+            sync.expect(kind("reconnecting", "TOKEN_EXPIRED"))
+            call(server, alice, "CreateItem", {"itemId": f"renewed-{language}", **content("1")})
+            sync.expect(items_at({f"renewed-{language}": "1"}))
+            sync.expect(kind("reconnecting", "TOKEN_EXPIRED"))  # and again, with the next token
+            call(server, alice, "CreateItem", {"itemId": f"renewed-again-{language}", **content("1")})
+            final = sync.expect(items_at({f"renewed-again-{language}": "1"}))
+            sync.close()
+        assert listings(tmp_path) == 1
+        assert final["items"] == listed(server, alice)
+        log = server.log()
+
+    expired = [e for e in sync.seen if e["event"] == "reconnecting"]
+    assert len(expired) >= 2
+    assert {e["reason"] for e in expired} == {"TOKEN_EXPIRED"}
+    assert log.count("procedure=platform.v1.BrokerService/MintUserApiToken ") >= 3
+    assert not [e for e in sync.seen if e["event"] in {"restarting", "stopped"}]
+
+
+def purge_tombstones(url: str) -> str:
+    done = subprocess.run(
+        [zkplatform_command(), "admin", "--store", url, "purge-tombstones", "--older-than-days", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **ENV},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sync_lists_again_once_on_cursor_expired(language: str, tmp_path: Path, venv: str, project: Path) -> None:
+    """A delete the stopped client never saw is purged: from its file, CURSOR_EXPIRED, then exactly
+    one new listing, without the item; then it follows the vault again."""
+    url = f"sqlite:///{tmp_path}/zk.db"
+    alice = seeded(url).token("alice")
+    port = free_port()
+    state_file = tmp_path / "replica.json"
+    command = sync_command(language, venv, project, f"http://127.0.0.1:{port}", alice, VAULT, str(state_file))
+
+    with serving(tmp_path, "--store", url, env=ENV, port=port) as server:
+        with syncing(command, cwd=project) as sync:
+            first = sync.expect(kind("synced"))
+            sync.close()
+        assert "item-2" in first["items"]
+        call(server, alice, "DeleteItem", {"itemId": "item-2", "baseVersion": first["items"]["item-2"]})
+    age_tombstone(tmp_path / "zk.db", "item-2", days=2)  # deleted past the retention (1 day here)
+    assert "purged 1 " in purge_tombstones(url)
+    with serving(tmp_path, "--store", url, env=ENV, port=port) as server:
+        with syncing(command, cwd=project) as sync:
+            sync.expect(kind("resumed"))
+            sync.expect(kind("restarting", "CURSOR_EXPIRED"))
+            relisted = sync.expect(kind("synced"))
+            call(server, alice, "CreateItem", {"itemId": "after-purge", **content("1")})
+            sync.expect(items_at({"after-purge": "1"}))
+            sync.close()
+        assert listings(tmp_path) == 2
+        assert relisted["items"] == {k: v for k, v in listed(server, alice).items() if k != "after-purge"}
+
+    assert "item-2" not in relisted["items"]
+    assert [e["event"] for e in sync.seen].count("synced") == 1
+    saved: list[Event] = json.loads(state_file.read_text())["items"]
+    assert "item-2" not in {i["itemId"] for i in saved}

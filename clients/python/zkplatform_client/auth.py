@@ -16,40 +16,34 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Final, TypeVar
+from typing import TypeVar
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
-from google.rpc.error_details_pb2 import ErrorInfo
 
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_client.dpop import DPoPKey
+from zkplatform_client.errors import ERROR_DOMAIN, error_details
 
 REQ = TypeVar("REQ")
 RES = TypeVar("RES")
 
-# ErrorInfo.domain of the platform's errors, and the reason of an expired token.
-ERROR_DOMAIN: Final = "zkplatform.dev"
-TOKEN_EXPIRED: Final = ErrorReason.Name(ErrorReason.TOKEN_EXPIRED)
-_ERROR_INFO: Final = "google.rpc.ErrorInfo"
+__all__ = ["ERROR_DOMAIN", "AuthInterceptor", "TokenProvider", "is_token_expired"]
 
 TokenCallback = Callable[[], str | Awaitable[str]]
 
 
 def is_token_expired(error: ConnectError) -> bool:
-    """Whether the server refused the call because its token expired.
+    """Whether the server refused the call because its token expired (reason TOKEN_EXPIRED).
 
-    Servers that send an ErrorInfo in the platform's domain say so with its reason; servers
-    before the ErrorReason constants sent none on `unauthenticated`, and said it in the message."""
+    Servers before the ErrorReason constants sent no ErrorInfo on `unauthenticated`, and said it in
+    the message."""
     if error.code != Code.UNAUTHENTICATED:
         return False
-    for detail in error.details:
-        if detail.type_name == _ERROR_INFO:
-            info = ErrorInfo.FromString(detail.message_bytes)
-            if info.domain == ERROR_DOMAIN:
-                reason: str = info.reason
-                return reason == TOKEN_EXPIRED
+    details = error_details(error)
+    if details.reason is not None:
+        return details.reason_is(ErrorReason.TOKEN_EXPIRED)
     return error.message == "token expired"
 
 

@@ -1,4 +1,5 @@
-"""A vault sync helper: list the vault once, then follow its changes from the listing's cursor.
+"""A vault sync helper: list the vault once, then follow its changes from the listing's cursor;
+or start from a saved state (items, cursor and epoch, through a SyncStore) and follow from there.
 
 - Every item is kept by id at its highest version: a listing is not a snapshot,
   so changes made while its pages were read arrive again after its cursor, and
@@ -16,8 +17,16 @@
   listing that replaces the local state.
 - A page may hold fewer items or changes than asked (pages stop at 3 MiB):
   only an empty next page token, or has_more false, ends a listing.
-- UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
-  change stop the sync with SyncStoppedError.
+- A server's RetryInfo is honoured: the sync waits at least that long.
+- With a store, the state is saved after the listing and after every batch of
+  changes (and heartbeat that moves the cursor); `run()` starts from the saved
+  state without listing again, and lists again only on CURSOR_EXPIRED or
+  CURSOR_AHEAD.
+- An expired token (TOKEN_EXPIRED) is asked for once more at once: the auth
+  interceptor of a client made with a token provider (or a `headers` function)
+  has a new one by then. A second expiry before anything arrived, and every
+  other UNAUTHENTICATED, PERMISSION_DENIED and answer that retrying cannot
+  change, stop the sync with SyncStoppedError.
 
 Cancel the task running `VaultSync.run()` to stop it.
 """
@@ -25,14 +34,19 @@ Cancel the task running `VaultSync.run()` to stop it.
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
+import os
 import random
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
-from google.rpc.error_details_pb2 import ErrorInfo
+from google.protobuf import json_format
 
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_api.platform.v1.vault_connect import VaultServiceClient
@@ -43,7 +57,25 @@ from zkplatform_api.platform.v1.vault_pb2 import (
     ListItemsRequest,
     WatchChangesRequest,
 )
-from zkplatform_client.auth import ERROR_DOMAIN
+from zkplatform_client.errors import error_details, error_reason
+
+__all__ = [
+    "Backoff",
+    "Changes",
+    "FileSyncStore",
+    "Heartbeat",
+    "MemorySyncStore",
+    "Reconnecting",
+    "Restarting",
+    "Resumed",
+    "SyncEvent",
+    "SyncState",
+    "SyncStoppedError",
+    "SyncStore",
+    "Synced",
+    "VaultSync",
+    "error_reason",
+]
 
 Rpc = Literal["ListItems", "ListChanges", "WatchChanges"]
 # The Authorization header (and a DPoP proof, made per call) for each call.
@@ -62,10 +94,107 @@ TRANSIENT = frozenset(
     }
 )
 START_OVER = frozenset(ErrorReason.Name(reason) for reason in (ErrorReason.CURSOR_EXPIRED, ErrorReason.CURSOR_AHEAD))
+TOKEN_EXPIRED: Final = ErrorReason.Name(ErrorReason.TOKEN_EXPIRED)
+# The version of the file format FileSyncStore writes (the same as the TypeScript package's).
+STATE_FORMAT: Final = 1
+
+
+@dataclass
+class SyncState:
+    """Where a sync of `vault_id` stands: every item seen (by id, tombstones included), and the
+    cursor (sequence and epoch) it resumes from."""
+
+    vault_id: str
+    cursor: int = 0
+    epoch: str = ""
+    items: dict[str, Item] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """JSON that `from_json` reads back (and the TypeScript package's SyncState.fromJson): the
+        items in the protobuf JSON form, 64-bit integers as strings."""
+        return json.dumps(
+            {
+                "format": STATE_FORMAT,
+                "vaultId": self.vault_id,
+                "cursor": str(self.cursor),
+                "epoch": self.epoch,
+                "items": [json_format.MessageToDict(item) for _, item in sorted(self.items.items())],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SyncState:
+        data: dict[str, Any] = json.loads(text)
+        if data.get("format") != STATE_FORMAT:
+            msg = f"not a sync state of format {STATE_FORMAT}"
+            raise ValueError(msg)
+        items = [json_format.ParseDict(item, Item(), ignore_unknown_fields=True) for item in data["items"]]
+        return cls(str(data["vaultId"]), int(data["cursor"]), str(data["epoch"]), {i.item_id: i for i in items})
+
+
+class SyncStore(Protocol):
+    """Where a VaultSync keeps its state between runs. Either method may be async."""
+
+    def load(self) -> SyncState | Awaitable[SyncState | None] | None:
+        """The saved state, or None when there is none yet."""
+        ...
+
+    def save(self, state: SyncState) -> Awaitable[None] | None:
+        """Keep `state` (a copy the sync will not change) in place of the one before, whole or not at all."""
+        ...
+
+
+class MemorySyncStore:
+    """A state kept in memory: for one process's syncs one after the other, and tests."""
+
+    def __init__(self, state: SyncState | None = None) -> None:
+        self.state = state
+
+    def load(self) -> SyncState | None:
+        return self.state
+
+    def save(self, state: SyncState) -> None:
+        self.state = state
+
+
+class FileSyncStore:
+    """A state kept in a JSON file (`SyncState.to_json`), replaced atomically on each save: a
+    temporary file in the same directory, flushed to disk, renamed over the old one. The file holds
+    the items as the server sent them (encrypted): keep it where the app keeps its own data."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def load(self) -> SyncState | None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        return SyncState.from_json(text)
+
+    def save(self, state: SyncState) -> None:
+        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(state.to_json())
+                file.flush()
+                os.fsync(file.fileno())
+            Path(temporary).replace(self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
 
 @dataclass(frozen=True)
 class Synced:
+    cursor: int
+    items: int
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The sync started from a saved state (no listing)."""
+
     cursor: int
     items: int
 
@@ -96,7 +225,7 @@ class Restarting:
     cursor: int
 
 
-SyncEvent = Synced | Changes | Heartbeat | Reconnecting | Restarting
+SyncEvent = Synced | Resumed | Changes | Heartbeat | Reconnecting | Restarting
 
 
 @dataclass(frozen=True)
@@ -132,27 +261,20 @@ class _StreamEndedError(Exception):
     pass
 
 
-def error_reason(error: ConnectError) -> str | None:
-    """The reason of the platform's google.rpc.ErrorInfo detail (domain ERROR_DOMAIN), if the error
-    carries one: every error of the server does, a failure of the network or of a proxy does not.
-    Compare it with `ErrorReason.Name(ErrorReason.CURSOR_EXPIRED)`, never the message."""
-    for detail in error.details:
-        if detail.type_name == "google.rpc.ErrorInfo":
-            info = ErrorInfo.FromString(detail.message_bytes)
-            if info.domain == ERROR_DOMAIN:
-                return str(info.reason)
-    return None
-
-
 class VaultSync:
-    """Keeps `items` (by id, at the highest version seen, tombstones included) in step with a vault."""
+    """Keeps `items` (by id, at the highest version seen, tombstones included) in step with a vault.
+
+    `headers`: what each call carries besides the client's interceptors (a mapping, or a function of
+    the RPC), none for a client made with a token (`clients(..., token=...)`). `store`: where the
+    state is loaded from when `run()` starts, and saved to as it moves."""
 
     def __init__(  # noqa: PLR0913 - every knob has a default
         self,
         vault: VaultServiceClient,
         vault_id: str,
         *,
-        headers: Headers,
+        headers: Headers | None = None,
+        store: SyncStore | None = None,
         mode: Literal["watch", "poll"] = "watch",
         page_size: int = 100,
         poll_interval: float = 1.0,
@@ -168,6 +290,8 @@ class VaultSync:
         self._vault = vault
         self._vault_id = vault_id
         self._headers = headers
+        self._store = store
+        self._expired_once = False
         self._mode = mode
         self._page_size = page_size
         self._poll_interval = poll_interval
@@ -182,14 +306,39 @@ class VaultSync:
         return {item_id: item for item_id, item in self.items.items() if not item.deleted}
 
     async def run(self) -> None:
-        """Sync until cancelled, or until the server refuses for good (SyncStoppedError)."""
+        """Sync until cancelled, or until the server refuses for good (SyncStoppedError): from the
+        store's state if it has one, else from a listing."""
+        listing = not await self._resume()
         while True:
             try:
-                await self._list()
+                if listing:
+                    await self._list()
+                listing = True
                 await (self._poll() if self._mode == "poll" else self._watch())
             except _StartOverError as restart:
                 self._emit(Restarting(restart.reason, self.cursor))
                 await self._pause(restart.reason, restart.reason)
+
+    async def _resume(self) -> bool:
+        """Take the store's state, if there is one: whether there was."""
+        if self._store is None:
+            return False
+        loaded = self._store.load()
+        state = await loaded if inspect.isawaitable(loaded) else loaded
+        if state is None:
+            return False
+        if state.vault_id != self._vault_id:
+            msg = f"the store holds the state of vault {state.vault_id}, not {self._vault_id}"
+            raise ValueError(msg)
+        self.items, self.cursor, self.epoch = dict(state.items), state.cursor, state.epoch
+        self._emit(Resumed(self.cursor, len(self.live_items())))
+        return True
+
+    async def _save(self) -> None:
+        if self._store is not None:
+            saved = self._store.save(SyncState(self._vault_id, self.cursor, self.epoch, dict(self.items)))
+            if inspect.isawaitable(saved):
+                await saved
 
     async def _list(self) -> None:
         """ListItems to the last page, under the first page's cursor."""
@@ -217,7 +366,8 @@ class VaultSync:
             self.items = items
             self.cursor = cursor or 0
             self.epoch = epoch
-            self._attempt = 0
+            self._succeeded()
+            await self._save()
             self._emit(Synced(self.cursor, len(self.live_items())))
             return
 
@@ -240,14 +390,9 @@ class VaultSync:
                             break
                         finally:
                             idle = waiting.expired()
-                        self._attempt = 0
+                        self._succeeded()
                         cursor = response.cursor.sequence if response.HasField("cursor") else self.cursor
-                        self._keep_epoch(response.cursor.epoch)
-                        if response.changes:
-                            self._apply(response.changes, cursor)
-                        else:
-                            self.cursor = max(self.cursor, cursor)
-                            self._emit(Heartbeat(self.cursor))
+                        await self._follow(response.changes, cursor, response.cursor.epoch, heartbeat=True)
                 finally:
                     await stream.aclose()  # type: ignore[attr-defined]
                 await self._retry_or_raise(_StreamEndedError("the stream ended"))
@@ -267,15 +412,30 @@ class VaultSync:
             except (ConnectError, OSError) as error:
                 await self._retry_or_raise(error)
                 continue
-            self._attempt = 0
+            self._succeeded()
             cursor = page.cursor.sequence if page.HasField("cursor") else self.cursor
-            self._keep_epoch(page.cursor.epoch)
-            if page.changes:
-                self._apply(page.changes, cursor)
-            else:
-                self.cursor = max(self.cursor, cursor)
+            await self._follow(page.changes, cursor, page.cursor.epoch, heartbeat=False)
             if not page.has_more:
                 await asyncio.sleep(self._poll_interval)
+
+    async def _follow(self, changes: Sequence[ItemChange], cursor: int, epoch: str, *, heartbeat: bool) -> None:
+        """Apply an answer's changes (or move to its cursor), and save what moved."""
+        before = (self.cursor, self.epoch)
+        self._keep_epoch(epoch)
+        if changes:
+            self._apply(changes, cursor)
+        else:
+            self.cursor = max(self.cursor, cursor)
+        if changes or (self.cursor, self.epoch) != before:
+            await self._save()
+        if changes:
+            self._emit(Changes(self.cursor, changes))
+        elif heartbeat:
+            self._emit(Heartbeat(self.cursor))
+
+    def _succeeded(self) -> None:
+        self._attempt = 0
+        self._expired_once = False
 
     def _keep_epoch(self, epoch: str) -> None:
         """An answer to a request with our epoch is of it; one to a request without (a listing by
@@ -289,7 +449,6 @@ class VaultSync:
             if known is None or change.item.version > known.version:
                 self.items[change.item.item_id] = change.item
         self.cursor = max(cursor, changes[-1].sequence)
-        self._emit(Changes(self.cursor, changes))
 
     async def _retry_or_raise(self, error: Exception) -> None:
         """Wait and return when retrying may help (the caller resumes from its cursor); raise otherwise."""
@@ -303,21 +462,31 @@ class VaultSync:
         if not isinstance(error, ConnectError):
             await self._pause("unavailable", str(error))
             return
-        reason = error_reason(error)
+        details = error_details(error)
+        reason = details.reason
         if reason in START_OVER:
             raise _StartOverError(reason)
+        if error.code == Code.UNAUTHENTICATED and reason == TOKEN_EXPIRED and not self._expired_once:
+            # The auth interceptor asked its provider for a new token as the call failed: at once,
+            # once; a second expiry before anything arrived means no new token came.
+            self._expired_once = True
+            self._emit(Reconnecting(error.code.value, reason, self._attempt, 0.0, self.cursor))
+            return
         if error.code in TRANSIENT:
-            await self._pause(error.code.value, reason or error.message)
+            await self._pause(error.code.value, reason or error.message, details.retry_after)
             return
         raise SyncStoppedError(self._vault_id, error.code, reason, error.message) from None
 
-    async def _pause(self, code: str, reason: str) -> None:
+    async def _pause(self, code: str, reason: str, retry_after: float | None = None) -> None:
+        """The backoff's jittered delay, or the server's RetryInfo delay when that is longer."""
         self._attempt += 1
-        delay = self._backoff.delay(self._attempt)
+        delay = max(self._backoff.delay(self._attempt), retry_after or 0.0)
         self._emit(Reconnecting(code, reason, self._attempt, delay, self.cursor))
         await asyncio.sleep(delay)
 
-    def _headers_for(self, rpc: Rpc) -> Mapping[str, str]:
+    def _headers_for(self, rpc: Rpc) -> Mapping[str, str] | None:
+        if self._headers is None:
+            return None
         return self._headers(rpc) if callable(self._headers) else self._headers
 
     def _emit(self, event: SyncEvent) -> None:

@@ -3,7 +3,7 @@
 export * from "./client.js";
 export * from "./auth.js";
 export * from "./dpop.js";
-export { ERROR_DOMAIN, errorInfoOf, isTokenExpired } from "./error-info.js";
+export { ERROR_DOMAIN, errorDetails, errorInfoOf, isTokenExpired, type ErrorDetails, type FieldViolation } from "./error-info.js";
 export * from "./sync.js";
 export * from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 export * from "./gen/zkplatform_api/platform/v1/broker_pb.js";

@@ -1,5 +1,7 @@
 // A vault sync client: list the vault once, then follow its changes from the
-// listing's cursor for as long as it runs (WatchChanges, or ListChanges polling).
+// listing's cursor for as long as it runs (WatchChanges, or ListChanges polling);
+// or start from a saved state (items, cursor and epoch, through a SyncStore)
+// and follow from there.
 //
 // - Every item is kept by id at its highest version: a listing is not a
 //   snapshot, so changes made while its pages were read arrive again after its
@@ -17,12 +19,106 @@
 //   a fresh listing that replaces the local state.
 // - A page may hold fewer items or changes than asked (pages stop at 3 MiB):
 //   only an empty nextPageToken, or hasMore false, ends a listing.
-// - UNAUTHENTICATED, PERMISSION_DENIED and every answer that retrying cannot
-//   change stop the sync with a SyncStoppedError.
+// - A server's RetryInfo is honoured: the sync waits at least that long.
+// - With a store, the state is saved after the listing and after every batch
+//   of changes (and heartbeat that moves the cursor); run() starts from the
+//   saved state without listing again, and lists again only on CURSOR_EXPIRED
+//   or CURSOR_AHEAD.
+// - An expired token (TOKEN_EXPIRED) is asked for once more at once: the auth
+//   interceptor of a client made with a token provider (or a `headers`
+//   function) has a new one by then. A second expiry before anything arrived,
+//   and every other UNAUTHENTICATED, PERMISSION_DENIED and answer that
+//   retrying cannot change, stop the sync with a SyncStoppedError.
+import { randomBytes } from "node:crypto";
+import { open, readFile, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { describeError, reasonIs } from "./client.js";
+import { errorDetails } from "./error-info.js";
 import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
-import type { Item, ItemChange, VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
+import { ItemSchema, type Item, type ItemChange, type VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
+
+// The version of the file format FileSyncStore writes (the same as the Python package's).
+const STATE_FORMAT = 1;
+
+/** Where a sync of `vaultId` stands: every item seen (by id, tombstones included), and the cursor (sequence and epoch) it resumes from. */
+export class SyncState {
+  constructor(
+    readonly vaultId: string,
+    readonly cursor: bigint = 0n,
+    readonly epoch: string = "",
+    readonly items: ReadonlyMap<string, Item> = new Map(),
+  ) {}
+
+  /** JSON that fromJson reads back (and the Python package's SyncState.from_json): the items in the protobuf JSON form, 64-bit integers as strings. */
+  toJson(): string {
+    const items = [...this.items.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, item]) => toJson(ItemSchema, item));
+    return JSON.stringify({ format: STATE_FORMAT, vaultId: this.vaultId, cursor: this.cursor.toString(), epoch: this.epoch, items });
+  }
+
+  static fromJson(text: string): SyncState {
+    const data = JSON.parse(text) as { format?: number; vaultId: string; cursor: string; epoch: string; items: JsonValue[] };
+    if (data.format !== STATE_FORMAT) throw new Error(`not a sync state of format ${STATE_FORMAT}`);
+    const items = data.items.map((json) => fromJson(ItemSchema, json, { ignoreUnknownFields: true }));
+    return new SyncState(String(data.vaultId), BigInt(data.cursor), String(data.epoch), new Map(items.map((item) => [item.itemId, item])));
+  }
+}
+
+/** Where a VaultSync keeps its state between runs. Either method may be async. */
+export interface SyncStore {
+  /** The saved state, or null when there is none yet. */
+  load(): SyncState | null | Promise<SyncState | null>;
+  /** Keep `state` (a copy the sync will not change) in place of the one before, whole or not at all. */
+  save(state: SyncState): void | Promise<void>;
+}
+
+/** A state kept in memory: for one process's syncs one after the other, and tests. */
+export class MemorySyncStore implements SyncStore {
+  constructor(public state: SyncState | null = null) {}
+  load(): SyncState | null {
+    return this.state;
+  }
+  save(state: SyncState): void {
+    this.state = state;
+  }
+}
+
+/**
+ * A state kept in a JSON file (SyncState.toJson), replaced atomically on each save: a temporary
+ * file in the same directory, flushed to disk, renamed over the old one. The file holds the items
+ * as the server sent them (encrypted): keep it where the app keeps its own data.
+ */
+export class FileSyncStore implements SyncStore {
+  constructor(readonly path: string) {}
+
+  async load(): Promise<SyncState | null> {
+    let text: string;
+    try {
+      text = await readFile(this.path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+    return SyncState.fromJson(text);
+  }
+
+  async save(state: SyncState): Promise<void> {
+    const temporary = join(dirname(this.path), `.${basename(this.path)}.${randomBytes(6).toString("hex")}.tmp`);
+    try {
+      const file = await open(temporary, "wx", 0o600);
+      try {
+        await file.writeFile(state.toJson(), "utf8");
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await rename(temporary, this.path);
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      throw error;
+    }
+  }
+}
 
 export type SyncRpc = "ListItems" | "ListChanges" | "WatchChanges";
 
@@ -38,6 +134,7 @@ export interface BackoffOptions {
 
 export type SyncEvent =
   | { type: "synced"; cursor: bigint; items: number }
+  | { type: "resumed"; cursor: bigint; items: number }
   | { type: "changes"; cursor: bigint; changes: ItemChange[] }
   | { type: "heartbeat"; cursor: bigint }
   | { type: "reconnecting"; code: string; reason: string; attempt: number; delayMs: number; cursor: bigint }
@@ -45,7 +142,10 @@ export type SyncEvent =
 
 export interface SyncOptions {
   vaultId: string;
-  headers: SyncHeaders;
+  /** What each call carries besides the transport's interceptors; none for clients made with a token (`clients(..., { token })`). */
+  headers?: SyncHeaders;
+  /** Where the state is loaded from when run() starts, and saved to as it moves. */
+  store?: SyncStore;
   /** "watch" (default) streams WatchChanges; "poll" calls ListChanges every pollIntervalMs. */
   mode?: "watch" | "poll";
   pollIntervalMs?: number;
@@ -108,6 +208,7 @@ export class VaultSync {
   private readonly options: SyncOptions;
   private readonly vault: Client<typeof VaultService>;
   private attempt = 0;
+  private expiredOnce = false;
 
   constructor(vault: Client<typeof VaultService>, options: SyncOptions) {
     this.vault = vault;
@@ -125,9 +226,11 @@ export class VaultSync {
    */
   async run(): Promise<void> {
     const signal = this.options.signal;
+    let listing = !(await this.resume());
     while (!signal?.aborted) {
       try {
-        await this.list();
+        if (listing) await this.list();
+        listing = true;
         await (this.options.mode === "poll" ? this.poll() : this.watch());
       } catch (error) {
         if (signal?.aborted || error instanceof Stopped) return;
@@ -139,6 +242,41 @@ export class VaultSync {
         throw error;
       }
     }
+  }
+
+  // Take the store's state, if there is one: whether there was.
+  private async resume(): Promise<boolean> {
+    const state = await this.options.store?.load();
+    if (!state) return false;
+    if (state.vaultId !== this.options.vaultId) {
+      throw new Error(`the store holds the state of vault ${state.vaultId}, not ${this.options.vaultId}`);
+    }
+    this.items.clear();
+    for (const [id, item] of state.items) this.items.set(id, item);
+    this.cursor = state.cursor;
+    this.epoch = state.epoch;
+    this.emit({ type: "resumed", cursor: this.cursor, items: this.liveItems().size });
+    return true;
+  }
+
+  private async save(): Promise<void> {
+    await this.options.store?.save(new SyncState(this.options.vaultId, this.cursor, this.epoch, new Map(this.items)));
+  }
+
+  private succeeded(): void {
+    this.attempt = 0;
+    this.expiredOnce = false;
+  }
+
+  // Apply an answer's changes (or move to its cursor), and save what moved.
+  private async follow(changes: ItemChange[], cursor: bigint, epoch: string | undefined, heartbeat: boolean): Promise<void> {
+    const before = [this.cursor, this.epoch] as const;
+    this.keepEpoch(epoch);
+    if (changes.length > 0) this.apply(changes, cursor);
+    else if (cursor > this.cursor) this.cursor = cursor;
+    if (changes.length > 0 || this.cursor !== before[0] || this.epoch !== before[1]) await this.save();
+    if (changes.length > 0) this.emit({ type: "changes", cursor: this.cursor, changes });
+    else if (heartbeat) this.emit({ type: "heartbeat", cursor: this.cursor });
   }
 
   // ListItems to the last page under the first page's cursor, retrying transient failures.
@@ -166,7 +304,8 @@ export class VaultSync {
         for (const [id, item] of items) this.items.set(id, item);
         this.cursor = cursor ?? 0n;
         this.epoch = epoch;
-        this.attempt = 0;
+        this.succeeded();
+        await this.save();
         this.emit({ type: "synced", cursor: this.cursor, items: this.liveItems().size });
         return;
       } catch (error) {
@@ -193,13 +332,8 @@ export class VaultSync {
         );
         for await (const response of responses) {
           arm();
-          this.attempt = 0;
-          const cursor = response.cursor?.sequence ?? this.cursor;
-          this.keepEpoch(response.cursor?.epoch);
-          if (response.changes.length === 0) {
-            if (cursor > this.cursor) this.cursor = cursor;
-            this.emit({ type: "heartbeat", cursor: this.cursor });
-          } else this.apply(response.changes, cursor);
+          this.succeeded();
+          await this.follow(response.changes, response.cursor?.sequence ?? this.cursor, response.cursor?.epoch, true);
         }
         throw new StreamEnded("the stream ended");
       } catch (error) {
@@ -224,11 +358,8 @@ export class VaultSync {
           },
           { headers: await this.headers("ListChanges"), signal: this.options.signal },
         );
-        this.attempt = 0;
-        const cursor = page.cursor?.sequence ?? this.cursor;
-        this.keepEpoch(page.cursor?.epoch);
-        if (page.changes.length > 0) this.apply(page.changes, cursor);
-        else if (cursor > this.cursor) this.cursor = cursor;
+        this.succeeded();
+        await this.follow(page.changes, page.cursor?.sequence ?? this.cursor, page.cursor?.epoch, false);
         if (!page.hasMore) await this.sleep(this.options.pollIntervalMs ?? 1000);
         if (this.options.signal?.aborted) throw new Stopped();
       } catch (error) {
@@ -252,7 +383,6 @@ export class VaultSync {
     }
     const last = changes[changes.length - 1].sequence;
     this.cursor = cursor > last ? cursor : last;
-    this.emit({ type: "changes", cursor: this.cursor, changes });
   }
 
   // Transient failures wait and return (the caller retries from its cursor); the rest throw.
@@ -267,25 +397,34 @@ export class VaultSync {
       await this.pause("unavailable", error instanceof Error ? error.message : String(error));
       return;
     }
-    const { code, info } = describeError(error);
-    const reason = info?.reason ?? null;
-    if (reason !== null && (reasonIs(info, ErrorReason.CURSOR_EXPIRED) || reasonIs(info, ErrorReason.CURSOR_AHEAD))) {
+    const details = errorDetails(error);
+    const code = Code[error.code];
+    const reason = details.reason;
+    if (reason !== null && (details.reasonIs(ErrorReason.CURSOR_EXPIRED) || details.reasonIs(ErrorReason.CURSOR_AHEAD))) {
       throw new StartOver(reason);
     }
+    if (error.code === Code.Unauthenticated && details.reasonIs(ErrorReason.TOKEN_EXPIRED) && !this.expiredOnce) {
+      // The auth interceptor asked its provider for a new token as the call failed: at once,
+      // once; a second expiry before anything arrived means no new token came.
+      this.expiredOnce = true;
+      this.emit({ type: "reconnecting", code, reason: reason!, attempt: this.attempt, delayMs: 0, cursor: this.cursor });
+      return;
+    }
     if (TRANSIENT.has(error.code)) {
-      await this.pause(code, reason ?? error.rawMessage);
+      await this.pause(code, reason ?? error.rawMessage, details.retryAfterMs);
       return;
     }
     throw new SyncStoppedError(this.options.vaultId, code, reason, error.rawMessage);
   }
 
-  private async pause(code: string, reason: string): Promise<void> {
+  // The backoff's jittered delay, or the server's RetryInfo delay when that is longer.
+  private async pause(code: string, reason: string, retryAfterMs: number | null = null): Promise<void> {
     this.attempt += 1;
     const initial = this.options.backoff?.initialMs ?? 100;
     const max = this.options.backoff?.maxMs ?? 5000;
     const ceiling = Math.min(max, initial * 2 ** Math.min(this.attempt - 1, 30));
     // Jitter spreads the reconnects of many clients after a server restart.
-    const delayMs = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    const delayMs = Math.max(Math.round(ceiling / 2 + (Math.random() * ceiling) / 2), Math.ceil(retryAfterMs ?? 0));
     this.emit({ type: "reconnecting", code, reason, attempt: this.attempt, delayMs, cursor: this.cursor });
     await this.sleep(delayMs);
     if (this.options.signal?.aborted) throw new Stopped();
@@ -306,7 +445,7 @@ export class VaultSync {
   }
 
   private async headers(rpc: SyncRpc): Promise<Record<string, string>> {
-    const headers = this.options.headers;
+    const headers = this.options.headers ?? {};
     return typeof headers === "function" ? headers(rpc) : headers;
   }
 
