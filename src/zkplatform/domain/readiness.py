@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from zkplatform.domain.errors import StoreUnavailable
 
@@ -53,7 +53,7 @@ class Readiness:
         """A call found the store unavailable: not ready, until a probe FRESH_FOR later says otherwise."""
         self._set(ready=False, at=self._clock())
 
-    async def changes(self) -> AsyncIterator[bool]:
+    async def changes(self) -> AsyncGenerator[bool]:
         """The readiness now, then each change of it, for as long as the caller iterates."""
         last = await self.ready()
         yield last
