@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 
 from tests.actors import OPERATOR
 from tests.big_items import COUNT, ID_FORMAT, big_content
-from tests.connect import JSON, PROTO, Codec, error_of, headers
+from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
 from tests.rpc.test_changes import VAULT, enveloped, error_info, stream_headers, until, watch_outcome
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import Server, create_app
@@ -183,7 +183,7 @@ async def test_since_epoch_is_base64url_of_at_most_64_characters(
     )
 
     assert (refused.status_code, error_of(refused)["code"]) == (400, "invalid_argument")
-    violations = error_of(refused)["details"][0]["debug"]["fieldViolations"]
+    violations = detail(error_of(refused), "google.rpc.BadRequest")["fieldViolations"]
     assert [v["field"] for v in violations] == ["sinceEpoch"]
 
 
