@@ -11,17 +11,20 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 
 from tests.connect import JSON, headers
-from tests.store.stores import closing
+from tests.store.stores import closing, migrated
 from tests.store.test_store_outages import Proxy, assert_unavailable, list_items, proxy  # noqa: F401 # a fixture
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import create_app
 from zkplatform.config import Settings
 from zkplatform.domain.readiness import Readiness
+from zkplatform.repository import Store
 from zkplatform.store.postgres import PostgresStore
+from zkplatform.store.sqlite import SQLiteStore
 from zkplatform.wiring import Platform
 from zkplatform_api.grpc.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
@@ -31,7 +34,7 @@ WAIT_S = 20.0  # for the cached probe to notice: its second, and a ping's 2 s
 
 @contextlib.asynccontextmanager
 async def serving(
-    store: PostgresStore, clock: FakeClock, readiness: Readiness | None = None
+    store: Store, clock: FakeClock, readiness: Readiness | None = None
 ) -> AsyncIterator[tuple[httpx.AsyncClient, World]]:
     platform = Platform.build(store, PEPPER, clock)
     if readiness is not None:
@@ -108,3 +111,19 @@ async def test_readiness_is_cached_and_a_call_that_finds_the_store_down_marks_it
     assert_unavailable(call)
     assert marked.status_code == 503
     assert marked_health == "NOT_SERVING"
+
+
+async def test_a_sqlite_store_that_can_be_read_is_ready(tmp_path: Path, clock: FakeClock) -> None:
+    """SQLite's ping reads the file: a store that serves is ready (and the ping is no broken SQL)."""
+    path = tmp_path / "store.db"
+    await migrated(f"sqlite:///{path}")
+    async with closing(SQLiteStore.open(path)) as store:
+        readiness = Readiness(store.ping)
+        async with serving(store, clock, readiness) as (client, _):
+            ready = await client.get("/readyz")
+            status = await health(client)
+        pinged = await readiness.ready()
+
+    assert (ready.status_code, ready.text) == (200, "ok\n")
+    assert status == "SERVING"
+    assert pinged
