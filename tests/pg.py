@@ -41,8 +41,10 @@ def answers(url: str) -> str | None:
 
 
 class ThrowawayCluster:
-    """A throwaway cluster from the local binaries; as the `postgres` user when we are root,
-    since initdb refuses to run as root."""
+    """A throwaway cluster from the local binaries, on a free port of 127.0.0.1 (its unix socket
+    in its own directory), started; as the `postgres` user when we are root, since initdb and
+    postgres refuse to run as root. `halt()` stops the server and `start()` starts it again on
+    the same port (an outage a test makes itself); `stop()` stops it for good and removes it."""
 
     def __init__(self) -> None:
         bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
@@ -58,22 +60,31 @@ class ThrowawayCluster:
                 msg = "running as root and there is no `postgres` user to run initdb as"
                 raise RuntimeError(msg) from None
             self._as = ["runuser", "-u", "postgres", "--"]
+        # Not under pytest's tmp_path: its parents are private to us, and the server runs as `postgres`.
         self._dir = Path(tempfile.mkdtemp(prefix="zk-pg-"))
         self._data = self._dir / "data"
-        port = free_port()
+        self.port = free_port()
         try:
             if self._as:
                 shutil.chown(self._dir, "postgres")
             self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", "postgres", "--no-sync")
-            # The server's output goes to a file: a server holding our pipes would keep run() waiting.
-            options = f"-p {port} -k {self._dir} -h 127.0.0.1"
-            log = str(self._dir / "server.log")
-            self._run("pg_ctl", "-D", str(self._data), "-l", log, "-o", options, "-w", "-t", "30", "start")
+            self.start()
         except BaseException:
             with contextlib.suppress(RuntimeError):  # the first failure is the one to report
                 self.stop()
             raise
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        """Start the server on its port; pg_ctl -w returns once it accepts connections (at most 30 s)."""
+        # The server's output goes to a file: a server holding our pipes would keep run() waiting.
+        options = f"-p {self.port} -k {self._dir} -h 127.0.0.1"
+        log = str(self._dir / "server.log")
+        self._run("pg_ctl", "-D", str(self._data), "-l", log, "-o", options, "-w", "-t", "30", "start")
+
+    def halt(self, mode: str = "immediate") -> None:
+        """Stop the server (`immediate`: as a crash would, every connection cut), keeping its data."""
+        self._run("pg_ctl", "-D", str(self._data), "-m", mode, "-w", "-t", "30", "stop")
 
     def _run(self, tool: str, *args: str) -> None:
         command = [*self._as, str(self._bin / tool), *args]
@@ -90,9 +101,23 @@ class ThrowawayCluster:
     def stop(self) -> None:
         try:
             if (self._data / "postmaster.pid").exists():
-                self._run("pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "-t", "30", "stop")
+                self.halt()
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[ThrowawayCluster]:
+    """A PostgreSQL server of the test's own, which it may stop and start again (an outage);
+    the test is skipped, saying why, when this machine cannot run one."""
+    try:
+        cluster = ThrowawayCluster()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"this test starts and stops a PostgreSQL server of its own, and cannot here: {error}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

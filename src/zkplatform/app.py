@@ -200,7 +200,7 @@ def build_front(
     # before the body is read, so a bad token answers before a malformed or oversized body.
     checks: list[Interceptor] = [
         *telemetry.interceptors(),
-        ErrorMapping(limit),
+        ErrorMapping(limit, platform.readiness),
         RequireProtocolVersion(),
         Authenticate(platform.authenticator, origin),
     ]
@@ -226,7 +226,10 @@ def build_front(
     served = [service.full_name for file in platform_files for service in file.services_by_name.values()]
     # Health needs no token and no protocol header: load balancers probe it with whatever they send.
     health_app = HealthASGIApplication(
-        HealthServicer(served), interceptors=[ErrorMapping(limit)], read_max_bytes=limit, codecs=codecs
+        HealthServicer(served, platform.readiness),
+        interceptors=[ErrorMapping(limit)],
+        read_max_bytes=limit,
+        codecs=codecs,
     )
     unary: dict[str, Route] = {}
     streaming: dict[str, ASGIApp] = {}
@@ -249,7 +252,7 @@ def build_front(
     }
     streams = StreamLimits(Dispatch(streaming), settings.max_streams)
     routes = unary | {path: Route(streams) for path in streaming}
-    app: ASGIApp = LowercaseCodings(Routes(routes))
+    app: ASGIApp = LowercaseCodings(Routes(routes, platform.readiness))
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
     app = ClientGone(app, settings.client_stall_seconds)

@@ -52,7 +52,7 @@ from zkplatform.observability.metrics import MetricsListener, Screen, multiproce
 from zkplatform.observability.tracing import TracingConfigError, check_env
 from zkplatform.pepper import load_pepper
 from zkplatform.rpc.front.leaked_tokens import leaks_in
-from zkplatform.store import StoreOpenError, StoreURLError, display_url, kind_of, open_store
+from zkplatform.store import DEFAULT_POOL_SIZE, StoreOpenError, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
 from zkplatform.wiring import platform_from
 from zkplatform.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
@@ -71,6 +71,10 @@ _REVOKE_WAIT_S = 10.0
 _MINT = MintPolicy()
 _ENVIRONMENT = {
     "ZKPLATFORM_STORE": f"store URL (default {DEFAULT_STORE})",
+    "ZKPLATFORM_STORE_POOL_SIZE": (
+        f"PostgreSQL connections each worker's pool opens at most (default {DEFAULT_POOL_SIZE});\n"
+        "each worker also opens one LISTEN connection (docs/deploy.md counts them)"
+    ),
     "ZKPLATFORM_MAX_BODY_BYTES": f"largest request body, in bytes (default {DEFAULT_MAX_BODY_BYTES})",
     "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": (
         f"seconds a request body may take to arrive (default {DEFAULT_BODY_READ_TIMEOUT_SECONDS})"

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.domain.sync import WatchPolicy
-from zkplatform.store import DEFAULT_SQLITE_URL
+from zkplatform.store import DEFAULT_POOL_SIZE, DEFAULT_SQLITE_URL
 
 DEFAULT_BIND = "127.0.0.1:8080"
 DEFAULT_STORE = DEFAULT_SQLITE_URL
@@ -104,6 +104,8 @@ def parse_networks(raw: str) -> tuple[Network, ...]:
 @dataclass(frozen=True, slots=True)
 class Settings:
     store_url: str = DEFAULT_STORE
+    # PostgreSQL: the most connections each worker's pool opens for calls (its LISTEN connection aside).
+    store_pool_size: int = DEFAULT_POOL_SIZE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # How long a request's body may take to arrive, from its headers to its last byte.
     body_read_timeout_seconds: int = DEFAULT_BODY_READ_TIMEOUT_SECONDS
@@ -149,6 +151,7 @@ class Settings:
         env = os.environ if env is None else env
         return cls(
             store_url=env.get("ZKPLATFORM_STORE", DEFAULT_STORE),
+            store_pool_size=_positive_int(env, "ZKPLATFORM_STORE_POOL_SIZE", DEFAULT_POOL_SIZE, at_most=10_000),
             max_body_bytes=_positive_int(env, "ZKPLATFORM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
             body_read_timeout_seconds=_positive_int(
                 env, "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS", DEFAULT_BODY_READ_TIMEOUT_SECONDS, at_most=3600
@@ -184,6 +187,7 @@ class Settings:
         """The settings as environment variables, for worker processes (the pepper stays where it was)."""
         return {
             "ZKPLATFORM_STORE": self.store_url,
+            "ZKPLATFORM_STORE_POOL_SIZE": str(self.store_pool_size),
             "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
             "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(self.body_read_timeout_seconds),
             "ZKPLATFORM_CLIENT_STALL_SECONDS": str(self.client_stall_seconds),

@@ -463,4 +463,10 @@ class Store(
         """This worker's feed of the store's changes (the same one on every call)."""
         ...
 
+    async def ping(self) -> None:
+        """One cheap round trip to the store (PostgreSQL: `SELECT 1` on a pooled connection;
+        SQLite: a read of the file), bounded in time: StoreUnavailable when it cannot be
+        reached now. What readiness asks (domain/readiness.py), never more than its cache lets."""
+        ...
+
     async def close(self) -> None: ...

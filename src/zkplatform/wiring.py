@@ -13,6 +13,7 @@ from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.key_directory import KeyDirectory
 from zkplatform.domain.paging import PageTokens
+from zkplatform.domain.readiness import Readiness
 from zkplatform.domain.sync import SyncUseCases, WatchPolicy
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.domain.tokens import TokenHasher
@@ -35,6 +36,7 @@ class Platform:
     broker: BrokerUseCases
     sync: SyncUseCases
     directory: KeyDirectory
+    readiness: Readiness
 
     @classmethod
     def build(
@@ -64,6 +66,7 @@ class Platform:
             # The store's change feed is this worker's: its watches share it.
             sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy),
             directory=KeyDirectory(store, clock, PageTokens(hasher.derive_key("key log pages"))),
+            readiness=Readiness(store.ping),
         )
 
 
@@ -77,7 +80,7 @@ def page_token_key(pepper: bytes) -> bytes:
 async def platform_from(settings: Settings) -> Platform:
     """The platform on the configured store, opened and its schema checked."""
     try:
-        store = await open_store(settings.store_url)
+        store = await open_store(settings.store_url, pool_size=settings.store_pool_size)
     except StoreURLError as error:
         raise ConfigError(str(error)) from None
     pepper = load_pepper(settings.token_pepper, settings.state_dir)

@@ -43,6 +43,8 @@ MAX_REQUEST_ID_LENGTH: Final = 128
 _SANE_REQUEST_ID: Final = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_REQUEST_ID_LENGTH)
 UNKNOWN_PROCEDURE: Final = "unknown"  # one label for every unknown path: a scanner cannot grow the series
 HEALTHZ: Final = "healthz"
+READYZ: Final = "readyz"
+_PROBES: Final = {"/healthz": HEALTHZ, "/readyz": READYZ}
 
 # Connect's HTTP status -> code, for answers whose code nobody recorded (connectrpc
 # refusing a content type or a protocol version before any interceptor ran).
@@ -171,7 +173,7 @@ class ObserveCalls:
             return
         started = time.perf_counter()
         path = scope["path"]
-        procedure = path[1:] if path in self._procedures else HEALTHZ if path == "/healthz" else UNKNOWN_PROCEDURE
+        procedure = path[1:] if path in self._procedures else _PROBES.get(path, UNKNOWN_PROCEDURE)
         request_id, protocol = _read_headers(scope)
         call = Call(procedure, request_id, scope, scope.get("client") if self._client is None else self._client(scope))
         _current.set(call)

@@ -33,6 +33,7 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 
 from zkplatform.domain import errors as domain
+from zkplatform.domain.readiness import Readiness
 from zkplatform.observability.calls import note_code
 from zkplatform.rpc.details import error_detail
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
@@ -228,8 +229,9 @@ class ErrorMapping:
     """Metadata interceptor whose on_end sees, and replaces, every RPC's error, and
     writes the final code into the call's record (the access line, the metrics)."""
 
-    def __init__(self, max_body_bytes: int | None = None) -> None:
+    def __init__(self, max_body_bytes: int | None = None, readiness: Readiness | None = None) -> None:
         self._max_body_bytes = max_body_bytes  # the limit a body over it is told of
+        self._readiness = readiness  # told at once of a call that found the store unavailable
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         return None
@@ -237,6 +239,8 @@ class ErrorMapping:
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         if error is None:
             return
+        if isinstance(error, domain.StoreUnavailable) and self._readiness is not None:
+            self._readiness.mark_down()
         mapped = connect_error_of(error, ctx, self._max_body_bytes)
         if mapped is not error:
             raise mapped from error

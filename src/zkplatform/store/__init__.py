@@ -88,8 +88,12 @@ def sqlite_path(url: str) -> Path | None:
     return Path(path[1:]) if len(path) > 1 else None
 
 
-async def open_store(url: str, *, check_schema: bool = True) -> MigratableStore:
-    """Open the store; unless told otherwise, refuse a schema other than this build's (SchemaError)."""
+DEFAULT_POOL_SIZE = 10
+
+
+async def open_store(url: str, *, check_schema: bool = True, pool_size: int = DEFAULT_POOL_SIZE) -> MigratableStore:
+    """Open the store; unless told otherwise, refuse a schema other than this build's (SchemaError).
+    `pool_size`: the most connections a PostgreSQL store opens for its calls (its pool's size)."""
     kind = kind_of(url)
     if kind == "memory":
         from zkplatform.store.memory import MemoryStore  # noqa: PLC0415 # each adapter loads only when chosen
@@ -103,4 +107,4 @@ async def open_store(url: str, *, check_schema: bool = True) -> MigratableStore:
         return await SQLiteStore.open(path, check_schema=check_schema)
     from zkplatform.store.postgres import PostgresStore  # noqa: PLC0415
 
-    return await PostgresStore.open(url, check_schema=check_schema)
+    return await PostgresStore.open(url, check_schema=check_schema, max_size=pool_size)

@@ -187,6 +187,9 @@ class MemoryStore:
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
+    async def ping(self) -> None:
+        return None  # in this process: reachable while the process is
+
     async def schema_version(self) -> int | None:
         return 0  # nothing to migrate: the memory store has no schema
 

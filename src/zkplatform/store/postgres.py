@@ -91,6 +91,9 @@ ACQUIRE_TIMEOUT = 5.0
 # double from 1 s, so after a long outage its next attempt could be minutes away; given up
 # instead, a new one starts, at once, with the next call that needs a connection.
 RECONNECT_TIMEOUT = 5.0
+# Seconds a ping (readiness: domain/readiness.py) may take, its wait for a connection included:
+# a server that does not answer within it is taken for unreachable.
+PING_TIMEOUT = 2.0
 # SQLSTATEs of a server that cannot serve now: a lost connection (class 08), too many clients
 # or no resources (class 53), shutting down or starting up (57P01-57P03). An error without a
 # SQLSTATE is libpq's own: refused, timed out, the connection closed under it.
@@ -181,12 +184,26 @@ class PostgresStore:
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Conn]:
-        """A pooled connection; StoreUnavailable, in place of the driver's error, when the
-        database cannot be reached or no connection came free in time."""
+    async def ping(self) -> None:
+        """`SELECT 1` on a pooled connection, all within PING_TIMEOUT: StoreUnavailable when the
+        database cannot be reached, or did not answer in time."""
+        started = time.perf_counter()
         try:
-            async with self._pool.connection() as conn:
+            async with asyncio.timeout(PING_TIMEOUT), self._connection(PING_TIMEOUT) as conn:
+                await conn.execute("SELECT 1")
+        except TimeoutError:
+            log.warning("the store %s is unavailable: no answer to a ping within %g s", self._url, PING_TIMEOUT)
+            raise StoreUnavailable from None
+        finally:
+            probes.store_operation("postgresql", "query", started)
+
+    @asynccontextmanager
+    async def _connection(self, wait: float | None = None) -> AsyncIterator[Conn]:
+        """A pooled connection; StoreUnavailable, in place of the driver's error, when the
+        database cannot be reached or no connection came free in time (the pool's
+        acquire timeout, unless `wait` says another)."""
+        try:
+            async with self._pool.connection(wait) as conn:
                 yield conn
         except psycopg.OperationalError as error:  # PoolTimeout is one too
             if not _unreachable(error):

@@ -101,6 +101,10 @@ class SQLiteStore:
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
+    async def ping(self) -> None:
+        """A read of the file on the reader connection (StoreUnavailable when it cannot be read)."""
+        await self._read(_ping)
+
     def _changed(self, vault_id: str, sequence: int) -> None:
         """This worker's watches learn of its own changes at once, not at the next poll (which
         then leaves them be)."""
@@ -690,6 +694,10 @@ class SQLiteStore:
             return inserted > 0
 
         return await self._write(remember)
+
+
+def _ping(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA schema_version").fetchone()  # the database header, read from the file
 
 
 def _url(path: Path) -> str:

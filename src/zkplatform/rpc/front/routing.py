@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from connectrpc.code import Code
 
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.domain.readiness import Readiness
 from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error, send_plain
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
@@ -23,14 +24,17 @@ class Route:
 
 
 class Routes:
-    """Procedure paths to their applications; `GET /healthz` answers `ok` (liveness).
+    """Procedure paths to their applications; `GET /healthz` answers `ok` (liveness: the
+    process serves), `GET /readyz` `ok` while the store can be reached and 503 while it
+    cannot (readiness: domain/readiness.py).
 
     Any other path answers 404 `unimplemented`, the status Connect clients expect. A
     method a procedure does not take answers 405 with `Allow`, before its body is read:
     connectrpc would treat any method but GET as a POST."""
 
-    def __init__(self, routes: Mapping[str, Route]) -> None:
+    def __init__(self, routes: Mapping[str, Route], readiness: Readiness) -> None:
         self._routes = dict(routes)
+        self._readiness = readiness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -38,6 +42,12 @@ class Routes:
         if route is None:
             if path == "/healthz" and method in ("GET", "HEAD"):
                 await send_plain(send, 200, b"ok\n")
+                return
+            if path == "/readyz" and method in ("GET", "HEAD"):
+                if await self._readiness.ready():
+                    await send_plain(send, 200, b"ok\n")
+                else:
+                    await send_plain(send, 503, b"store unavailable\n")
                 return
             unknown = refusal(Code.UNIMPLEMENTED, ErrorReason.PROCEDURE_NOT_FOUND, f"unknown procedure {path}")
             await send_error(send, scope, unknown, http_status=404)
