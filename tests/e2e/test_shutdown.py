@@ -120,7 +120,6 @@ def test_sigterm_under_load_applies_what_it_answered(tmp_path: Path, workers: st
     assert code == 0, log
     assert took < GRACE_S, f"took {took:.1f} s"
     assert "Traceback" not in log
-    assert "code=canceled" not in log  # every call the server began, it finished
     assert all(not thread.is_alive() for thread in threads)
     assert outcomes.deleted
     assert outcomes.minted
