@@ -43,7 +43,11 @@ connection is closed, by a task that waits for the shutdown with
 3.11's wait_for loses a cancellation that comes as its wait ends, so a request
 read in the same turn as the shutdown had its connection closed under it: its
 call, already running (even committed), was cut without an answer. The wait
-now uses `asyncio.timeout`, whose cancellation always lands.
+now uses `asyncio.timeout`, whose cancellation always lands. And a request
+whose bytes were read while the close was under way (a connection accepted in
+the instant of the shutdown) was still started, then cut: once the close of an
+idle connection has begun, what is read from it is dropped, so such a request
+goes unanswered, never half-served.
 
 A full request queue after the application ended. What a client sends on a
 stream waits in a queue of ten messages for the application to receive it; the
@@ -59,6 +63,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib.metadata import version
@@ -71,7 +76,8 @@ import h11
 from hypercorn.asyncio import task_group
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.config import Config
-from hypercorn.events import Closed, Updated
+from hypercorn.events import Closed, Event, RawData, Updated
+from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h2 import BUFFER_LOW_WATER, H2Protocol, StreamBuffer
 from hypercorn.protocol.h11 import H11Protocol
 
@@ -121,6 +127,7 @@ def apply() -> None:
     StreamBuffer.pop = _pop  # type: ignore[method-assign]
     _release_closed_streams()
     TCPServer._idle_timeout = _idle_timeout  # type: ignore[method-assign] # noqa: SLF001
+    _drop_data_once_closing()
     task_group.TaskGroup.spawn_app = _spawn_app  # type: ignore[method-assign]
     _applied = True
 
@@ -207,8 +214,25 @@ async def _spawn_app(
 
 
 async def _idle_timeout(self: TCPServer) -> None:
-    """TCPServer._idle_timeout, waiting with asyncio.timeout: a request that cancels it is never closed under."""
+    """TCPServer._idle_timeout, waiting with asyncio.timeout: a request that cancels it is never
+    closed under; and nothing read once the close has begun starts a request."""
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(self.config.keep_alive_timeout):
             await self.context.terminated.wait()
+    _closing.add(self.protocol)
     await asyncio.shield(self._initiate_server_close())
+
+
+# The connections whose idle close has begun (weakly held: a connection's end forgets it).
+_closing: weakref.WeakSet[ProtocolWrapper] = weakref.WeakSet()
+
+
+def _drop_data_once_closing() -> None:
+    handle = ProtocolWrapper.handle
+
+    async def handle_unless_closing(self: ProtocolWrapper, event: Event) -> None:
+        if isinstance(event, RawData) and self in _closing:
+            return
+        await handle(self, event)
+
+    ProtocolWrapper.handle = handle_unless_closing  # type: ignore[method-assign]
