@@ -10,7 +10,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,17 @@ class Server:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def eventually(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
+    """Whether the condition comes to hold within `seconds` (bounded polling: what it waits on
+    is another process, which tells nothing when it gets there)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def zkplatform_command() -> str:

@@ -23,7 +23,7 @@ import h2.settings
 import httpx
 import pytest
 
-from tests.e2e.server import Server, serving
+from tests.e2e.server import Server, eventually, serving
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.platform.v1 import vault_pb2, vault_pb2_grpc
 
@@ -350,12 +350,7 @@ def test_an_http2_call_whose_client_leaves_mid_body_ends(server: Server, alice: 
 
 def _eventually_logged(server: Server, text: str) -> bool:
     """Whether the server's log comes to hold the text (bounded; the log is written by a thread)."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if text in server.log():
-            return True
-        time.sleep(0.05)
-    return False
+    return eventually(lambda: text in server.log(), WAIT_S)
 
 
 def test_an_idle_cleartext_http2_connection_is_closed(server: Server) -> None:

@@ -7,14 +7,12 @@ import re
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.server import STOP_TIMEOUT_S, free_port, run_serve, serving
+from tests.e2e.server import STOP_TIMEOUT_S, eventually, free_port, run_serve, serving
 
 # Our own lines: an ISO 8601 time with its UTC offset, the pid, the level, the logger.
 WAIT_S = 20.0  # the most the server may take to react to a signal, on a busy machine
@@ -151,7 +149,7 @@ def test_a_hangup_is_ignored_and_said_so(tmp_path: Path, workers: str) -> None:
     """A terminal's hangup reaches the whole process group: the server goes on serving."""
     with serving(tmp_path, "--store", "memory:", "--workers", workers) as server:
         os.killpg(server.process.pid, signal.SIGHUP)
-        said = _eventually(lambda: "SIGHUP ignored" in server.log())
+        said = eventually(lambda: "SIGHUP ignored" in server.log())
         answer = httpx.get(f"{server.base_url}/healthz", timeout=STOP_TIMEOUT_S)
         alive = server.process.poll() is None
         server.process.send_signal(signal.SIGTERM)
@@ -173,22 +171,12 @@ def test_workers_end_with_their_parent_and_the_port_is_free_again(tmp_path: Path
         workers = _children(server.process.pid)
         server.process.kill()
         server.process.wait(timeout=STOP_TIMEOUT_S)
-        gone = _eventually(lambda: not any(_alive(pid) for pid in workers))
+        gone = eventually(lambda: not any(_alive(pid) for pid in workers))
 
     assert len(workers) == 2
     assert gone, [pid for pid in workers if _alive(pid)]
     with serving(tmp_path, "--store", "memory:", "--workers", "2", port=port) as again:
         assert httpx.get(f"{again.base_url}/healthz", timeout=STOP_TIMEOUT_S).status_code == 200
-
-
-def _eventually(condition: Callable[[], bool]) -> bool:
-    """Whether the condition comes to hold (bounded; what it waits on is another process)."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _children(parent: int) -> list[int]:

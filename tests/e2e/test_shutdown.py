@@ -11,7 +11,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pytest
 from tests.actors import OPERATOR
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, headers
 from tests.contract.test_store_contract import item
-from tests.e2e.server import Server, serving
+from tests.e2e.server import Server, eventually, serving
 from tests.e2e.test_durable import ENV, seed
 from tests.world import World
 from zkplatform.store import open_store
@@ -89,13 +89,6 @@ def _client(server: Server, token: str, items: list[str], outcomes: Outcomes) ->
                 outcomes.minted.append(minted.json()["token"]["accessToken"])
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_sigterm_under_load_applies_what_it_answered(tmp_path: Path, workers: str) -> None:
     url = f"sqlite:///{tmp_path}/zk.db"
@@ -107,7 +100,7 @@ def test_sigterm_under_load_applies_what_it_answered(tmp_path: Path, workers: st
         threads = [threading.Thread(target=_client, args=(server, alice, share, outcomes)) for share in shares]
         for thread in threads:
             thread.start()
-        _wait_for(lambda: outcomes.answered() >= 60, 60)  # well under way
+        assert eventually(lambda: outcomes.answered() >= 60, 60)  # well under way
 
         server.process.send_signal(signal.SIGTERM)
         stopped_at = time.monotonic()
@@ -225,7 +218,7 @@ def test_a_call_in_flight_at_sigterm_is_answered_and_its_connection_closed(tmp_p
         with socket.create_connection((host, int(port)), timeout=GRACE_S) as sock:
             sock.sendall(head.encode() + body[:10])  # in flight: its body has not all arrived
             server.process.send_signal(signal.SIGTERM)
-            _wait_for(lambda: "stopping:" in server.log(), GRACE_S)
+            assert eventually(lambda: "stopping:" in server.log(), GRACE_S)
             sock.sendall(body[10:])
             answer = b""
             while chunk := sock.recv(65536):  # until the server closes the connection

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -23,7 +22,7 @@ import psycopg
 import pytest
 
 from tests.connect import JSON, brief, detail, error_of, headers
-from tests.e2e.server import free_port
+from tests.e2e.server import eventually, free_port
 from tests.store.stores import closing, migrated
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import create_app
@@ -164,7 +163,7 @@ async def test_a_pool_whose_connections_were_ended_by_the_server_replaces_them(
             ).fetchall()
             # Ended once their backends have exited (their goodbye then waits on the pool's sockets);
             # a call in the very instant of the termination may still meet one: it answers unavailable.
-            gone = _eventually(
+            gone = eventually(
                 lambda: (
                     not admin.execute(
                         "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", ([pid for pid, _ in ended],)
@@ -229,13 +228,3 @@ async def create_item(client: httpx.AsyncClient, world: World, item_id: str) -> 
         vault_id="acme-shared", item_id=item_id, kind="login", encrypted_payload=payload, wrapped_keys=[key]
     )
     return await client.post(CREATE_ITEM, content=JSON.encode(request), headers=headers(JSON, world.token("alice")))
-
-
-def _eventually(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
-    """Whether the condition comes to hold (bounded: what it waits on is the database server)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
