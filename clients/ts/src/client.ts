@@ -4,6 +4,7 @@ import { Code, ConnectError, createClient, type Client, type Interceptor, type T
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 import { BrokerService } from "./gen/zkplatform_api/platform/v1/broker_pb.js";
+import { DirectoryService } from "./gen/zkplatform_api/platform/v1/directory_pb.js";
 import { authInterceptor, type TokenCallback, type TokenProvider } from "./auth.js";
 import type { DPoPKey } from "./dpop.js";
 import { errorInfoOf, type ErrorInfo } from "./error-info.js";
@@ -58,11 +59,12 @@ export function transport(baseUrl: string, protocol: Protocol, options: Transpor
 export interface Clients {
   vault: Client<typeof VaultService>;
   broker: Client<typeof BrokerService>;
+  directory: Client<typeof DirectoryService>;
 }
 
 export function clients(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Clients {
   const t = transport(baseUrl, protocol, options);
-  return { vault: createClient(VaultService, t), broker: createClient(BrokerService, t) };
+  return { vault: createClient(VaultService, t), broker: createClient(BrokerService, t), directory: createClient(DirectoryService, t) };
 }
 
 export function bearer(token: string): { headers: Record<string, string> } {
