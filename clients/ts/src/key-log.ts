@@ -5,6 +5,7 @@
 import { base64url, equalBytes, fromBase64url, sha256 } from "./bytes.js";
 import {
   KeyLogAction,
+  KeyLogActionSchema,
   type GetRecipientKeysResponse,
   type KeyLogEntry,
   type KeyLogHead,
@@ -75,9 +76,10 @@ export class KeyLogState {
   }
 }
 
-// The enum value's name, which the canonical bytes hold.
+// The enum value's name in the proto file (KEY_LOG_ACTION_PUBLISHED; the generated TypeScript
+// enum drops the prefix), which the canonical bytes hold.
 function actionName(entry: KeyLogEntry): string {
-  const name = KeyLogAction[entry.action] as string | undefined;
+  const name = KeyLogActionSchema.value[entry.action]?.name;
   // Binary answers keep an unknown value as a number, whose name this client cannot know: it
   // cannot recompute the hash, and says so rather than blame the server.
   if (name === undefined) throw new KeyLogError("LOG_FORKED", `entry ${entry.index} has an action (${entry.action}) this client does not know: update it to verify the log`);
