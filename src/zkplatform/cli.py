@@ -24,7 +24,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIFramework
 from prometheus_client import REGISTRY
 
-from zkplatform import hypercorn_fix
+from zkplatform import hypercorn_fix, tls_port
 from zkplatform.app import create_app
 from zkplatform.config import (
     DEFAULT_BIND,
@@ -620,6 +620,7 @@ async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one work
             return
         config = _hypercorn_config(listener)
         hypercorn_fix.apply()
+        tls_port.apply()
         listen(sock, bind, config.backlog)
         ready()
         # hypercorn closes the socket it makes from the descriptor; detached, ours will not close it a second time.

@@ -260,24 +260,45 @@ def test_the_node_client_refuses_a_server_it_does_not_trust(server: Server, alic
     assert "certificate" in result.stderr.lower()
 
 
-def test_plaintext_to_the_tls_port_is_refused_cleanly(server: Server, pki: Pki) -> None:
+def test_plaintext_to_the_tls_port_is_answered_tls_required(server: Server, pki: Pki) -> None:
     http_url = server.base_url.replace("https://", "http://")
-    with pytest.raises(httpx.TransportError):
-        httpx.get(f"{http_url}/healthz", timeout=10)
+    plain = httpx.post(
+        f"{http_url}/platform.v1.VaultService/GetItem",
+        headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"},
+        content=b"{}",
+        timeout=10,
+    )
     with grpc.insecure_channel(_address(server)) as channel, pytest.raises(grpc.RpcError) as refused:
         _health_check(channel)
-    # The server closes at once: a raw request reads the end of the stream, not a hang.
     host, port = _address(server).split(":")
     with socket.create_connection((host, int(port)), timeout=10) as raw:
         raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        answer = raw.recv(4096)
+        answer = b"".join(iter(lambda: raw.recv(4096), b""))  # to the end: the server closes
     still = httpx.get(f"{server.base_url}/healthz", verify=pki.client_context(), timeout=10)
 
-    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-    assert not answer.startswith(b"HTTP/")  # nothing is served in plaintext
+    assert plain.status_code == 400
+    assert plain.headers["connection"] == "close"
+    error = plain.json()
+    assert error["code"] == "invalid_argument"
+    assert "https://" in error["message"]
+    assert [d["debug"]["reason"] for d in error["details"] if "reason" in d.get("debug", {})] == ["TLS_REQUIRED"]
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert refused.value.code() != grpc.StatusCode.OK
     assert still.text == "ok\n"
     assert "Traceback" not in server.log()
     assert " ERROR " not in server.log()
+
+
+def test_a_connection_that_sends_nothing_or_no_tls_is_closed(server: Server, pki: Pki) -> None:
+    host, port = _address(server).split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as silent:
+        silent.shutdown(socket.SHUT_WR)
+        assert silent.recv(4096) == b""
+    with socket.create_connection((host, int(port)), timeout=10) as binary:
+        binary.sendall(bytes(range(1, 64)))  # neither a TLS record nor HTTP
+        assert b"".join(iter(lambda: binary.recv(4096), b"")) == b""
+    assert httpx.get(f"{server.base_url}/healthz", verify=pki.client_context(), timeout=10).text == "ok\n"
+    assert "Traceback" not in server.log()
 
 
 def test_two_workers_serve_tls(tmp_path: Path, pki: Pki) -> None:

@@ -848,9 +848,10 @@ async def test_every_error_carries_one_error_info_with_its_reason(
 
 # The reasons: declared once, every one of them answered, every one documented.
 
-# Reasons of the enum no row above can show: answered to nobody.
+# Reasons of the enum no row above can show: answered to nobody, or before the application.
 NOT_IN_THE_TABLE: Final = {
     ErrorReason.REQUEST_CANCELED: "answers a client that has gone: nobody reads it (see test_reasons_of_connectrpc)",
+    ErrorReason.TLS_REQUIRED: "answered by the TLS port, below the application (tests/e2e/test_tls.py)",
 }
 
 

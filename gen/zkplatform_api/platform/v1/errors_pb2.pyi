@@ -56,6 +56,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KEY_NOT_FOUND: _ClassVar[ErrorReason]
     KEY_EXISTS: _ClassVar[ErrorReason]
     KEY_REVOKED: _ClassVar[ErrorReason]
+    TLS_REQUIRED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 TOKEN_MISSING: ErrorReason
 TOKEN_INVALID: ErrorReason
@@ -106,3 +107,4 @@ KEY_ACCESS_DENIED: ErrorReason
 KEY_NOT_FOUND: ErrorReason
 KEY_EXISTS: ErrorReason
 KEY_REVOKED: ErrorReason
+TLS_REQUIRED: ErrorReason
