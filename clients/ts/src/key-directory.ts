@@ -3,12 +3,10 @@
 // runs. A log that was truncated, forked or rewritten, or a key the log does not vouch for, is a
 // KeyLogError the application sees; the store keeps the last good head, so the next call
 // refuses the same log again.
-import { randomBytes } from "node:crypto";
-import { open, readFile, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { KeyLogHeadSchema, type DirectoryService, type KeyLogEntry, type RecipientKey } from "./gen/zkplatform_api/platform/v1/directory_pb.js";
+import { readIfExists, replaceAtomically } from "./atomic-file.js";
 import { KeyLogError, KeyLogState, checkRecipientKeys, extendKeyLog } from "./key-log.js";
 
 export {
@@ -50,31 +48,12 @@ export class FileKeyLogStore implements KeyLogStore {
   constructor(readonly path: string) {}
 
   async load(): Promise<KeyLogState | null> {
-    let text: string;
-    try {
-      text = await readFile(this.path, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw error;
-    }
-    return KeyLogState.fromJson(text);
+    const text = await readIfExists(this.path);
+    return text === null ? null : KeyLogState.fromJson(text);
   }
 
-  async save(state: KeyLogState): Promise<void> {
-    const temporary = join(dirname(this.path), `.${basename(this.path)}.${randomBytes(6).toString("hex")}.tmp`);
-    try {
-      const file = await open(temporary, "wx", 0o600);
-      try {
-        await file.writeFile(state.toJson(), "utf8");
-        await file.sync();
-      } finally {
-        await file.close();
-      }
-      await rename(temporary, this.path);
-    } catch (error) {
-      await unlink(temporary).catch(() => undefined);
-      throw error;
-    }
+  save(state: KeyLogState): Promise<void> {
+    return replaceAtomically(this.path, state.toJson());
   }
 }
 

@@ -29,11 +29,9 @@
 //   function) has a new one by then. A second expiry before anything arrived,
 //   and every other UNAUTHENTICATED, PERMISSION_DENIED and answer that
 //   retrying cannot change, stop the sync with a SyncStoppedError.
-import { randomBytes } from "node:crypto";
-import { open, readFile, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { readIfExists, replaceAtomically } from "./atomic-file.js";
 import { errorDetails } from "./error-info.js";
 import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 import { ItemSchema, type Item, type ItemChange, type VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
@@ -92,31 +90,12 @@ export class FileSyncStore implements SyncStore {
   constructor(readonly path: string) {}
 
   async load(): Promise<SyncState | null> {
-    let text: string;
-    try {
-      text = await readFile(this.path, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw error;
-    }
-    return SyncState.fromJson(text);
+    const text = await readIfExists(this.path);
+    return text === null ? null : SyncState.fromJson(text);
   }
 
-  async save(state: SyncState): Promise<void> {
-    const temporary = join(dirname(this.path), `.${basename(this.path)}.${randomBytes(6).toString("hex")}.tmp`);
-    try {
-      const file = await open(temporary, "wx", 0o600);
-      try {
-        await file.writeFile(state.toJson(), "utf8");
-        await file.sync();
-      } finally {
-        await file.close();
-      }
-      await rename(temporary, this.path);
-    } catch (error) {
-      await unlink(temporary).catch(() => undefined);
-      throw error;
-    }
+  save(state: SyncState): Promise<void> {
+    return replaceAtomically(this.path, state.toJson());
   }
 }
 
