@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from joserfc import jwe, jwk
 from joserfc.errors import JoseError
 
@@ -102,8 +103,13 @@ class RecipientPrivateKey:
     private key, where the app keeps its secrets, and load it again with `from_jwk()`."""
 
     def __init__(self, key: jwk.OKPKey | jwk.ECKey) -> None:
-        key = _from_private_part(key)
+        if not key.is_private:
+            raise ValueError("a recipient's private key needs its private part (d)")
         public = _canonical_public(dict(key.as_dict(private=False)))
+        # joserfc keeps the public members it is given as they are: x (or y) that is not d's
+        # would publish a key id this key opens nothing for.
+        if public != _public_of(key):
+            raise ValueError("the JWK's public members are not those of its private key")
         self._key = key
         self._public_jwk = public
         self._thumbprint = hashlib.sha256(public.encode()).digest()
@@ -131,12 +137,7 @@ class RecipientPrivateKey:
             key = key_type.import_key(members)
         except (JoseError, ValueError, TypeError):
             raise ValueError(f"not a usable {members['crv']} private key") from None
-        loaded = cls(key)
-        # The public members, when given, must be those of d: else the key id published would not be its own.
-        given = {name: members[name] for name in ("x", "y") if name in members}
-        if any(json.loads(loaded.public_jwk).get(name) != value for name, value in given.items()):
-            raise ValueError("the JWK's public members are not those of its private key")
-        return loaded
+        return cls(key)
 
     def to_jwk(self) -> str:
         """The private key as JWK text, with `d` (a secret: store it like one)."""
@@ -163,16 +164,11 @@ class RecipientPrivateKey:
     __str__ = __repr__
 
 
-def _from_private_part(key: jwk.OKPKey | jwk.ECKey) -> jwk.OKPKey | jwk.ECKey:
-    """The key made again from its private part alone: joserfc keeps the public members it was
-    given, and a JWK whose x (or y) is not its d's would have a key id that opens nothing."""
-    if isinstance(key, jwk.ECKey):
-        if key.private_key is None:
-            raise ValueError("a recipient's private key needs its private part (d)")
-        return jwk.ECKey.import_key(key.private_key)
-    if key.private_key is None:
-        raise ValueError("a recipient's private key needs its private part (d)")
-    return jwk.OKPKey.import_key(key.private_key)
+def _public_of(key: jwk.OKPKey | jwk.ECKey) -> str:
+    """The canonical JWK text of the public key derived from the private one (through its PEM,
+    which every joserfc since 1.0 imports)."""
+    pem = key.public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    return _canonical_public(dict(type(key).import_key(pem).as_dict(private=False)))
 
 
 @dataclass(frozen=True)
@@ -304,15 +300,12 @@ def _recipients(recipients: Iterable[RecipientKey | str]) -> list[_Recipient]:
     found: dict[str, _Recipient] = {}
     for recipient in recipients:
         text = recipient.jwk if isinstance(recipient, RecipientKey) else recipient
-        canonical = _canonical_public(_public_members(text))
+        canonical, key = _public_key(_public_members(text))
         digest = hashlib.sha256(canonical.encode()).digest()
         key_id = _b64encode(digest)
         if isinstance(recipient, RecipientKey) and recipient.key_id != key_id:
             raise ValueError(f"recipient key {recipient.key_id} is not the thumbprint of its jwk")
-        if key_id not in found:
-            key = jwk.import_key(json.loads(canonical))
-            assert isinstance(key, jwk.OKPKey | jwk.ECKey)  # _canonical_public took only those
-            found[key_id] = _Recipient(key_id, digest.hex(), key)
+        found.setdefault(key_id, _Recipient(key_id, digest.hex(), key))
     return list(found.values())
 
 
@@ -329,8 +322,13 @@ def _public_members(text: str) -> dict[str, Any]:
 
 
 def _canonical_public(members: Mapping[str, Any]) -> str:
+    return _public_key(members)[0]
+
+
+def _public_key(members: Mapping[str, Any]) -> tuple[str, jwk.OKPKey | jwk.ECKey]:
     """The RFC 7638 text of an X25519 or P-256 public key (its required members, sorted, no
-    whitespace), once joserfc has taken its coordinates for a usable key as they are written."""
+    whitespace), and the key, once joserfc has taken its coordinates for a usable key as they
+    are written."""
     kty, required = _CURVES.get(str(members.get("crv")), (None, ()))
     if kty is None or members.get("kty") != kty:
         raise SealingError("UNSUPPORTED", "recipient keys are X25519 (kty OKP) or P-256 (kty EC)")
@@ -340,13 +338,15 @@ def _canonical_public(members: Mapping[str, Any]) -> str:
         if not isinstance(value, str):
             raise ValueError(f"a {members['crv']} public key has {name} as a string")  # noqa: TRY004 - JSON given
         canonical[name] = value
+    key_type = jwk.OKPKey if kty == "OKP" else jwk.ECKey
     try:
-        exported = jwk.import_key(dict(canonical)).as_dict(private=False)
+        key = key_type.import_key(dict(canonical))
     except (JoseError, ValueError, TypeError):
         raise ValueError(f"not a usable {members['crv']} public key") from None
+    exported = key.as_dict(private=False)
     if any(exported.get(name) != canonical[name] for name in required):
         raise ValueError(f"not a usable {members['crv']} public key (a coordinate is not canonical base64url)")
-    return json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return json.dumps(canonical, sort_keys=True, separators=(",", ":")), key
 
 
 def _aad(tenant_id: str, vault_id: str, item_id: str, kind: str) -> bytes:
