@@ -10,11 +10,12 @@ import base64
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from connectrpc.request import RequestContext
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from tests.e2e.server import Server, serving
@@ -148,6 +149,37 @@ async def test_a_revoked_key_is_no_longer_offered(server: Server, tokens: dict[s
     assert bob_key.key_id in ids(before)
     assert bob_key.key_id not in ids(after)
     assert state.keys[bob_key.key_id].revoked
+
+
+class AfterFirstAnswer:
+    """A connectrpc interceptor that runs `action` right after the first GetRecipientKeys answer,
+    before the client verifies the log up to it: a change that lands in between."""
+
+    def __init__(self, action: Callable[[], Awaitable[object]]) -> None:
+        self.action = action
+        self.ran = False
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        return None
+
+    async def on_end(self, _: None, ctx: RequestContext[Any, Any], error: Exception | None) -> None:
+        if ctx.method.name == "GetRecipientKeys" and error is None and not self.ran:
+            self.ran = True
+            await self.action()
+
+
+async def test_a_key_revoked_between_an_answer_and_its_verification_is_not_offered(
+    server: Server, tokens: dict[str, str]
+) -> None:
+    bob_key = RecipientPrivateKey.generate()
+    await publish(server, tokens["bob"], bob_key)
+    async with clients(server.base_url, token=tokens["bob"]) as bob:
+        revocation = AfterFirstAnswer(lambda: bob.directory.revoke_key(RevokeKeyRequest(key_id=bob_key.key_id)))
+        async with clients(server.base_url, token=tokens["alice"], interceptors=[revocation]) as alice:
+            keys = await KeyDirectory(alice.directory).recipient_keys(["bob"])
+
+    assert revocation.ran
+    assert bob_key.key_id not in ids(keys)
 
 
 async def test_another_tenant_s_principals_have_no_keys(server: Server, tokens: dict[str, str]) -> None:
