@@ -23,7 +23,6 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +40,7 @@ from zkplatform_api.platform.v1.directory_pb2 import (
     RecipientKey,
 )
 from zkplatform_client.sealing import RecipientPrivateKey
+from zkplatform_client.state_files import read_state, replace_state
 
 __all__ = [
     "EMPTY_LOG_HASH",
@@ -253,23 +253,11 @@ class FileKeyLogStore:
         self.path = Path(path)
 
     def load(self) -> KeyLogState | None:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        return KeyLogState.from_json(text)
+        text = read_state(self.path)
+        return None if text is None else KeyLogState.from_json(text)
 
     def save(self, state: KeyLogState) -> None:
-        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(state.to_json())
-                file.flush()
-                os.fsync(file.fileno())
-            Path(temporary).replace(self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_state(self.path, state.to_json())
 
 
 class KeyDirectory:
