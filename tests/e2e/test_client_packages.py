@@ -102,6 +102,31 @@ assert importlib.util.find_spec("zkplatform") is None
 assert importlib.util.find_spec("zkplatform_api.platform.v1.vault_pb2_grpc") is None
 """
 
+# Every committed sealed vector (clients/testdata/sealed-*.json) opened as it says.
+OPEN_VECTORS = """\
+import base64, json, sys
+from pathlib import Path
+from google.protobuf import json_format
+from zkplatform_api.platform.v1.vault_pb2 import Item
+from zkplatform_client import RecipientPrivateKey, SealingError, open_item
+
+testdata = Path(sys.argv[1])
+private = json.loads((testdata / "recipients.json").read_text())["keys"]
+keys = {name: RecipientPrivateKey.from_jwk(jwk) for name, jwk in private.items()}
+opened, wrong = 0, []
+for path in sorted(testdata.glob("sealed-*.json")):
+    for vector in json.loads(path.read_text())["vectors"]:
+        item = json_format.ParseDict(vector["item"], Item())
+        try:
+            got = base64.urlsafe_b64encode(open_item(item, keys[vector["recipient"]])).rstrip(b"=").decode()
+        except SealingError as error:
+            got = error.reason
+        opened += 1
+        if got != vector.get("plaintext", vector.get("error")):
+            wrong.append(vector["name"])
+print(json.dumps({"opened": opened, "wrong": wrong}))
+"""
+
 # A server certificate that is itself a CA (what `openssl req -x509` makes), trusted as such.
 CA_AS_SERVER = """\
 import asyncio, os, sys
@@ -304,9 +329,12 @@ def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, 
     bounds = lower_bounds(wheel)
     names = installed(lowest_venv)
 
-    assert set(bounds) == {"connectrpc", "googleapis-common-protos", "joserfc", "protobuf", "pyqwest"}
+    assert set(bounds) == {"connectrpc", "cryptography", "googleapis-common-protos", "joserfc", "protobuf", "pyqwest"}
     assert {name: Version(names[name]) for name in bounds} == {name: Version(v) for name, v in bounds.items()}
     run([lowest_venv, "-I", "-c", ALONE])
+    vectors = json.loads(run([lowest_venv, "-I", "-c", OPEN_VECTORS, str(ROOT / "clients" / "testdata")]).stdout)
+    assert vectors["wrong"] == []
+    assert vectors["opened"] >= 17  # sealed-python.json's at least
 
 
 def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> None:
@@ -328,6 +356,8 @@ def test_the_packages_leave_the_server_alone(packages: tuple[Path, Path]) -> Non
     listing = run([sys.executable, "-m", "zipfile", "-l", str(wheel)]).stdout
     assert "zkplatform_client/sync.py" in listing
     assert "zkplatform_client/auth.py" in listing
+    assert "zkplatform_client/sealing.py" in listing
+    assert "zkplatform_client/key_directory.py" in listing
     assert "zkplatform_api/platform/v1/vault_connect.py" in listing
     assert "zkplatform/" not in listing.replace("zkplatform_", "")
     assert "_grpc.py" not in listing
@@ -371,6 +401,26 @@ def test_the_interceptors_example(language: str, venv: str, project: Path, serve
             {"rpc": "GetItem", "code": not_found, "sawToken": False},
         ]
     }
+
+
+@pytest.mark.parametrize("client", ["python", "python-lowest"])
+def test_the_sealing_example(client: str, request: pytest.FixtureRequest, server: Server, tmp_path: Path) -> None:
+    """At the newest dependencies and at the lowest bounds (joserfc's JWEs, cryptography's AES-GCM)."""
+    python: str = request.getfixturevalue("lowest_venv" if client == "python-lowest" else "venv")
+    alice, bob = tokens(server)["alice"], tokens(server)["bob"]
+    key_log = tmp_path / "key-log.json"
+
+    result = run(
+        [python, "-I", str(PY_EXAMPLES / "sealing.py"), server.base_url, alice, bob, f"sealed-{client}", str(key_log)]
+    )
+
+    assert json.loads(result.stdout) == {"recipients": ["alice", "bob"], "opened": "the wifi password is hunter2"}
+    assert result.stderr == ""
+    assert alice not in result.stdout
+    assert bob not in result.stdout
+    state = json.loads(key_log.read_text())
+    assert (state["version"], state["tenantId"]) == (1, "acme")
+    assert state["size"] >= 2  # alice's and bob's publications at least
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

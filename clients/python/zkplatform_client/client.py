@@ -1,10 +1,11 @@
-"""The platform's two clients, over one HTTP transport, with auth, interceptors and TLS options.
+"""The platform's clients, over one HTTP transport, with auth, interceptors and TLS options.
 
     async with clients("https://vault.example", token=get_token, ca=Path("ca.pem")) as platform:
         await platform.vault.get_item(GetItemRequest(...), use_get=True)
 
-The generated clients (`VaultServiceClient`, `BrokerServiceClient`) stay usable on their own:
-this only builds what they take (`interceptors`, `http_client`, `codec`, `protocol`).
+The generated clients (`VaultServiceClient`, `BrokerServiceClient`, `DirectoryServiceClient`) stay
+usable on their own: this only builds what they take (`interceptors`, `http_client`, `codec`,
+`protocol`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from connectrpc.protocol import ProtocolType
 from pyqwest import Client, HTTPTransport, HTTPVersion
 
 from zkplatform_api.platform.v1.broker_connect import BrokerServiceClient
+from zkplatform_api.platform.v1.directory_connect import DirectoryServiceClient
 from zkplatform_api.platform.v1.vault_connect import VaultServiceClient
 from zkplatform_client.auth import AuthInterceptor, TokenCallback, TokenProvider
 from zkplatform_client.dpop import DPoPKey
@@ -37,16 +39,24 @@ _PROTOCOLS = {
 
 
 class Clients:
-    """`vault` and `broker`, sharing one transport; closing them closes the transport they made."""
+    """`vault`, `broker` and `directory`, sharing one transport; closing them closes the transport they made."""
 
-    def __init__(self, vault: VaultServiceClient, broker: BrokerServiceClient, owned: HTTPTransport | None) -> None:
+    def __init__(
+        self,
+        vault: VaultServiceClient,
+        broker: BrokerServiceClient,
+        owned: HTTPTransport | None,
+        directory: DirectoryServiceClient,
+    ) -> None:
         self.vault = vault
         self.broker = broker
+        self.directory = directory
         self._owned = owned
 
     async def aclose(self) -> None:
         await self.vault.close()
         await self.broker.close()
+        await self.directory.close()
         if self._owned is not None:
             await self._owned.aclose()
 
@@ -98,7 +108,7 @@ def clients(  # noqa: PLR0913 # every option has a default
     timeout_ms: int | None = None,
     http_client: Client | None = None,
 ) -> Clients:
-    """The VaultService and BrokerService clients of the server at `base_url`.
+    """The VaultService, BrokerService and DirectoryService clients of the server at `base_url`.
 
     `token`: what authorizes each call (a token, a function returning a fresh one, or a
     TokenProvider); with `dpop`, the key the tokens are bound to, each call carries a proof.
@@ -125,4 +135,7 @@ def clients(  # noqa: PLR0913 # every option has a default
     broker = BrokerServiceClient(
         base_url, codec=codec, protocol=kind, timeout_ms=timeout_ms, interceptors=chain, http_client=http_client
     )
-    return Clients(vault, broker, owned)
+    directory = DirectoryServiceClient(
+        base_url, codec=codec, protocol=kind, timeout_ms=timeout_ms, interceptors=chain, http_client=http_client
+    )
+    return Clients(vault, broker, owned, directory)

@@ -38,7 +38,6 @@ import inspect
 import json
 import os
 import random
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +57,7 @@ from zkplatform_api.platform.v1.vault_pb2 import (
     WatchChangesRequest,
 )
 from zkplatform_client.errors import error_details, error_reason
+from zkplatform_client.state_files import read_state, replace_state
 
 __all__ = [
     "Backoff",
@@ -166,23 +166,11 @@ class FileSyncStore:
         self.path = Path(path)
 
     def load(self) -> SyncState | None:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        return SyncState.from_json(text)
+        text = read_state(self.path)
+        return None if text is None else SyncState.from_json(text)
 
     def save(self, state: SyncState) -> None:
-        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(state.to_json())
-                file.flush()
-                os.fsync(file.fileno())
-            Path(temporary).replace(self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_state(self.path, state.to_json())
 
 
 @dataclass(frozen=True)
