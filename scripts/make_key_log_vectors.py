@@ -141,6 +141,13 @@ def main() -> None:
             "expect": "LOG_GAP",
         },
         {
+            "name": "entries running past the head (gap)",
+            "known": head(at[0]),
+            "entries": full,
+            "head": head(at[4]),
+            "expect": "LOG_GAP",
+        },
+        {
             "name": "entries ending before the head (gap)",
             "known": head(at[0]),
             "entries": full[:4],

@@ -146,9 +146,9 @@ def extend_key_log(state: KeyLogState, entries: Iterable[KeyLogEntry], head: Key
             raise KeyLogError("LOG_FORKED", f"entry {entry.index} does not continue the verified chain")
         tenant_id, size = entry.tenant_id, entry.index
         _record(keys, entry)
-    if size < head.size:
-        raise KeyLogError("LOG_GAP", f"the entries stop at {size}, before the log's head at {head.size}")
-    if size > head.size or _b64encode(previous) != head.hash:
+    if size != head.size:
+        raise KeyLogError("LOG_GAP", f"the entries end at {size}, not at the log's head ({head.size})")
+    if _b64encode(previous) != head.hash:
         raise KeyLogError("LOG_FORKED", f"the log's head ({head.size}) is not where the verified chain ends")
     return KeyLogState(tenant_id, size, head.hash, keys)
 
@@ -294,11 +294,14 @@ class KeyDirectory:
         asked = list(dict.fromkeys(principal_ids))
         async with self._lock:
             state = await self.state()
+            known = state.size
             attempts = 0
             while True:
                 attempts += 1
                 answer = await self._directory.get_recipient_keys(GetRecipientKeysRequest(principal_ids=asked))
                 head = answer.log_head
+                if head.size < known:  # behind a head verified before this call: the log was cut
+                    extend_key_log(state, [], head)
                 if head.size != state.size or head.hash != state.hash:
                     state = await self._verify(state)
                 # An answer behind the verified head was read before a change the listing then
