@@ -145,9 +145,12 @@ export type KeyLogEntry = Message<"platform.v1.KeyLogEntry"> & {
   index: bigint;
 
   /**
-   * action: Output only. A publication or a revocation. The list may grow:
-   * a client must keep verifying the chain over an entry whose action it
-   * does not know (its canonical bytes name the action as sent).
+   * action: Output only. A publication or a revocation. The list may grow,
+   * in a later minor version of the contract. An entry's canonical bytes
+   * name its action, and the binary encoding carries only its number: a
+   * client that does not know an entry's action cannot recompute its hash,
+   * so it must not trust the log from that entry on (it refuses it as it
+   * refuses a forked log, saying that the client needs an update).
    *
    * @generated from field: platform.v1.KeyLogAction action = 2;
    */
