@@ -318,7 +318,7 @@ def test_the_wheel_in_a_fresh_venv(tmp_path: Path, venv: str, server: Server) ->
     names = installed(venv)
 
     assert {"zkplatform-client", "connectrpc", "protobuf", "googleapis-common-protos", *NEIGHBOURS} <= set(names)
-    assert names["zkplatform-client"] == "1.0.0"
+    assert names["zkplatform-client"] == "1.1.0"
     assert "zkplatform" not in names
     run([venv, "-I", "-c", ALONE])
     sync_sees_a_change(server, [venv, "-I", "-m", "zkplatform_client.example"], "pkg-python", tmp_path)
@@ -341,7 +341,7 @@ def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> N
     manifest = json.loads((project / "node_modules" / "zkplatform-client" / "package.json").read_text())
 
     assert manifest["types"] == "./dist/index.d.ts"
-    assert manifest["version"] == "1.0.0"
+    assert manifest["version"] == "1.1.0"
     assert "private" not in manifest  # publishable
     assert manifest["engines"] == {"node": ">=20"}
     # Direct dependencies: a consumer's own transport comes from the versions the package uses.
