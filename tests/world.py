@@ -37,8 +37,8 @@ class World:
     tenants: list[devmode.DevTenant]
 
     @classmethod
-    async def seed(cls, platform: Platform) -> World:
-        return cls(platform, await devmode.seed(platform.store, platform.issuer, platform.clock))
+    async def seed(cls, platform: Platform, *, keys: bool = True) -> World:
+        return cls(platform, await devmode.seed(platform.store, platform.issuer, platform.clock, keys=keys))
 
     def token(self, principal_id: str) -> str:
         for tenant in self.tenants:

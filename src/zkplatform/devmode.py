@@ -1,20 +1,23 @@
-"""Development mode: demo data in the memory store, tokens in a credentials file.
+"""Development mode: demo data in the memory store, tokens and demo keys in a credentials file.
 
 The development data set of docs/api.md: two tenants; the first has an owner and a member
 and two vaults, the member not being a member of the owner's vault; the second
-has one principal and one vault. Every vault holds live items, each with an
-encrypted payload and two wrapped keys. Each principal gets a one-hour token
-with every scope its role allows. The tokens go to the credentials file only,
-never to the server's output.
+has one principal and one vault. Each principal has a recipient key published in its
+tenant's directory, and every vault holds six live items sealed for the keys of its
+members, as the client packages seal them (docs/sealing.md), so that a demo opens them.
+The keys and the sealed items are read from dev_data.json (scripts/make_dev_data.py made
+it with the Python client package): the server itself seals nothing. Each principal gets
+a one-hour token with every scope its role allows. The tokens and the demo private keys
+go to the credentials file only, never to the server's output.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import secrets
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +25,10 @@ from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
+from zkplatform.domain.recipient_keys import RecipientKey, public_key
 from zkplatform.repository import Store
 
 DEV_TOKEN_TTL_SECONDS = 3600
-ITEMS_PER_VAULT = 6
 
 # tenant -> principals (id, role); vaults (id, members)
 _DATA: list[tuple[str, list[tuple[str, Role]], list[tuple[str, list[str]]]]] = [
@@ -45,30 +48,39 @@ class DevTenant:
     vaults: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _b64(size: int) -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(size)).rstrip(b"=").decode()
+@cache
+def _data() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(resources.files(__package__).joinpath("dev_data.json").read_text())
+    return document
 
 
-def _demo_item(tenant_id: str, vault_id: str, number: int, members: list[str], now: int) -> Item:
-    return Item(
-        item_id=f"item-{number}",
-        tenant_id=tenant_id,
-        vault_id=vault_id,
-        version=1,
-        kind="login" if number % 2 else "note",
-        title_hash=_b64(32),
-        updated_at=now,
-        payload=EncryptedPayload(alg="A256GCM", nonce=_b64(12), aad=_b64(16), ciphertext=_b64(96), version=1),
-        wrapped_keys=tuple(
-            WrappedKey(recipient_id=recipient, wrap_alg="ECDH-ES+A256KW", wrapped_key=_b64(40))
-            # Two keys per item, one per recipient: a vault of one member also wraps for a recovery key.
-            for recipient in [*members, f"{members[0]}:recovery"][:2]
-        ),
-    )
+def _demo_items(tenant_id: str, vault_id: str, now: int) -> list[Item]:
+    return [
+        Item(
+            item_id=item["itemId"],
+            tenant_id=tenant_id,
+            vault_id=vault_id,
+            version=1,
+            kind=item["kind"],
+            title_hash=item["titleHash"],
+            updated_at=now,
+            payload=EncryptedPayload(**item["encryptedPayload"]),
+            wrapped_keys=tuple(
+                WrappedKey(key["recipientId"], key["wrapAlg"], key["wrappedKey"]) for key in item["wrappedKeys"]
+            ),
+        )
+        for item in _data()["vaults"][vault_id]
+    ]
 
 
-async def seed(store: Store, issuer: TokenIssuer, clock: Clock) -> list[DevTenant]:
-    """Create the development data set and a token per principal."""
+def _demo_key(tenant_id: str, principal_id: str, now: int) -> RecipientKey:
+    public = public_key(_data()["principals"][principal_id]["publicKeyJwk"])
+    return RecipientKey(public.key_id, tenant_id, principal_id, public.jwk, now)
+
+
+async def seed(store: Store, issuer: TokenIssuer, clock: Clock, *, keys: bool = True) -> list[DevTenant]:
+    """Create the development data set and a token per principal; with `keys`, publish each
+    principal's demo recipient key (the sealed items are sealed for them all the same)."""
     now = clock()
     operator = Actor.operator(now)  # the development data set is the operator's doing
     result = []
@@ -79,10 +91,21 @@ async def seed(store: Store, issuer: TokenIssuer, clock: Clock) -> list[DevTenan
             principal = Principal(principal_id, tenant_id, role, role.default_scopes)
             await store.add_principal(principal, operator)
             issued = await issuer.issue(principal, DEV_TOKEN_TTL_SECONDS)
-            tenant.principals.append({"principalId": principal_id, "role": role.value, "token": issued.secret})
+            key = _demo_key(tenant_id, principal_id, now)
+            if keys:
+                await store.publish_key(key, operator)
+            tenant.principals.append(
+                {
+                    "principalId": principal_id,
+                    "role": role.value,
+                    "token": issued.secret,
+                    "keyId": key.key_id,
+                    "privateKeyJwk": _data()["principals"][principal_id]["privateKeyJwk"],
+                }
+            )
         for vault_id, members in vaults:
             await store.add_vault(Vault(vault_id, tenant_id, frozenset(members)), operator)
-            items = [_demo_item(tenant_id, vault_id, n, members, now) for n in range(1, ITEMS_PER_VAULT + 1)]
+            items = _demo_items(tenant_id, vault_id, now)
             await store.add_items(items, operator)
             listed = [{"itemId": item.item_id, "version": item.version} for item in items]
             tenant.vaults.append({"vaultId": vault_id, "members": members, "items": listed})

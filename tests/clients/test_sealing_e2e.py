@@ -198,14 +198,13 @@ async def test_another_tenant_s_principals_have_no_keys(server: Server, tokens: 
 # A key log rewritten behind the server's back
 
 
-def swap_key(db: Path, tenant_id: str, principal_id: str, new_jwk: str, new_key_id: str) -> None:
-    """Give the principal's first key's log entry (and its directory row) another key, and chain
+def swap_key(db: Path, tenant_id: str, old: str, new_jwk: str, new_key_id: str) -> None:
+    """Give the key `old`'s log entries (and its directory row) another key, and chain
     the whole log again from its first entry, head included: a coherent rewrite of the history,
     as a server (or whoever holds its database) that swaps a recipient's key would make."""
     with contextlib.closing(sqlite3.connect(db)) as conn, conn:
         rows = conn.execute("SELECT entry FROM key_log WHERE tenant_id = ? ORDER BY log_index", (tenant_id,)).fetchall()
         entries = [KeyLogEntry.read(bytes(row[0])) for row in rows]
-        (old,) = {e.key_id for e in entries if e.principal_id == principal_id}
         rewritten = [
             KeyLogEntry(e.action, e.tenant_id, e.principal_id, new_key_id, new_jwk, e.time) if e.key_id == old else e
             for e in entries
@@ -236,7 +235,7 @@ async def test_a_log_rewritten_in_the_database_is_refused_on_every_call_after(tm
             trusted = await directory.recipient_keys(["bob"])
             verified = state_file.read_bytes()
 
-            swap_key(tmp_path / "zk.db", "acme", "bob", intruder.public_jwk, intruder.key_id)
+            swap_key(tmp_path / "zk.db", "acme", bob_key.key_id, intruder.public_jwk, intruder.key_id)
 
             with pytest.raises(KeyLogError) as asked:
                 await directory.recipient_keys(["bob"])
@@ -249,9 +248,10 @@ async def test_a_log_rewritten_in_the_database_is_refused_on_every_call_after(tm
             # Without what it verified before, a client can only trust what it is given.
             first_look = await KeyDirectory(platform.directory).recipient_keys(["bob"])
 
-    assert ids(trusted) == {bob_key.key_id}
-    assert ids(first_look) == {intruder.key_id}  # the server does serve the rewritten log
+    dev_key = world.tenants[0].principals[1]["keyId"]  # bob's in the development data set
+    assert ids(trusted) == {dev_key, bob_key.key_id}
+    assert ids(first_look) == {dev_key, intruder.key_id}  # the server does serve the rewritten log
     assert [asked.value.reason, verifying.value.reason, restarted.value.reason] == ["LOG_FORKED"] * 3
     assert state_file.read_bytes() == verified
-    assert json.loads(verified)["size"] == 2
+    assert json.loads(verified)["size"] == 4  # the development data set's two keys, then the test's
     assert base64.urlsafe_b64decode(json.loads(verified)["hash"] + "=") != bytes(32)

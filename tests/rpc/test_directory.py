@@ -38,6 +38,12 @@ PATHS = {
 ZERO_HASH = "A" * 43  # base64url of 32 zero bytes: the head of an empty log
 
 
+@pytest.fixture
+async def world(platform: Platform) -> World:
+    """The development data set before its demo keys are published: every log starts empty."""
+    return await World.seed(platform, keys=False)
+
+
 def x25519() -> jwk.OKPKey:
     return jwk.OKPKey.generate_key("X25519", private=True)
 
