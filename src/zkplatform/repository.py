@@ -35,6 +35,7 @@ from zkplatform.domain.models import (
     ItemPage,
     ItemPatch,
     Principal,
+    ScopeChange,
     Tenant,
     TokenRecord,
     Tombstone,
@@ -148,6 +149,18 @@ class DirectoryRepository(Protocol):
         in the same transaction, and answers their ids (enabling revives none: an empty
         list); from then on, add_token and add_minted_token refuse it with
         PrincipalDisabled until it is enabled. None when there is no such principal."""
+        ...
+
+    async def change_principal_scopes(
+        self, tenant_id: str, principal_id: str, change: ScopeChange, actor: Actor
+    ) -> tuple[Principal, Principal]:
+        """Atomically: apply `change` to the principal as this transaction reads it
+        (ScopeChange.applied), store its new grant and audit it (scopes_event); the principal
+        before and after. A change that leaves the grant as it was writes nothing, no event
+        either. A narrowing holds for its existing tokens from their next call, and wakes
+        their open watches, which check their scope again (as a revocation does). Refused, with
+        nothing changed: ScopesBeyondRole (the role's bound), UnknownReference (no such tenant,
+        or no such principal in it)."""
         ...
 
 
@@ -265,8 +278,9 @@ class ChangeSubscription(Protocol):
 
     async def wait(self) -> bool:
         """Return once the vault may have changed since the last return (or the subscription);
-        True when the watch's token may have been revoked or a member removed from the vault
-        since then too (the watcher checks them again: the wake-up does not say whose)."""
+        True when the watch's token may have been revoked, its principal's scopes narrowed or a
+        member removed from the vault since then too (the watcher checks them again: the
+        wake-up does not say whose)."""
         ...
 
     def close(self) -> None: ...
@@ -274,8 +288,8 @@ class ChangeSubscription(Protocol):
 
 class ChangeFeed(Protocol):
     """Wakes the watches of a vault when it changes, and those whose access may have changed
-    (the token revoked, a member removed from the vault), whichever worker or host changed
-    it. One per worker and store, shared by all its watches."""
+    (the token revoked, its principal's scopes narrowed, a member removed from the vault),
+    whichever worker or host changed it. One per worker and store, shared by all its watches."""
 
     def subscribe(self, vault_id: str, token_id: str) -> ChangeSubscription: ...
 
@@ -300,6 +314,12 @@ class TokenRepository(Protocol):
 
     async def get_token(self, token_id: str) -> TokenRecord | None:
         """The token with that public id, live or not."""
+        ...
+
+    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
+        """The token with that public id, live or not, and its principal as it is now, in one
+        lookup: what an open watch checks again (the token revoked or expired, the principal's
+        scopes narrowed)."""
         ...
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...

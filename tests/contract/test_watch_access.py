@@ -16,7 +16,8 @@ from tests.store.stores import closing
 from tests.unit.test_vault_items import VAULT, caller
 from tests.world import PEPPER, FakeClock, World
 from zkplatform.domain.auth import Caller
-from zkplatform.domain.errors import PermissionDenied, TokenRevoked, Unauthenticated, VaultAccessDenied
+from zkplatform.domain.errors import PermissionDenied, ScopeMissing, TokenRevoked, Unauthenticated, VaultAccessDenied
+from zkplatform.domain.models import Scope, ScopeChange, ScopeEdit
 from zkplatform.domain.sync import ListedChanges, WatchPolicy
 from zkplatform.store import MigratableStore, open_store
 from zkplatform.wiring import Platform
@@ -24,6 +25,7 @@ from zkplatform.wiring import Platform
 HEARTBEAT = 600.0  # seconds: longer than any wait below, so no heartbeat re-check ends a watch
 ENDS_WITHIN = 20.0  # seconds: bounds a failure; the wake-up comes within a poll interval (0.2 s)
 SEEDED = 6  # the development vault's items
+READ = frozenset({Scope.VAULT_ITEMS_READ})
 
 Change = Callable[[MigratableStore, Caller], Awaitable[object]]
 
@@ -88,14 +90,21 @@ async def remove(store: MigratableStore, _: Caller) -> object:
     return await store.remove_vault_member(VAULT, "bob", OPERATOR)
 
 
+async def narrow(store: MigratableStore, _: Caller) -> object:
+    """An operator takes vault.items.read from bob: his token still holds it, but a call's scopes
+    are the token's within the principal's."""
+    return await store.change_principal_scopes("acme", "bob", ScopeChange(ScopeEdit.REMOVE, READ), OPERATOR)
+
+
 @pytest.mark.parametrize(
     ("change", "ending"),
     [
         (revoke, TokenRevoked()),
         (disable, TokenRevoked()),
         (remove, VaultAccessDenied()),
+        (narrow, ScopeMissing(Scope.VAULT_ITEMS_READ)),
     ],
-    ids=["token revoked", "principal disabled", "member removed"],
+    ids=["token revoked", "principal disabled", "member removed", "scope removed"],
 )
 async def test_a_quiet_watch_ends_at_once_when_its_access_goes(
     world: World, writer: MigratableStore, change: Change, ending: Exception
@@ -111,7 +120,7 @@ async def test_a_quiet_watch_ends_at_once_when_its_access_goes(
     assert (type(ended), str(ended)) == (type(ending), str(ending))
 
 
-@pytest.mark.parametrize("change", [revoke, remove], ids=["token revoked", "member removed"])
+@pytest.mark.parametrize("change", [revoke, remove, narrow], ids=["token revoked", "member removed", "scope removed"])
 async def test_a_change_committed_after_the_access_went_is_never_sent(
     world: World, writer: MigratableStore, change: Change
 ) -> None:
@@ -125,3 +134,19 @@ async def test_a_change_committed_after_the_access_went_is_never_sent(
     sent, ended = await pending
     assert sent == []
     assert isinstance(ended, Unauthenticated if change is revoke else PermissionDenied)
+
+
+async def test_a_watch_goes_on_when_its_principal_loses_another_scope(world: World, writer: MigratableStore) -> None:
+    bob = await caller(world, "bob")
+    watch = await live_watch(world, bob)
+    try:
+        await writer.change_principal_scopes(
+            "acme", "bob", ScopeChange(ScopeEdit.REMOVE, frozenset({Scope.VAULT_ITEMS_WRITE})), OPERATOR
+        )
+        await writer.create_item(new("after", vault_id=VAULT, tenant_id="acme"), OPERATOR)
+
+        sent = await asyncio.wait_for(anext(watch), ENDS_WITHIN)
+    finally:
+        await watch.aclose()
+
+    assert [change.item.item_id for change in sent.changes] == ["after"]

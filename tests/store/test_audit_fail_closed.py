@@ -22,7 +22,7 @@ from tests.contract.test_store_contract import NOW, item, token
 from tests.store.stores import closing, migrated, sqlite_file
 from tests.world import PEPPER, World, serve_in_process
 from zkplatform.domain import tokens
-from zkplatform.domain.models import Principal, Role, Tenant, Vault
+from zkplatform.domain.models import Principal, Role, Scope, ScopeChange, ScopeEdit, Tenant, Vault
 from zkplatform.store import MigratableStore, open_store
 from zkplatform.wiring import Platform
 
@@ -91,6 +91,7 @@ async def test_no_change_is_made_without_its_event(refusing: tuple[MigratableSto
         store.add_minted_token(token("tok_3"), 10, at(NOW)),
         store.revoke_token_tree("tok_1", OPERATOR),
         store.set_principal_disabled("p1", OPERATOR, disabled=True),
+        store.change_principal_scopes("t1", "p1", ScopeChange(ScopeEdit.REMOVE, frozenset(Scope)), OPERATOR),
         store.add_vault(Vault("v2", "t1", frozenset()), OPERATOR),
         store.add_tenant(Tenant("t2"), OPERATOR),
     ]
@@ -114,6 +115,7 @@ async def test_no_change_is_made_without_its_event(refusing: tuple[MigratableSto
     assert not first.revoked
     assert (principal := await store.get_principal("p1")) is not None
     assert not principal.disabled
+    assert principal.allowed_scopes == Role.OWNER.default_scopes
     assert await store.get_vault("v2") is None
     assert [t.tenant_id for t in await store.list_tenants()] == ["t1"]
 

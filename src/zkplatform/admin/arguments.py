@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from zkplatform.admin import audit, commands, keys
 from zkplatform.config import DEFAULT_STORE
-from zkplatform.domain.models import Role, Scope
+from zkplatform.domain.models import Role, Scope, ScopeEdit
 
 # The contract's id format (proto/.../vault.proto): ids made here must be usable in requests.
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
@@ -93,6 +93,28 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
     _table_flag(listed)
     listed.set_defaults(run=commands.list_principals)
+    scopes = command(
+        principal,
+        "scopes",
+        "set, add or remove scopes of a principal; print it as `principal list` does",
+        "Change the scopes a principal is granted, within its role's bound (as `principal add` checks them),"
+        " in one transaction with its audit event. A scope removed is refused to its existing tokens from"
+        " their next call, and ends their open watches if it is vault.items.read. A token keeps the scopes it"
+        " was made with, so a scope added reaches only tokens made afterwards: issued (`token issue` gives"
+        " every scope the principal has), or minted from a token that holds it. Prints the principal as"
+        " `principal list` does, and on standard error what changed, or that nothing was.",
+    )
+    scopes.add_argument("principal_id", type=_id, metavar="PRINCIPAL_ID", help="the principal's id")
+    scopes.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
+    edits = scopes.add_mutually_exclusive_group(required=True)
+    for flag, edit, help_text in (
+        ("--scopes", ScopeEdit.SET, "exactly these scopes, replacing its grant ('' for none)"),
+        ("--add", ScopeEdit.ADD, "these scopes as well as those it has"),
+        ("--remove", ScopeEdit.REMOVE, "all it has but these scopes"),
+    ):
+        edits.add_argument(flag, dest=f"scopes_{edit}", type=_scopes, metavar="a,b,...", help=help_text)
+    _table_flag(scopes)
+    scopes.set_defaults(run=commands.change_principal_scopes)
     disable = command(
         principal,
         "disable",

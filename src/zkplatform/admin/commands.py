@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections.abc import Awaitable, Callable
 
 from google.protobuf import json_format
@@ -20,7 +21,7 @@ from zkplatform.config import ConfigError, Settings
 from zkplatform.domain import tokens
 from zkplatform.domain.audit import Actor
 from zkplatform.domain.clock import system_clock
-from zkplatform.domain.models import Principal, Role, Tenant, TokenRecord, Vault
+from zkplatform.domain.models import Principal, Role, ScopeChange, ScopeEdit, Tenant, TokenRecord, Vault
 from zkplatform.messages.convert import token_to_proto
 from zkplatform.pepper import load_pepper
 from zkplatform.store import MigratableStore
@@ -124,10 +125,26 @@ async def list_tenants(args: argparse.Namespace, store: MigratableStore) -> str:
     return listing.render(map(listing.tenant_row, found), table=args.table, columns=["tenantId"])
 
 
+PRINCIPAL_COLUMNS = ["principalId", "tenantId", "role", "scopes", "disabled"]
+
+
 async def list_principals(args: argparse.Namespace, store: MigratableStore) -> str:
     found = await store.list_principals(args.tenant)
-    columns = ["principalId", "tenantId", "role", "scopes", "disabled"]
-    return listing.render(map(listing.principal_row, found), table=args.table, columns=columns)
+    return listing.render(map(listing.principal_row, found), table=args.table, columns=PRINCIPAL_COLUMNS)
+
+
+async def change_principal_scopes(args: argparse.Namespace, store: MigratableStore) -> str:
+    """The principal as `principal list` shows it, after the change; what changed on standard error."""
+    # Exactly one of --scopes, --add and --remove (argparse sees to it); '' is an empty list, not None.
+    edit = next(edit for edit in ScopeEdit if getattr(args, f"scopes_{edit}") is not None)
+    change = ScopeChange(edit, frozenset(getattr(args, f"scopes_{edit}")))
+    before, after = await store.change_principal_scopes(args.tenant, args.principal_id, change, _operator())
+    added, removed = after.allowed_scopes - before.allowed_scopes, before.allowed_scopes - after.allowed_scopes
+    said = [f"added {', '.join(sorted(added))}"] if added else []
+    said += [f"removed {', '.join(sorted(removed))}"] if removed else []
+    summary = "; ".join(said) or "nothing was changed"
+    print(f"zkplatform admin: principal {after.principal_id} in tenant {after.tenant_id}: {summary}", file=sys.stderr)
+    return listing.render([listing.principal_row(after)], table=args.table, columns=PRINCIPAL_COLUMNS)
 
 
 async def list_vaults(args: argparse.Namespace, store: MigratableStore) -> str:

@@ -11,8 +11,8 @@ there on. The canonical bytes are the event as compact UTF-8 JSON with sorted
 keys: time, actor, action, target, request id and the client's IP address. Its
 tenant and sequence number are the chain it is in and its place there, which the
 hashes already fix, so the bytes can be made before the store knows either. An
-event names ids only (and the address): never a token, a payload, a title hash
-or a wrapped key.
+event names ids only (and the address, and a principal's scopes when an operator
+changes them): never a token, a payload, a title hash or a wrapped key.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zkplatform.domain.models import Item, Vault
+    from zkplatform.domain.models import Item, Principal, Vault
 
 GENESIS = bytes(32)  # the hash before a tenant's first event
 
@@ -42,6 +42,7 @@ class Action(StrEnum):
     PRINCIPAL_ADDED = "principal.added"
     PRINCIPAL_DISABLED = "principal.disabled"
     PRINCIPAL_ENABLED = "principal.enabled"
+    PRINCIPAL_SCOPES_CHANGED = "principal.scopes_changed"  # its grant, as it was and as it is
     VAULT_ADDED = "vault.added"
     VAULT_MEMBER_ADDED = "vault.member_added"
     VAULT_MEMBER_REMOVED = "vault.member_removed"
@@ -153,6 +154,18 @@ def disable_events(
         actor.event(tenant_id, action, principal=principal_id),
         *(actor.event(tenant_id, Action.TOKEN_REVOKED, token=t, root=t) for t in revoked),
     ]
+
+
+def scopes_event(actor: Actor, before: Principal, after: Principal) -> Event:
+    """A principal's grant changed by an operator: the scopes it was granted and is granted now,
+    each sorted and comma-separated as `zkplatform admin principal scopes` takes them."""
+    return actor.event(
+        after.tenant_id,
+        Action.PRINCIPAL_SCOPES_CHANGED,
+        principal=after.principal_id,
+        scopesBefore=",".join(sorted(before.allowed_scopes)),
+        scopesAfter=",".join(sorted(after.allowed_scopes)),
+    )
 
 
 def epoch_events(actor: Actor, tenant_ids: Iterable[str], epoch: str) -> list[Event]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from zkplatform.domain.errors import DomainError
@@ -89,6 +89,31 @@ class Principal:
     def scopes(self) -> frozenset[Scope]:
         """The scopes this principal may hold: its grant, within its role's bound."""
         return self.allowed_scopes & self.role.scope_bound
+
+
+class ScopeEdit(StrEnum):
+    SET = "set"
+    ADD = "add"
+    REMOVE = "remove"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeChange:
+    """An operator's change of an existing principal's grant: set it to `scopes`, or add or
+    remove them. A store applies it to the principal as it reads it in the change's own
+    transaction, so that two changes at once each apply to what the other left."""
+
+    edit: ScopeEdit
+    scopes: frozenset[Scope]
+
+    def applied(self, principal: Principal) -> Principal:
+        """The principal with its grant changed. The scopes set or added are checked against
+        its role's bound as a new principal's are (ScopesBeyondRole); a removal needs no check."""
+        if self.edit is ScopeEdit.REMOVE:
+            return replace(principal, allowed_scopes=principal.allowed_scopes - self.scopes)
+        given = principal.role.grant(self.scopes)
+        granted = given if self.edit is ScopeEdit.SET else principal.allowed_scopes | given
+        return replace(principal, allowed_scopes=granted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,11 +27,12 @@ one page of memory; the backlog stays in the store. A live watch that finds itse
 than `max_lag` changes behind the vault ends with WatchBehind: its client resumes with
 pages from its last cursor, which is cheaper for both than a stream that never catches up.
 
-A watch checks its token and its caller's membership again (two reads by key) after it
-subscribes, before every page it sends, once a heartbeat period, and as soon as the feed
-says its access may have changed (its token revoked, a member removed from the vault, by
-any worker or host): a quiet watch of a revoked token ends at once, not at its next
-heartbeat, and nothing committed after the revocation reaches it.
+A watch checks its token, its principal's scopes and its caller's membership again (two
+reads by key) after it subscribes, before every page it sends, once a heartbeat period, and
+as soon as the feed says its access may have changed (its token revoked, its principal's
+scopes narrowed, a member removed from the vault, by any worker or host): a quiet watch of
+a revoked token ends at once, not at its next heartbeat, and nothing committed after the
+revocation reaches it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
@@ -226,13 +227,16 @@ class SyncUseCases:
 
     async def _recheck(self, caller: Caller, vault_id: str) -> None:
         """What may have changed since the watch opened: the token (revoked, expired; disabling
-        a principal revokes its tokens in the same transaction) and the membership. Two reads
-        by key, before each page, once a quiet heartbeat period and when the feed says so."""
-        token = await self._tokens.get_token(caller.token.token_id)
-        if token is None or token.revoked:
+        a principal revokes its tokens in the same transaction), its principal's scopes (an
+        operator may narrow them) and the membership. Two reads by key, before each page, once
+        a quiet heartbeat period and when the feed says so."""
+        found = await self._tokens.get_token_with_principal(caller.token.token_id)
+        if found is None or found[0].revoked:
             raise TokenRevoked
+        token, principal = found
         if not token.is_live(self._clock()):
             raise TokenExpired
+        replace(caller, token=token, principal=principal).require_scope(Scope.VAULT_ITEMS_READ)
         caller.require_member(await self._directory.get_vault(vault_id))
 
     async def _read(self, vault_id: str, since: int, size: int, epoch: str) -> ChangePage:

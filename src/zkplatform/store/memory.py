@@ -26,6 +26,7 @@ from zkplatform.domain.models import (
     ItemPage,
     ItemPatch,
     Principal,
+    ScopeChange,
     Tenant,
     TokenRecord,
     Vault,
@@ -277,6 +278,22 @@ class MemoryStore:
         self._record(audit.disable_events(actor, principal.tenant_id, principal_id, revoked, disabled=disabled))
         return revoked
 
+    async def change_principal_scopes(
+        self, tenant_id: str, principal_id: str, change: ScopeChange, actor: Actor
+    ) -> tuple[Principal, Principal]:
+        before = self._principals.get(principal_id)
+        if before is None or before.tenant_id != tenant_id:
+            where = f"no principal {principal_id} in tenant {tenant_id}"
+            raise UnknownReference(where if tenant_id in self._tenants else f"no tenant {tenant_id}")
+        after = change.applied(before)
+        if after.allowed_scopes == before.allowed_scopes:
+            return before, after
+        self._principals[principal_id] = after
+        self._record([audit.scopes_event(actor, before, after)])
+        if before.scopes - after.scopes:  # its open watches check their scope again
+            self._feed.revoked(token_id for _, token_id, _ in self._principal_tokens.get(principal_id, ()))
+        return before, after
+
     # items
 
     async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
@@ -471,6 +488,10 @@ class MemoryStore:
     async def get_token(self, token_id: str) -> TokenRecord | None:
         secret_hash = self._token_ids.get(token_id)
         return None if secret_hash is None else self._tokens[secret_hash]
+
+    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
+        token = await self.get_token(token_id)
+        return None if token is None else (token, self._principals[token.principal_id])
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True

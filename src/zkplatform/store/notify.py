@@ -5,19 +5,21 @@ wake-up is a flag, not a message, so a subscription holds the same few bytes how
 many changes it has not yet looked at, and a burst of changes costs one wake-up per
 watch. The woken watch reads what is new from the store itself (ListChanges pages
 after its cursor), so a coalesced or lost notification delays a change, never loses
-it. A second flag says the caller's access may have changed (its token revoked, a
-member removed from the vault): the watch then checks its token and membership again
-before it sends anything, so a quiet watch ends at once instead of at its next
-heartbeat. What sets the flags depends on the store:
+it. A second flag says the caller's access may have changed (its token revoked, its
+principal's scopes narrowed, a member removed from the vault): the watch then checks its
+token, scopes and membership again before it sends anything, so a quiet watch ends at
+once instead of at its next heartbeat. What sets the flags depends on the store:
 
 - memory: the store itself, after each change, revocation or removal (in process);
 - SQLite: its own writes at once, and a poller for other processes on the file:
   `PRAGMA data_version` every POLL_INTERVAL_SECONDS, then the subscribed vaults'
   sequences and membership marks and the count of revocations (bumped by triggers,
-  migration 0005) only when it moved, and only while watches are open;
+  migration 0005, and by a narrowing of a principal's scopes) only when it moved, and
+  only while watches are open;
 - PostgreSQL: one LISTEN connection per worker, fed by triggers on items (migration
-  0004), on tokens and on vault_members (migration 0006), for every worker and host
-  on the database.
+  0004), on tokens and on vault_members (migration 0006), and by a narrowing of a
+  principal's scopes (a revocation's payload for each of its live tokens), for every
+  worker and host on the database.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ log = logging.getLogger(__name__)
 
 POLL_INTERVAL_SECONDS = 0.2
 # The PostgreSQL notification channel. Payloads: "<sequence> <vault id>" (a change),
-# "access <vault id>" (a member left the vault), "revoked <token id>".
+# "access <vault id>" (a member left the vault), "revoked <token id>" (the token revoked, or its
+# principal's scopes narrowed).
 CHANNEL = "zk_changes"
 
 
@@ -116,6 +119,8 @@ class ChangeFeed:
             subscription.wake_access()
 
     def revoked(self, token_ids: Iterable[str]) -> None:
+        """The tokens were revoked, or their principal's scopes narrowed: each of their watches
+        checks its caller again."""
         for token_id in token_ids:
             for subscription in self._by_token.get(token_id, ()):
                 subscription.wake_access()

@@ -45,6 +45,7 @@ from zkplatform.domain.models import (
     ItemPage,
     ItemPatch,
     Principal,
+    ScopeChange,
     Tenant,
     TokenRecord,
     Vault,
@@ -75,7 +76,7 @@ from zkplatform.store import StoreOpenError, display_url, key_rows, rows
 from zkplatform.store.background import Background
 from zkplatform.store.key_rows import POSTGRESQL as KEYS
 from zkplatform.store.migrations import check_version, migrations
-from zkplatform.store.notify import ChangeFeed, Listener
+from zkplatform.store.notify import CHANNEL, ChangeFeed, Listener
 from zkplatform.store.statements import POSTGRESQL as SQL
 from zkplatform.store.statements import token_listing
 
@@ -128,6 +129,12 @@ _MIGRATION_LOCK = 0x7A6B_706C  # pg_advisory_xact_lock key: one migrator at a ti
 # that changes only with a restore. Pages, and the checks of cursors against them, read it in
 # their own snapshot instead.
 _EPOCH_TTL_SECONDS = 1.0
+# "revoked <token id>" for each token of a principal live at a time: (channel, principal, now).
+# Each token's watches check their access again, as after a revocation (store/notify.py).
+_ANNOUNCE_ACCESS = (
+    "SELECT pg_notify(%s, 'revoked ' || token_id) FROM tokens"
+    " WHERE principal_id = %s AND revoked = FALSE AND expires_at > %s"
+)
 Conn = AsyncConnection[tuple[Any, ...]]
 
 
@@ -394,6 +401,30 @@ class PostgresStore:
 
         return await self._tx(update)
 
+    async def change_principal_scopes(
+        self, tenant_id: str, principal_id: str, change: ScopeChange, actor: Actor
+    ) -> tuple[Principal, Principal]:
+        async def update(conn: Conn) -> tuple[Principal, Principal]:
+            # The row locked: changes of one grant at once apply in turn, each to what the other left.
+            row = await _fetchone(conn, SQL.principal_of_tenant + " FOR UPDATE", (principal_id, tenant_id))
+            if row is None:
+                await _require(conn, SQL.tenant_exists, (tenant_id,), f"no tenant {tenant_id}")
+                raise UnknownReference(f"no principal {principal_id} in tenant {tenant_id}")
+            before = rows.principal_from_row(row)
+            after = change.applied(before)
+            if after.allowed_scopes == before.allowed_scopes:
+                return before, after
+            await conn.execute(SQL.set_principal_scopes, (rows.scopes_to_text(after.allowed_scopes), principal_id))
+            await _record(conn, [audit.scopes_event(actor, before, after)])
+            if before.scopes - after.scopes:
+                # A narrowing: every worker's open watches of the principal's tokens check their
+                # scope again, at the commit, woken by the payload a revocation's trigger sends
+                # (migration 0006); no token changes, so nothing else would send it.
+                await conn.execute(_ANNOUNCE_ACCESS, (CHANNEL, principal_id, actor.at))
+            return before, after
+
+        return await self._tx(update)
+
     # items
 
     async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
@@ -648,6 +679,10 @@ class PostgresStore:
     async def get_token(self, token_id: str) -> TokenRecord | None:
         row = await self._one(SQL.get_token, (token_id,))
         return None if row is None else rows.token_from_row(row)
+
+    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
+        row = await self._one(SQL.get_token_with_principal, (token_id,))
+        return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True

@@ -40,13 +40,14 @@ ANSWER_COLUMNS = ITEM_COLUMNS + ", token_ids"
 ADD_ITEMS_CHUNK = 1_000
 
 PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes, disabled"
-# A token and its principal, found by the token's HMAC (the placeholder is the driver's).
+# A token and its principal, found by the token's HMAC or its id (`{}`: which column of
+# tokens t is compared with the driver's placeholder).
 TOKEN_WITH_PRINCIPAL = (
     "SELECT "
     + ", ".join(f"t.{c}" for c in TOKEN_COLUMNS.split(", "))
     + ", "
     + ", ".join(f"p.{c}" for c in PRINCIPAL_COLUMNS.split(", "))
-    + " FROM tokens t JOIN principals p ON p.principal_id = t.principal_id WHERE t.secret_hash = {}"
+    + " FROM tokens t JOIN principals p ON p.principal_id = t.principal_id WHERE t.{} = ?"
 )
 
 

@@ -24,6 +24,7 @@ from zkplatform.domain.models import (
     ItemPage,
     ItemPatch,
     Principal,
+    ScopeChange,
     Tenant,
     TokenRecord,
     Vault,
@@ -295,6 +296,33 @@ class SQLiteStore:
         self._feed.revoked(revoked or ())
         return revoked
 
+    async def change_principal_scopes(
+        self, tenant_id: str, principal_id: str, change: ScopeChange, actor: Actor
+    ) -> tuple[Principal, Principal]:
+        def update(conn: sqlite3.Connection) -> tuple[Principal, Principal, list[str]]:
+            row = conn.execute(SQL.principal_of_tenant, (principal_id, tenant_id)).fetchone()
+            if row is None:
+                _require(conn, SQL.tenant_exists, (tenant_id,), f"no tenant {tenant_id}")
+                raise UnknownReference(f"no principal {principal_id} in tenant {tenant_id}")
+            before = rows.principal_from_row(row)
+            after = change.applied(before)
+            if after.allowed_scopes == before.allowed_scopes:
+                return before, after, []
+            conn.execute(SQL.set_principal_scopes, (rows.scopes_to_text(after.allowed_scopes), principal_id))
+            _record(conn, [audit.scopes_event(actor, before, after)])
+            if not before.scopes - after.scopes:
+                return before, after, []
+            # A narrowing: the open watches of the principal's tokens check their scope again. Other
+            # processes' pollers wake every watch when the count of revocations moves (migration
+            # 0005); no token is revoked, but that count is only their mark of "access may have
+            # changed", and moving it needs no schema of its own.
+            conn.execute("UPDATE token_revocations SET total = total + 1")
+            return before, after, [r[0] for r in conn.execute(SQL.live_principal_tokens, (principal_id, actor.at))]
+
+        before, after, tokens = await self._write(update)
+        self._feed.revoked(tokens)  # this worker's watches at once
+        return before, after
+
     # items
 
     async def add_items(self, items: Iterable[Item], actor: Actor) -> None:
@@ -531,6 +559,10 @@ class SQLiteStore:
     async def get_token(self, token_id: str) -> TokenRecord | None:
         row = self._lookup(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
         return None if row is None else rows.token_from_row(row)
+
+    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
+        row = self._lookup(lambda c: c.execute(SQL.get_token_with_principal, (token_id,)).fetchone())
+        return None if row is None else rows.token_with_principal_from_row(row)
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True

@@ -61,6 +61,15 @@ class Statements:
     principal_disabled: str = "SELECT disabled FROM principals WHERE principal_id = ?"
     principal_tenant: str = "SELECT tenant_id FROM principals WHERE principal_id = ?"
     set_principal_disabled: str = "UPDATE principals SET disabled = ? WHERE principal_id = ?"
+    # The principal, if of that tenant: (principal, tenant).
+    principal_of_tenant: str = (
+        f"SELECT {rows.PRINCIPAL_COLUMNS} FROM principals WHERE principal_id = ? AND tenant_id = ?"
+    )
+    set_principal_scopes: str = "UPDATE principals SET allowed_scopes = ? WHERE principal_id = ?"
+    # The ids of the principal's tokens live at a time: (principal, now).
+    live_principal_tokens: str = (
+        "SELECT token_id FROM tokens WHERE principal_id = ? AND revoked = FALSE AND expires_at > ? ORDER BY token_id"
+    )
 
     add_item: str = f"INSERT INTO items ({rows.ITEM_COLUMNS}) VALUES {_values(len(rows.ITEM_COLUMNS.split(', ')))}"
     get_item: str = f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND item_id = ?"
@@ -99,7 +108,8 @@ class Statements:
 
     add_token: str = f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES {_values(len(rows.TOKEN_COLUMNS.split(', ')))}"
     find_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?"
-    find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("?")
+    find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("secret_hash")
+    get_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("token_id")
     get_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE token_id = ?"
     token_tenant: str = "SELECT tenant_id FROM tokens WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
     parent_revoked: str = "SELECT revoked FROM tokens WHERE token_id = ?"
