@@ -11,14 +11,14 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clients.conftest import dev_principals
 from tests.e2e.server import Server, serving
-from zkplatform_api.platform.v1.vault_pb2 import ListItemsRequest
+from zkplatform_api.platform.v1.vault_pb2 import GetItemRequest, Item, ListItemsRequest, UpdateItemRequest
 from zkplatform_client import KeyDirectory, RecipientPrivateKey, SealingError, clients, open_item
 
 pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tests/e2e by place)
@@ -28,28 +28,16 @@ MEMBERS = {"acme-private": ["alice"], "acme-shared": ["alice", "bob"], "globex-m
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with serving(tmp_path_factory.mktemp("dev"), "--dev") as server:
-        yield server
+def principals(dev_credentials: Path) -> dict[str, dict[str, Any]]:
+    return dev_principals(dev_credentials)
 
 
-@pytest.fixture(scope="module")
-def credentials_file(server: Server) -> Path:
-    return server.log_path.parent / "var" / "dev-credentials.json"
-
-
-@pytest.fixture(scope="module")
-def principals(credentials_file: Path) -> dict[str, dict[str, Any]]:
-    credentials = json.loads(credentials_file.read_text())
-    return {p["principalId"]: {**p, "tenantId": t["tenantId"]} for t in credentials["tenants"] for p in t["principals"]}
-
-
-async def test_every_item_opens_for_its_vaults_members_only(server: Server, principals: dict[str, Any]) -> None:
+async def test_every_item_opens_for_its_vaults_members_only(dev_server: Server, principals: dict[str, Any]) -> None:
     keys = {name: RecipientPrivateKey.from_jwk(p["privateKeyJwk"]) for name, p in principals.items()}
     opened: dict[str, list[str]] = {}
     refused: dict[str, set[str]] = {}
     for vault_id, members in MEMBERS.items():
-        async with clients(server.base_url, token=principals[members[0]]["token"]) as platform:
+        async with clients(dev_server.base_url, token=principals[members[0]]["token"]) as platform:
             items = (await platform.vault.list_items(ListItemsRequest(vault_id=vault_id))).items
             directory = KeyDirectory(platform.directory)
             await directory.verify()
@@ -85,10 +73,10 @@ def test_the_credentials_name_the_published_keys(principals: dict[str, Any]) -> 
         assert key.key_id == principal["keyId"]
 
 
-def test_the_readme_walk_through_opens_bobs_shared_item(credentials_file: Path, server: Server) -> None:
+def test_the_readme_walk_through_opens_bobs_shared_item(dev_credentials: Path, dev_server: Server) -> None:
     block = re.search(r"<!-- the sealed demo -->\s*```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
     assert block, "README.md has no shell block after <!-- the sealed demo -->"
-    command = block.group(1).replace("var/dev-credentials.json", str(credentials_file))
+    command = block.group(1).replace("var/dev-credentials.json", str(dev_credentials))
     command = command.replace(".venv/bin/python", sys.executable)
     shown = re.search(r"<!-- the sealed demo -->.*?```json\n(.*?)\n```", (ROOT / "README.md").read_text(), re.DOTALL)
     assert shown
@@ -100,9 +88,51 @@ def test_the_readme_walk_through_opens_bobs_shared_item(credentials_file: Path, 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == json.loads(shown.group(1))
     assert "privateKeyJwk" not in result.stdout
-    assert '"d"' not in server.log()
+    assert '"d"' not in dev_server.log()
 
 
 def _hex(key_id: str) -> str:
     """A key id (base64url) as a wrapped key's recipient_id names it (hex)."""
     return base64.urlsafe_b64decode(key_id + "=").hex()
+
+
+async def test_a_ciphertext_moved_to_another_item_or_vault_does_not_open(tmp_path: Path) -> None:
+    """What a server that moves stored bytes would serve: alice's own writes put item-1's sealed
+    content of acme-shared under another item id and in another vault; bob and alice, who
+    can open item-1 itself, open neither copy."""
+    with serving(tmp_path, "--dev") as server:  # its own: the items it changes are the data set's
+        principals = dev_principals(server.log_path.parent / "var" / "dev-credentials.json")
+        copies, original = await _move(server.base_url, principals["alice"]["token"])
+    alice_key = RecipientPrivateKey.from_jwk(principals["alice"]["privateKeyJwk"])
+    bob_key = RecipientPrivateKey.from_jwk(principals["bob"]["privateKeyJwk"])
+
+    outcomes = []
+    for copy in copies:
+        for key in (alice_key, bob_key):
+            with pytest.raises(SealingError) as refused:
+                open_item(copy, key)
+            outcomes.append(refused.value.reason)
+
+    assert json.loads(open_item(original, bob_key))["title"]  # the original opens
+    assert outcomes == ["BINDING_MISMATCH"] * 4
+
+
+async def _move(base_url: str, token: str) -> tuple[list[Item], Item]:
+    """acme-shared's item-1 content written over acme-shared's item-3 and acme-private's item-1."""
+    async with clients(base_url, token=token) as platform:
+        original = (await platform.vault.get_item(GetItemRequest(vault_id="acme-shared", item_id="item-1"))).item
+        moved = [("acme-shared", "item-3"), ("acme-private", "item-1")]
+        for vault_id, item_id in moved:
+            current = (await platform.vault.get_item(GetItemRequest(vault_id=vault_id, item_id=item_id))).item
+            await platform.vault.update_item(
+                UpdateItemRequest(
+                    vault_id=vault_id,
+                    item_id=item_id,
+                    base_version=current.version,
+                    kind=original.kind,
+                    encrypted_payload=original.encrypted_payload,
+                    wrapped_keys=original.wrapped_keys,
+                )
+            )
+        copies = [(await platform.vault.get_item(GetItemRequest(vault_id=v, item_id=i))).item for v, i in moved]
+    return copies, original

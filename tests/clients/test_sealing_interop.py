@@ -7,14 +7,14 @@ is tests/e2e/clients/sealing_interop.ts, from the npm tarball installed as a con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from tests.e2e.server import Server, serving
+from tests.clients.conftest import dev_principals
+from tests.e2e.server import Server
 from tests.e2e.test_client_packages import packages, project, run  # noqa: F401 # fixtures
 from zkplatform_api.platform.v1.vault_pb2 import CreateItemRequest, GetItemRequest, UpdateItemRequest
 from zkplatform_client import (
@@ -33,23 +33,8 @@ pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tes
 VAULT = "acme-shared"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with serving(tmp_path_factory.mktemp("interop"), "--dev") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def credentials(server: Server) -> Path:
-    return server.log_path.parent / "var" / "dev-credentials.json"
-
-
 def principal(credentials: Path, principal_id: str) -> dict[str, Any]:
-    document = json.loads(credentials.read_text())
-    found: dict[str, Any] = next(
-        p for t in document["tenants"] for p in t["principals"] if p["principalId"] == principal_id
-    )
-    return found
+    return dev_principals(credentials)[principal_id]
 
 
 def node(project: Path, *args: str) -> dict[str, Any]:  # noqa: F811
@@ -102,37 +87,37 @@ async def python_unshare(server: Server, credentials: Path, principal_id: str, i
         )
 
 
-async def test_typescript_seals_python_opens(server: Server, credentials: Path, project: Path) -> None:  # noqa: F811
-    sealed = node(project, "seal", str(credentials), "alice", VAULT, "from-ts", "sealed in TypeScript")
+async def test_typescript_seals_python_opens(dev_server: Server, dev_credentials: Path, project: Path) -> None:  # noqa: F811
+    sealed = node(project, "seal", str(dev_credentials), "alice", VAULT, "from-ts", "sealed in TypeScript")
 
-    by_bob = await python_open(server, credentials, "bob", "from-ts")
-    by_alice = await python_open(server, credentials, "alice", "from-ts")
+    by_bob = await python_open(dev_server, dev_credentials, "bob", "from-ts")
+    by_alice = await python_open(dev_server, dev_credentials, "alice", "from-ts")
 
     assert sealed == {"created": "1", "recipients": 2}
     assert (by_bob, by_alice) == ("sealed in TypeScript", "sealed in TypeScript")
 
 
-async def test_python_seals_typescript_opens(server: Server, credentials: Path, project: Path) -> None:  # noqa: F811
-    version = await python_seal(server, credentials, "bob", "from-py", "sealed in Python")
+async def test_python_seals_typescript_opens(dev_server: Server, dev_credentials: Path, project: Path) -> None:  # noqa: F811
+    version = await python_seal(dev_server, dev_credentials, "bob", "from-py", "sealed in Python")
 
-    by_alice = node(project, "open", str(credentials), "alice", VAULT, "from-py")
-    by_bob = node(project, "open", str(credentials), "bob", VAULT, "from-py")
+    by_alice = node(project, "open", str(dev_credentials), "alice", VAULT, "from-py")
+    by_bob = node(project, "open", str(dev_credentials), "bob", VAULT, "from-py")
 
     assert version == 1
     assert by_alice == by_bob == {"opened": "sealed in Python"}
 
 
 async def test_an_unshare_in_python_and_a_share_in_typescript_hold_across(
-    server: Server,
-    credentials: Path,
+    dev_server: Server,
+    dev_credentials: Path,
     project: Path,  # noqa: F811
 ) -> None:
-    node(project, "seal", str(credentials), "alice", VAULT, "shared-across", "the door code is 4711")
+    node(project, "seal", str(dev_credentials), "alice", VAULT, "shared-across", "the door code is 4711")
 
-    await python_unshare(server, credentials, "alice", "shared-across", ["alice"])
-    shut_out = node(project, "open", str(credentials), "bob", VAULT, "shared-across")
-    shared = node(project, "share", str(credentials), "alice", VAULT, "shared-across", "bob")
-    back_in = await python_open(server, credentials, "bob", "shared-across")
+    await python_unshare(dev_server, dev_credentials, "alice", "shared-across", ["alice"])
+    shut_out = node(project, "open", str(dev_credentials), "bob", VAULT, "shared-across")
+    shared = node(project, "share", str(dev_credentials), "alice", VAULT, "shared-across", "bob")
+    back_in = await python_open(dev_server, dev_credentials, "bob", "shared-across")
 
     assert shut_out == {"refused": "NOT_A_RECIPIENT"}
     assert shared == {"version": "3", "wrappedKeys": 2}
