@@ -9,6 +9,7 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -99,6 +100,18 @@ def test_key_list_as_a_table(url: str, capsys: pytest.CaptureFixture[str]) -> No
     header, row = capsys.readouterr().out.splitlines()
     assert header.split() == ["keyId", "principalId", "tenantId", "createdAt", "revokedAt", "state"]
     assert row.split() == [bobs.key_id, "bob", "acme", "2027-01-15T08:00:01Z", "-", "live"]
+
+
+def test_a_key_id_that_begins_with_a_dash_is_revoked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One key id in 64 begins with '-': it is the command's argument, not an option."""
+    url = f"sqlite:///{tmp_path}/zk.db"
+    directory(url, capsys)
+    keys = (new_key("bob", at=NOW + 3) for _ in range(5000))  # bounded: 64 tries on average
+    dashed = next(key for key in keys if key.key_id.startswith("-"))
+    published(url, dashed)
+
+    assert admin(url, "key", "revoke", dashed.key_id) == 0
+    assert capsys.readouterr().out.startswith(f"key {dashed.key_id} of principal bob in tenant acme revoked")
 
 
 def test_key_revoke_revokes_once_and_is_audited(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from typing import Any
 
 from zkplatform.admin import audit, commands, keys
 from zkplatform.config import DEFAULT_STORE
@@ -206,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     _table_flag(show)
     show.set_defaults(run=commands.show_token)
 
-    key = _group(subcommands, "key", "list and revoke recipient keys, and verify a tenant's key log")
+    key = _group(
+        subcommands, "key", "list and revoke recipient keys, and verify a tenant's key log", _KeyIdsAreArguments
+    )
     listed = command(key, "list", "list a tenant's recipient keys, live and revoked, with their state")
     listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
     listed.add_argument("--principal", type=_id, metavar="P", help="only this principal's keys (default: all)")
@@ -306,12 +309,31 @@ def store_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str 
     return after or before
 
 
+class _KeyIdsAreArguments(argparse.ArgumentParser):
+    """A key id is base64url, so one in 64 begins with '-', which argparse would take for an
+    option (and then say the key id is missing): here a key id is always an argument."""
+
+    def _parse_optional(self, arg_string: str) -> Any:
+        if KEY_ID.fullmatch(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
+
+
 def _group(
-    subcommands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help_text: str,
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
 ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """A command made of subcommands, such as `tenant add`."""
     group = subcommands.add_parser(name, help=help_text, description=help_text)
-    return group.add_subparsers(dest="action", required=True, metavar="ACTION", help="one of these (each has --help):")
+    return group.add_subparsers(
+        dest="action",
+        required=True,
+        metavar="ACTION",
+        help="one of these (each has --help):",
+        parser_class=parser_class,
+    )
 
 
 def _id(raw: str) -> str:
