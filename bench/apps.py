@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -189,5 +190,12 @@ def platform_app(
     tokens.write(Path(os.environ["BENCH_TOKEN_FILE"]))
     telemetry = Telemetry(Metrics(REGISTRY)) if metrics else Telemetry() if instrumented else _Uninstrumented()
     if servicers:
-        return create_app(settings, platform=platform, telemetry=telemetry)
-    return create_app(settings, platform=platform, vault=_FixedVault(), broker=_FixedBroker(), telemetry=telemetry)
+        return _create_app(settings, platform=platform, telemetry=telemetry)
+    return _create_app(settings, platform=platform, vault=_FixedVault(), broker=_FixedBroker(), telemetry=telemetry)
+
+
+def _create_app(settings: Settings, **parts: Any) -> ASGIApp:
+    """create_app with the parts its code takes: an older commit's, served beside this one
+    (bench/checkouts.py), may predate some (`telemetry`), and then builds its default."""
+    accepted = inspect.signature(create_app).parameters
+    return create_app(settings, **{name: part for name, part in parts.items() if name in accepted})
