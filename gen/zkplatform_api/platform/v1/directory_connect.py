@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .directory_pb2 import GetRecipientKeysRequest, GetRecipientKeysResponse, ListKeyLogRequest, ListKeyLogResponse, PublishKeyRequest, PublishKeyResponse, RevokeKeyRequest, RevokeKeyResponse
+from .directory_pb2 import GetRecipientKeysRequest, GetRecipientKeysResponse, ListKeyLogRequest, ListKeyLogResponse, PublishDeviceRequest, PublishDeviceResponse, ResetPrincipalRequest, ResetPrincipalResponse, RevokeDeviceRequest, RevokeDeviceResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -39,114 +39,169 @@ _GZIP_COMPRESSION = GzipCompression()
 
 class DirectoryService(Protocol):
     """
-    DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
-    async def publish_key(self, request: PublishKeyRequest, ctx: RequestContext[PublishKeyRequest, PublishKeyResponse], /) -> PublishKeyResponse:
+    async def publish_device(self, request: PublishDeviceRequest, ctx: RequestContext[PublishDeviceRequest, PublishDeviceResponse], /) -> PublishDeviceResponse:
         """
-        PublishKey publishes a public key of the caller's principal, so that
-        others can wrap item keys for it. A principal may have several keys (one
-        per device, say).
+        PublishDevice adds a device to the caller's principal: its signing key
+        and its agreement key, in a signed `DeviceKeys` statement.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. `public_key_jwk` must hold a usable public key as that field says
-           (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-           `publicKeyJwk`, whose description says what is wrong: a private
-           member, an unknown key type or curve, a coordinate that is not a point
-           of the curve, ...);
-        3. the key must not be another principal's key in the tenant
-           (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-        4. the key must not have been revoked (FAILED_PRECONDITION with reason
-           `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+        2. `statement` must be a canonical `DeviceKeys` statement of the
+           caller's tenant and principal, with usable public keys, made within
+           10 minutes of the server's time (INVALID_ARGUMENT with a
+           google.rpc.BadRequest naming `statement`, whose description says what
+           is wrong);
+        3. `signature` must be the new device's signature of the statement, and
+           `endorsement`, when the statement names an endorser, that endorser's
+           (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+           google.rpc.BadRequest naming the field);
+        4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+           with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+           `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+        5. a principal that has a live device must name one of them as the
+           endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+           an endorser must be a live device of the principal
+           (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+           without a live device (never published, or reset) publishes a first
+           device, without an endorser.
 
-        A new key is stored with `created_at` now and appended to the key log as
-        a publication, in one atomic step. Publishing a key the caller has
-        published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe (see
-        `request_id` for a repeat after a revocation).
+        The device is stored and its entry appended to the log, in one atomic
+        step; the server then sends the new checkpoint to its witnesses. A
+        repeat of the same statement changes nothing and answers the device as
+        it is, so a retry is always safe.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
-    async def revoke_key(self, request: RevokeKeyRequest, ctx: RequestContext[RevokeKeyRequest, RevokeKeyResponse], /) -> RevokeKeyResponse:
+    async def revoke_device(self, request: RevokeDeviceRequest, ctx: RequestContext[RevokeDeviceRequest, RevokeDeviceResponse], /) -> RevokeDeviceResponse:
         """
-        RevokeKey revokes a recipient key: it is no longer offered by
-        GetRecipientKeys, and clients stop wrapping item keys for it.
+        RevokeDevice revokes a device of the caller's principal by a
+        `DeviceRevocation` statement that a live device of the principal signed
+        (a device may revoke itself). Clients stop sealing for a revoked
+        device's agreement key and stop trusting its signatures from the entry
+        on.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. the key must exist in the caller's tenant (NOT_FOUND with reason
-           `KEY_NOT_FOUND`; the same answer for another tenant's key);
-        3. it must be the caller's own key, unless the caller is an owner or an
-           admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-           reason `KEY_ACCESS_DENIED`).
+        2. `statement` must be a canonical `DeviceRevocation` statement of the
+           caller's tenant and principal, made within 10 minutes of the
+           server's time (INVALID_ARGUMENT naming `statement`);
+        3. the device it revokes must be a device of the principal (NOT_FOUND
+           with reason `KEY_NOT_FOUND`);
+        4. the revoker must be a live device of the principal
+           (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+           its signature of the statement (INVALID_ARGUMENT with reason
+           `SIGNATURE_INVALID`).
 
-        The key gets `revoked_at` now and the revocation is appended to the key
-        log, in one atomic step. Revoking a revoked key changes nothing and
-        answers the key as it was revoked, and the log's current head. Items
-        already wrapped for the key stay readable with it until they are shared
-        again without it (re-encrypted under a new content key).
+        Revoking a revoked device changes nothing and answers it as it was
+        revoked. Items already sealed for the device stay readable with its key
+        until they are sealed again without it.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def reset_principal(self, request: ResetPrincipalRequest, ctx: RequestContext[ResetPrincipalRequest, ResetPrincipalResponse], /) -> ResetPrincipalResponse:
+        """
+        ResetPrincipal is the operator's way back for a principal who lost every
+        device: it revokes all the principal's devices by an entry the log's own
+        key signs, after which the principal publishes a first device again.
+        Every client shows a reset to its application, which must acknowledge it
+        before the client seals for the principal's new devices; the
+        principal's own devices alert their owner. The command line does the
+        same: `zkplatform admin keys reset`.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `directory.keys.publish`
+           (PERMISSION_DENIED);
+        2. the caller must be an owner or an admin of the tenant
+           (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+        3. the principal must be of the caller's tenant (NOT_FOUND with reason
+           `PRINCIPAL_NOT_FOUND`).
+
+        Each call appends a reset, even for a principal without live devices.
+        With `request_id`, a repeat changes nothing and answers the reset that
+        call appended.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def get_recipient_keys(self, request: GetRecipientKeysRequest, ctx: RequestContext[GetRecipientKeysRequest, GetRecipientKeysResponse], /) -> GetRecipientKeysResponse:
         """
-        GetRecipientKeys answers the live (not revoked) keys of principals of
-        the caller's tenant.
+        GetRecipientKeys answers the live devices of principals of the caller's
+        tenant, a page at a time, as the log holds them at the answered
+        checkpoint.
 
         After the checks common to every RPC, the token's scopes must include
-        `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-        the caller's tenant (unknown, or of another tenant) has no keys: the
-        answer is the same as for a principal without keys, so it reveals
-        nothing. Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same tenant and
+        principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+        is not of the caller's tenant (unknown, or of another tenant) has no
+        devices: the answer is the same as for a principal without devices, so
+        it reveals nothing. Also served by the Connect GET form; the answer
+        carries `Cache-Control: no-store`.
 
-        A client checks each key before it wraps for it: the SHA-256 of the
-        UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-        `log_head` has its publication by `principal_id` and no revocation.
+        A convenience: a client seals only for devices it found in the log it
+        verified itself (ListKeyLog), and refuses any device answered here that
+        the log does not hold.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def list_key_log(self, request: ListKeyLogRequest, ctx: RequestContext[ListKeyLogRequest, ListKeyLogResponse], /) -> ListKeyLogResponse:
         """
-        ListKeyLog lists the caller's tenant's key log after an index, oldest
-        first, a page at a time: what a client verifies before it trusts a key.
+        ListKeyLog lists the caller's tenant's key log from an index, oldest
+        first, a page at a time, with a consistency proof from the size the
+        client holds: what a client verifies before it trusts a key.
 
         After the checks common to every RPC, the token's scopes must include
         `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same tenant and
-        `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
 
         The log is append-only: an entry, once answered, is answered the same
-        forever, at the same index. A `log_head` whose `size` is below the size
-        of a head the client verified earlier, or whose chain does not pass
-        through that head's hash, means the log was rewritten: the client must
-        not trust keys from it (an error the application sees, never a silent
-        switch of keys).
+        forever, at the same index. A checkpoint whose size is below one the
+        client verified, or that a consistency proof does not connect to it,
+        means the log was rewritten: the client must not trust keys from it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -164,27 +219,38 @@ class DirectoryServiceASGIApplication(ConnectASGIApplication[DirectoryService]):
         super().__init__(
             service=service,
             endpoints=lambda svc: {
-                "/platform.v1.DirectoryService/PublishKey": Endpoint.unary(
+                "/platform.v1.DirectoryService/PublishDevice": Endpoint.unary(
                     method=MethodInfo(
-                        name="PublishKey",
+                        name="PublishDevice",
                         service_name="platform.v1.DirectoryService",
-                        input=PublishKeyRequest,
-                        output=PublishKeyResponse,
+                        input=PublishDeviceRequest,
+                        output=PublishDeviceResponse,
                         idempotency_level=IdempotencyLevel.IDEMPOTENT,
                         stream_type=StreamType.UNARY,
                     ),
-                    function=svc.publish_key,
+                    function=svc.publish_device,
                 ),
-                "/platform.v1.DirectoryService/RevokeKey": Endpoint.unary(
+                "/platform.v1.DirectoryService/RevokeDevice": Endpoint.unary(
                     method=MethodInfo(
-                        name="RevokeKey",
+                        name="RevokeDevice",
                         service_name="platform.v1.DirectoryService",
-                        input=RevokeKeyRequest,
-                        output=RevokeKeyResponse,
+                        input=RevokeDeviceRequest,
+                        output=RevokeDeviceResponse,
                         idempotency_level=IdempotencyLevel.IDEMPOTENT,
                         stream_type=StreamType.UNARY,
                     ),
-                    function=svc.revoke_key,
+                    function=svc.revoke_device,
+                ),
+                "/platform.v1.DirectoryService/ResetPrincipal": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ResetPrincipal",
+                        service_name="platform.v1.DirectoryService",
+                        input=ResetPrincipalRequest,
+                        output=ResetPrincipalResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reset_principal,
                 ),
                 "/platform.v1.DirectoryService/GetRecipientKeys": Endpoint.unary(
                     method=MethodInfo(
@@ -223,26 +289,43 @@ class DirectoryServiceASGIApplication(ConnectASGIApplication[DirectoryService]):
 
 class DirectoryServiceClient(ConnectClient):
     """
-    DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
     def __init__(
         self,
@@ -268,86 +351,140 @@ class DirectoryServiceClient(ConnectClient):
             interceptors=interceptors,
             http_client=http_client,
         )
-    async def publish_key(
+    async def publish_device(
         self,
-        request: PublishKeyRequest,
+        request: PublishDeviceRequest,
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
-    ) -> PublishKeyResponse:
+    ) -> PublishDeviceResponse:
         """
-        PublishKey publishes a public key of the caller's principal, so that
-        others can wrap item keys for it. A principal may have several keys (one
-        per device, say).
+        PublishDevice adds a device to the caller's principal: its signing key
+        and its agreement key, in a signed `DeviceKeys` statement.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. `public_key_jwk` must hold a usable public key as that field says
-           (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-           `publicKeyJwk`, whose description says what is wrong: a private
-           member, an unknown key type or curve, a coordinate that is not a point
-           of the curve, ...);
-        3. the key must not be another principal's key in the tenant
-           (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-        4. the key must not have been revoked (FAILED_PRECONDITION with reason
-           `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+        2. `statement` must be a canonical `DeviceKeys` statement of the
+           caller's tenant and principal, with usable public keys, made within
+           10 minutes of the server's time (INVALID_ARGUMENT with a
+           google.rpc.BadRequest naming `statement`, whose description says what
+           is wrong);
+        3. `signature` must be the new device's signature of the statement, and
+           `endorsement`, when the statement names an endorser, that endorser's
+           (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+           google.rpc.BadRequest naming the field);
+        4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+           with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+           `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+        5. a principal that has a live device must name one of them as the
+           endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+           an endorser must be a live device of the principal
+           (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+           without a live device (never published, or reset) publishes a first
+           device, without an endorser.
 
-        A new key is stored with `created_at` now and appended to the key log as
-        a publication, in one atomic step. Publishing a key the caller has
-        published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe (see
-        `request_id` for a repeat after a revocation).
+        The device is stored and its entry appended to the log, in one atomic
+        step; the server then sends the new checkpoint to its witnesses. A
+        repeat of the same statement changes nothing and answers the device as
+        it is, so a retry is always safe.
         """
         return await self.execute_unary(
             request=request,
             method=MethodInfo(
-                name="PublishKey",
+                name="PublishDevice",
                 service_name="platform.v1.DirectoryService",
-                input=PublishKeyRequest,
-                output=PublishKeyResponse,
+                input=PublishDeviceRequest,
+                output=PublishDeviceResponse,
                 idempotency_level=IdempotencyLevel.IDEMPOTENT,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
         )
-    async def revoke_key(
+    async def revoke_device(
         self,
-        request: RevokeKeyRequest,
+        request: RevokeDeviceRequest,
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
-    ) -> RevokeKeyResponse:
+    ) -> RevokeDeviceResponse:
         """
-        RevokeKey revokes a recipient key: it is no longer offered by
-        GetRecipientKeys, and clients stop wrapping item keys for it.
+        RevokeDevice revokes a device of the caller's principal by a
+        `DeviceRevocation` statement that a live device of the principal signed
+        (a device may revoke itself). Clients stop sealing for a revoked
+        device's agreement key and stop trusting its signatures from the entry
+        on.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. the key must exist in the caller's tenant (NOT_FOUND with reason
-           `KEY_NOT_FOUND`; the same answer for another tenant's key);
-        3. it must be the caller's own key, unless the caller is an owner or an
-           admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-           reason `KEY_ACCESS_DENIED`).
+        2. `statement` must be a canonical `DeviceRevocation` statement of the
+           caller's tenant and principal, made within 10 minutes of the
+           server's time (INVALID_ARGUMENT naming `statement`);
+        3. the device it revokes must be a device of the principal (NOT_FOUND
+           with reason `KEY_NOT_FOUND`);
+        4. the revoker must be a live device of the principal
+           (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+           its signature of the statement (INVALID_ARGUMENT with reason
+           `SIGNATURE_INVALID`).
 
-        The key gets `revoked_at` now and the revocation is appended to the key
-        log, in one atomic step. Revoking a revoked key changes nothing and
-        answers the key as it was revoked, and the log's current head. Items
-        already wrapped for the key stay readable with it until they are shared
-        again without it (re-encrypted under a new content key).
+        Revoking a revoked device changes nothing and answers it as it was
+        revoked. Items already sealed for the device stay readable with its key
+        until they are sealed again without it.
         """
         return await self.execute_unary(
             request=request,
             method=MethodInfo(
-                name="RevokeKey",
+                name="RevokeDevice",
                 service_name="platform.v1.DirectoryService",
-                input=RevokeKeyRequest,
-                output=RevokeKeyResponse,
+                input=RevokeDeviceRequest,
+                output=RevokeDeviceResponse,
                 idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def reset_principal(
+        self,
+        request: ResetPrincipalRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ResetPrincipalResponse:
+        """
+        ResetPrincipal is the operator's way back for a principal who lost every
+        device: it revokes all the principal's devices by an entry the log's own
+        key signs, after which the principal publishes a first device again.
+        Every client shows a reset to its application, which must acknowledge it
+        before the client seals for the principal's new devices; the
+        principal's own devices alert their owner. The command line does the
+        same: `zkplatform admin keys reset`.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `directory.keys.publish`
+           (PERMISSION_DENIED);
+        2. the caller must be an owner or an admin of the tenant
+           (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+        3. the principal must be of the caller's tenant (NOT_FOUND with reason
+           `PRINCIPAL_NOT_FOUND`).
+
+        Each call appends a reset, even for a principal without live devices.
+        With `request_id`, a repeat changes nothing and answers the reset that
+        call appended.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ResetPrincipal",
+                service_name="platform.v1.DirectoryService",
+                input=ResetPrincipalRequest,
+                output=ResetPrincipalResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
@@ -362,19 +499,22 @@ class DirectoryServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> GetRecipientKeysResponse:
         """
-        GetRecipientKeys answers the live (not revoked) keys of principals of
-        the caller's tenant.
+        GetRecipientKeys answers the live devices of principals of the caller's
+        tenant, a page at a time, as the log holds them at the answered
+        checkpoint.
 
         After the checks common to every RPC, the token's scopes must include
-        `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-        the caller's tenant (unknown, or of another tenant) has no keys: the
-        answer is the same as for a principal without keys, so it reveals
-        nothing. Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same tenant and
+        principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+        is not of the caller's tenant (unknown, or of another tenant) has no
+        devices: the answer is the same as for a principal without devices, so
+        it reveals nothing. Also served by the Connect GET form; the answer
+        carries `Cache-Control: no-store`.
 
-        A client checks each key before it wraps for it: the SHA-256 of the
-        UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-        `log_head` has its publication by `principal_id` and no revocation.
+        A convenience: a client seals only for devices it found in the log it
+        verified itself (ListKeyLog), and refuses any device answered here that
+        the log does not hold.
         """
         return await self.execute_unary(
             request=request,
@@ -399,22 +539,20 @@ class DirectoryServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ListKeyLogResponse:
         """
-        ListKeyLog lists the caller's tenant's key log after an index, oldest
-        first, a page at a time: what a client verifies before it trusts a key.
+        ListKeyLog lists the caller's tenant's key log from an index, oldest
+        first, a page at a time, with a consistency proof from the size the
+        client holds: what a client verifies before it trusts a key.
 
         After the checks common to every RPC, the token's scopes must include
         `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same tenant and
-        `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
 
         The log is append-only: an entry, once answered, is answered the same
-        forever, at the same index. A `log_head` whose `size` is below the size
-        of a head the client verified earlier, or whose chain does not pass
-        through that head's hash, means the log was rewritten: the client must
-        not trust keys from it (an error the application sees, never a silent
-        switch of keys).
+        forever, at the same index. A checkpoint whose size is below one the
+        client verified, or that a consistency proof does not connect to it,
+        means the log was rewritten: the client must not trust keys from it.
         """
         return await self.execute_unary(
             request=request,
@@ -433,114 +571,169 @@ class DirectoryServiceClient(ConnectClient):
 
 class DirectoryServiceSync(Protocol):
     """
-    DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
-    def publish_key(self, request: PublishKeyRequest, ctx: RequestContext[PublishKeyRequest, PublishKeyResponse], /) -> PublishKeyResponse:
+    def publish_device(self, request: PublishDeviceRequest, ctx: RequestContext[PublishDeviceRequest, PublishDeviceResponse], /) -> PublishDeviceResponse:
         """
-        PublishKey publishes a public key of the caller's principal, so that
-        others can wrap item keys for it. A principal may have several keys (one
-        per device, say).
+        PublishDevice adds a device to the caller's principal: its signing key
+        and its agreement key, in a signed `DeviceKeys` statement.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. `public_key_jwk` must hold a usable public key as that field says
-           (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-           `publicKeyJwk`, whose description says what is wrong: a private
-           member, an unknown key type or curve, a coordinate that is not a point
-           of the curve, ...);
-        3. the key must not be another principal's key in the tenant
-           (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-        4. the key must not have been revoked (FAILED_PRECONDITION with reason
-           `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+        2. `statement` must be a canonical `DeviceKeys` statement of the
+           caller's tenant and principal, with usable public keys, made within
+           10 minutes of the server's time (INVALID_ARGUMENT with a
+           google.rpc.BadRequest naming `statement`, whose description says what
+           is wrong);
+        3. `signature` must be the new device's signature of the statement, and
+           `endorsement`, when the statement names an endorser, that endorser's
+           (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+           google.rpc.BadRequest naming the field);
+        4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+           with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+           `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+        5. a principal that has a live device must name one of them as the
+           endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+           an endorser must be a live device of the principal
+           (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+           without a live device (never published, or reset) publishes a first
+           device, without an endorser.
 
-        A new key is stored with `created_at` now and appended to the key log as
-        a publication, in one atomic step. Publishing a key the caller has
-        published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe (see
-        `request_id` for a repeat after a revocation).
+        The device is stored and its entry appended to the log, in one atomic
+        step; the server then sends the new checkpoint to its witnesses. A
+        repeat of the same statement changes nothing and answers the device as
+        it is, so a retry is always safe.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
-    def revoke_key(self, request: RevokeKeyRequest, ctx: RequestContext[RevokeKeyRequest, RevokeKeyResponse], /) -> RevokeKeyResponse:
+    def revoke_device(self, request: RevokeDeviceRequest, ctx: RequestContext[RevokeDeviceRequest, RevokeDeviceResponse], /) -> RevokeDeviceResponse:
         """
-        RevokeKey revokes a recipient key: it is no longer offered by
-        GetRecipientKeys, and clients stop wrapping item keys for it.
+        RevokeDevice revokes a device of the caller's principal by a
+        `DeviceRevocation` statement that a live device of the principal signed
+        (a device may revoke itself). Clients stop sealing for a revoked
+        device's agreement key and stop trusting its signatures from the entry
+        on.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. the key must exist in the caller's tenant (NOT_FOUND with reason
-           `KEY_NOT_FOUND`; the same answer for another tenant's key);
-        3. it must be the caller's own key, unless the caller is an owner or an
-           admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-           reason `KEY_ACCESS_DENIED`).
+        2. `statement` must be a canonical `DeviceRevocation` statement of the
+           caller's tenant and principal, made within 10 minutes of the
+           server's time (INVALID_ARGUMENT naming `statement`);
+        3. the device it revokes must be a device of the principal (NOT_FOUND
+           with reason `KEY_NOT_FOUND`);
+        4. the revoker must be a live device of the principal
+           (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+           its signature of the statement (INVALID_ARGUMENT with reason
+           `SIGNATURE_INVALID`).
 
-        The key gets `revoked_at` now and the revocation is appended to the key
-        log, in one atomic step. Revoking a revoked key changes nothing and
-        answers the key as it was revoked, and the log's current head. Items
-        already wrapped for the key stay readable with it until they are shared
-        again without it (re-encrypted under a new content key).
+        Revoking a revoked device changes nothing and answers it as it was
+        revoked. Items already sealed for the device stay readable with its key
+        until they are sealed again without it.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def reset_principal(self, request: ResetPrincipalRequest, ctx: RequestContext[ResetPrincipalRequest, ResetPrincipalResponse], /) -> ResetPrincipalResponse:
+        """
+        ResetPrincipal is the operator's way back for a principal who lost every
+        device: it revokes all the principal's devices by an entry the log's own
+        key signs, after which the principal publishes a first device again.
+        Every client shows a reset to its application, which must acknowledge it
+        before the client seals for the principal's new devices; the
+        principal's own devices alert their owner. The command line does the
+        same: `zkplatform admin keys reset`.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `directory.keys.publish`
+           (PERMISSION_DENIED);
+        2. the caller must be an owner or an admin of the tenant
+           (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+        3. the principal must be of the caller's tenant (NOT_FOUND with reason
+           `PRINCIPAL_NOT_FOUND`).
+
+        Each call appends a reset, even for a principal without live devices.
+        With `request_id`, a repeat changes nothing and answers the reset that
+        call appended.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def get_recipient_keys(self, request: GetRecipientKeysRequest, ctx: RequestContext[GetRecipientKeysRequest, GetRecipientKeysResponse], /) -> GetRecipientKeysResponse:
         """
-        GetRecipientKeys answers the live (not revoked) keys of principals of
-        the caller's tenant.
+        GetRecipientKeys answers the live devices of principals of the caller's
+        tenant, a page at a time, as the log holds them at the answered
+        checkpoint.
 
         After the checks common to every RPC, the token's scopes must include
-        `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-        the caller's tenant (unknown, or of another tenant) has no keys: the
-        answer is the same as for a principal without keys, so it reveals
-        nothing. Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same tenant and
+        principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+        is not of the caller's tenant (unknown, or of another tenant) has no
+        devices: the answer is the same as for a principal without devices, so
+        it reveals nothing. Also served by the Connect GET form; the answer
+        carries `Cache-Control: no-store`.
 
-        A client checks each key before it wraps for it: the SHA-256 of the
-        UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-        `log_head` has its publication by `principal_id` and no revocation.
+        A convenience: a client seals only for devices it found in the log it
+        verified itself (ListKeyLog), and refuses any device answered here that
+        the log does not hold.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def list_key_log(self, request: ListKeyLogRequest, ctx: RequestContext[ListKeyLogRequest, ListKeyLogResponse], /) -> ListKeyLogResponse:
         """
-        ListKeyLog lists the caller's tenant's key log after an index, oldest
-        first, a page at a time: what a client verifies before it trusts a key.
+        ListKeyLog lists the caller's tenant's key log from an index, oldest
+        first, a page at a time, with a consistency proof from the size the
+        client holds: what a client verifies before it trusts a key.
 
         After the checks common to every RPC, the token's scopes must include
         `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same tenant and
-        `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
 
         The log is append-only: an entry, once answered, is answered the same
-        forever, at the same index. A `log_head` whose `size` is below the size
-        of a head the client verified earlier, or whose chain does not pass
-        through that head's hash, means the log was rewritten: the client must
-        not trust keys from it (an error the application sees, never a silent
-        switch of keys).
+        forever, at the same index. A checkpoint whose size is below one the
+        client verified, or that a consistency proof does not connect to it,
+        means the log was rewritten: the client must not trust keys from it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -556,27 +749,38 @@ class DirectoryServiceWSGIApplication(ConnectWSGIApplication):
     ) -> None:
         super().__init__(
             endpoints={
-                "/platform.v1.DirectoryService/PublishKey": EndpointSync.unary(
+                "/platform.v1.DirectoryService/PublishDevice": EndpointSync.unary(
                     method=MethodInfo(
-                        name="PublishKey",
+                        name="PublishDevice",
                         service_name="platform.v1.DirectoryService",
-                        input=PublishKeyRequest,
-                        output=PublishKeyResponse,
+                        input=PublishDeviceRequest,
+                        output=PublishDeviceResponse,
                         idempotency_level=IdempotencyLevel.IDEMPOTENT,
                         stream_type=StreamType.UNARY,
                     ),
-                    function=service.publish_key,
+                    function=service.publish_device,
                 ),
-                "/platform.v1.DirectoryService/RevokeKey": EndpointSync.unary(
+                "/platform.v1.DirectoryService/RevokeDevice": EndpointSync.unary(
                     method=MethodInfo(
-                        name="RevokeKey",
+                        name="RevokeDevice",
                         service_name="platform.v1.DirectoryService",
-                        input=RevokeKeyRequest,
-                        output=RevokeKeyResponse,
+                        input=RevokeDeviceRequest,
+                        output=RevokeDeviceResponse,
                         idempotency_level=IdempotencyLevel.IDEMPOTENT,
                         stream_type=StreamType.UNARY,
                     ),
-                    function=service.revoke_key,
+                    function=service.revoke_device,
+                ),
+                "/platform.v1.DirectoryService/ResetPrincipal": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ResetPrincipal",
+                        service_name="platform.v1.DirectoryService",
+                        input=ResetPrincipalRequest,
+                        output=ResetPrincipalResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.reset_principal,
                 ),
                 "/platform.v1.DirectoryService/GetRecipientKeys": EndpointSync.unary(
                     method=MethodInfo(
@@ -615,26 +819,43 @@ class DirectoryServiceWSGIApplication(ConnectWSGIApplication):
 
 class DirectoryServiceClientSync(ConnectClientSync):
     """
-    DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
     def __init__(
         self,
@@ -660,86 +881,140 @@ class DirectoryServiceClientSync(ConnectClientSync):
             interceptors=interceptors,
             http_client=http_client,
         )
-    def publish_key(
+    def publish_device(
         self,
-        request: PublishKeyRequest,
+        request: PublishDeviceRequest,
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
-    ) -> PublishKeyResponse:
+    ) -> PublishDeviceResponse:
         """
-        PublishKey publishes a public key of the caller's principal, so that
-        others can wrap item keys for it. A principal may have several keys (one
-        per device, say).
+        PublishDevice adds a device to the caller's principal: its signing key
+        and its agreement key, in a signed `DeviceKeys` statement.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. `public_key_jwk` must hold a usable public key as that field says
-           (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-           `publicKeyJwk`, whose description says what is wrong: a private
-           member, an unknown key type or curve, a coordinate that is not a point
-           of the curve, ...);
-        3. the key must not be another principal's key in the tenant
-           (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-        4. the key must not have been revoked (FAILED_PRECONDITION with reason
-           `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+        2. `statement` must be a canonical `DeviceKeys` statement of the
+           caller's tenant and principal, with usable public keys, made within
+           10 minutes of the server's time (INVALID_ARGUMENT with a
+           google.rpc.BadRequest naming `statement`, whose description says what
+           is wrong);
+        3. `signature` must be the new device's signature of the statement, and
+           `endorsement`, when the statement names an endorser, that endorser's
+           (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+           google.rpc.BadRequest naming the field);
+        4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+           with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+           `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+        5. a principal that has a live device must name one of them as the
+           endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+           an endorser must be a live device of the principal
+           (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+           without a live device (never published, or reset) publishes a first
+           device, without an endorser.
 
-        A new key is stored with `created_at` now and appended to the key log as
-        a publication, in one atomic step. Publishing a key the caller has
-        published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe (see
-        `request_id` for a repeat after a revocation).
+        The device is stored and its entry appended to the log, in one atomic
+        step; the server then sends the new checkpoint to its witnesses. A
+        repeat of the same statement changes nothing and answers the device as
+        it is, so a retry is always safe.
         """
         return self.execute_unary(
             request=request,
             method=MethodInfo(
-                name="PublishKey",
+                name="PublishDevice",
                 service_name="platform.v1.DirectoryService",
-                input=PublishKeyRequest,
-                output=PublishKeyResponse,
+                input=PublishDeviceRequest,
+                output=PublishDeviceResponse,
                 idempotency_level=IdempotencyLevel.IDEMPOTENT,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
             timeout_ms=timeout_ms,
         )
-    def revoke_key(
+    def revoke_device(
         self,
-        request: RevokeKeyRequest,
+        request: RevokeDeviceRequest,
         *,
         headers: Headers | Mapping[str, str] | None = None, 
         timeout_ms: int | None = None,
-    ) -> RevokeKeyResponse:
+    ) -> RevokeDeviceResponse:
         """
-        RevokeKey revokes a recipient key: it is no longer offered by
-        GetRecipientKeys, and clients stop wrapping item keys for it.
+        RevokeDevice revokes a device of the caller's principal by a
+        `DeviceRevocation` statement that a live device of the principal signed
+        (a device may revoke itself). Clients stop sealing for a revoked
+        device's agreement key and stop trusting its signatures from the entry
+        on.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
            (PERMISSION_DENIED);
-        2. the key must exist in the caller's tenant (NOT_FOUND with reason
-           `KEY_NOT_FOUND`; the same answer for another tenant's key);
-        3. it must be the caller's own key, unless the caller is an owner or an
-           admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-           reason `KEY_ACCESS_DENIED`).
+        2. `statement` must be a canonical `DeviceRevocation` statement of the
+           caller's tenant and principal, made within 10 minutes of the
+           server's time (INVALID_ARGUMENT naming `statement`);
+        3. the device it revokes must be a device of the principal (NOT_FOUND
+           with reason `KEY_NOT_FOUND`);
+        4. the revoker must be a live device of the principal
+           (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+           its signature of the statement (INVALID_ARGUMENT with reason
+           `SIGNATURE_INVALID`).
 
-        The key gets `revoked_at` now and the revocation is appended to the key
-        log, in one atomic step. Revoking a revoked key changes nothing and
-        answers the key as it was revoked, and the log's current head. Items
-        already wrapped for the key stay readable with it until they are shared
-        again without it (re-encrypted under a new content key).
+        Revoking a revoked device changes nothing and answers it as it was
+        revoked. Items already sealed for the device stay readable with its key
+        until they are sealed again without it.
         """
         return self.execute_unary(
             request=request,
             method=MethodInfo(
-                name="RevokeKey",
+                name="RevokeDevice",
                 service_name="platform.v1.DirectoryService",
-                input=RevokeKeyRequest,
-                output=RevokeKeyResponse,
+                input=RevokeDeviceRequest,
+                output=RevokeDeviceResponse,
                 idempotency_level=IdempotencyLevel.IDEMPOTENT,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def reset_principal(
+        self,
+        request: ResetPrincipalRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ResetPrincipalResponse:
+        """
+        ResetPrincipal is the operator's way back for a principal who lost every
+        device: it revokes all the principal's devices by an entry the log's own
+        key signs, after which the principal publishes a first device again.
+        Every client shows a reset to its application, which must acknowledge it
+        before the client seals for the principal's new devices; the
+        principal's own devices alert their owner. The command line does the
+        same: `zkplatform admin keys reset`.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `directory.keys.publish`
+           (PERMISSION_DENIED);
+        2. the caller must be an owner or an admin of the tenant
+           (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+        3. the principal must be of the caller's tenant (NOT_FOUND with reason
+           `PRINCIPAL_NOT_FOUND`).
+
+        Each call appends a reset, even for a principal without live devices.
+        With `request_id`, a repeat changes nothing and answers the reset that
+        call appended.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ResetPrincipal",
+                service_name="platform.v1.DirectoryService",
+                input=ResetPrincipalRequest,
+                output=ResetPrincipalResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
             headers=headers,
@@ -754,19 +1029,22 @@ class DirectoryServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> GetRecipientKeysResponse:
         """
-        GetRecipientKeys answers the live (not revoked) keys of principals of
-        the caller's tenant.
+        GetRecipientKeys answers the live devices of principals of the caller's
+        tenant, a page at a time, as the log holds them at the answered
+        checkpoint.
 
         After the checks common to every RPC, the token's scopes must include
-        `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-        the caller's tenant (unknown, or of another tenant) has no keys: the
-        answer is the same as for a principal without keys, so it reveals
-        nothing. Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same tenant and
+        principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+        is not of the caller's tenant (unknown, or of another tenant) has no
+        devices: the answer is the same as for a principal without devices, so
+        it reveals nothing. Also served by the Connect GET form; the answer
+        carries `Cache-Control: no-store`.
 
-        A client checks each key before it wraps for it: the SHA-256 of the
-        UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-        `log_head` has its publication by `principal_id` and no revocation.
+        A convenience: a client seals only for devices it found in the log it
+        verified itself (ListKeyLog), and refuses any device answered here that
+        the log does not hold.
         """
         return self.execute_unary(
             request=request,
@@ -791,22 +1069,20 @@ class DirectoryServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ListKeyLogResponse:
         """
-        ListKeyLog lists the caller's tenant's key log after an index, oldest
-        first, a page at a time: what a client verifies before it trusts a key.
+        ListKeyLog lists the caller's tenant's key log from an index, oldest
+        first, a page at a time, with a consistency proof from the size the
+        client holds: what a client verifies before it trusts a key.
 
         After the checks common to every RPC, the token's scopes must include
         `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same tenant and
-        `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
 
         The log is append-only: an entry, once answered, is answered the same
-        forever, at the same index. A `log_head` whose `size` is below the size
-        of a head the client verified earlier, or whose chain does not pass
-        through that head's hash, means the log was rewritten: the client must
-        not trust keys from it (an error the application sees, never a silent
-        switch of keys).
+        forever, at the same index. A checkpoint whose size is below one the
+        client verified, or that a consistency proof does not connect to it,
+        means the log was rewritten: the client must not trust keys from it.
         """
         return self.execute_unary(
             request=request,

@@ -26,26 +26,43 @@ if _version_not_supported:
 
 
 class DirectoryServiceStub:
-    """DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    """DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
 
     def __init__(self, channel):
@@ -54,15 +71,20 @@ class DirectoryServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.PublishKey = channel.unary_unary(
-                '/platform.v1.DirectoryService/PublishKey',
-                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyRequest.SerializeToString,
-                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyResponse.FromString,
+        self.PublishDevice = channel.unary_unary(
+                '/platform.v1.DirectoryService/PublishDevice',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceResponse.FromString,
                 _registered_method=True)
-        self.RevokeKey = channel.unary_unary(
-                '/platform.v1.DirectoryService/RevokeKey',
-                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyRequest.SerializeToString,
-                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyResponse.FromString,
+        self.RevokeDevice = channel.unary_unary(
+                '/platform.v1.DirectoryService/RevokeDevice',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceResponse.FromString,
+                _registered_method=True)
+        self.ResetPrincipal = channel.unary_unary(
+                '/platform.v1.DirectoryService/ResetPrincipal',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalResponse.FromString,
                 _registered_method=True)
         self.GetRecipientKeys = channel.unary_unary(
                 '/platform.v1.DirectoryService/GetRecipientKeys',
@@ -77,117 +99,173 @@ class DirectoryServiceStub:
 
 
 class DirectoryServiceServicer:
-    """DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    """DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
 
-    def PublishKey(self, request, context):
-        """PublishKey publishes a public key of the caller's principal, so that
-        others can wrap item keys for it. A principal may have several keys (one
-        per device, say).
+    def PublishDevice(self, request, context):
+        """PublishDevice adds a device to the caller's principal: its signing key
+        and its agreement key, in a signed `DeviceKeys` statement.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
         (PERMISSION_DENIED);
-        2. `public_key_jwk` must hold a usable public key as that field says
-        (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `publicKeyJwk`, whose description says what is wrong: a private
-        member, an unknown key type or curve, a coordinate that is not a point
-        of the curve, ...);
-        3. the key must not be another principal's key in the tenant
-        (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-        4. the key must not have been revoked (FAILED_PRECONDITION with reason
-        `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+        2. `statement` must be a canonical `DeviceKeys` statement of the
+        caller's tenant and principal, with usable public keys, made within
+        10 minutes of the server's time (INVALID_ARGUMENT with a
+        google.rpc.BadRequest naming `statement`, whose description says what
+        is wrong);
+        3. `signature` must be the new device's signature of the statement, and
+        `endorsement`, when the statement names an endorser, that endorser's
+        (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+        google.rpc.BadRequest naming the field);
+        4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+        with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+        `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+        5. a principal that has a live device must name one of them as the
+        endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+        an endorser must be a live device of the principal
+        (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+        without a live device (never published, or reset) publishes a first
+        device, without an endorser.
 
-        A new key is stored with `created_at` now and appended to the key log as
-        a publication, in one atomic step. Publishing a key the caller has
-        published already changes nothing and answers that key, as it was first
-        published, and the log's current head: a retry is always safe (see
-        `request_id` for a repeat after a revocation).
+        The device is stored and its entry appended to the log, in one atomic
+        step; the server then sends the new checkpoint to its witnesses. A
+        repeat of the same statement changes nothing and answers the device as
+        it is, so a retry is always safe.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def RevokeKey(self, request, context):
-        """RevokeKey revokes a recipient key: it is no longer offered by
-        GetRecipientKeys, and clients stop wrapping item keys for it.
+    def RevokeDevice(self, request, context):
+        """RevokeDevice revokes a device of the caller's principal by a
+        `DeviceRevocation` statement that a live device of the principal signed
+        (a device may revoke itself). Clients stop sealing for a revoked
+        device's agreement key and stop trusting its signatures from the entry
+        on.
 
         After the checks common to every RPC, in this order:
 
         1. the token's scopes must include `directory.keys.publish`
         (PERMISSION_DENIED);
-        2. the key must exist in the caller's tenant (NOT_FOUND with reason
-        `KEY_NOT_FOUND`; the same answer for another tenant's key);
-        3. it must be the caller's own key, unless the caller is an owner or an
-        admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-        reason `KEY_ACCESS_DENIED`).
+        2. `statement` must be a canonical `DeviceRevocation` statement of the
+        caller's tenant and principal, made within 10 minutes of the
+        server's time (INVALID_ARGUMENT naming `statement`);
+        3. the device it revokes must be a device of the principal (NOT_FOUND
+        with reason `KEY_NOT_FOUND`);
+        4. the revoker must be a live device of the principal
+        (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+        its signature of the statement (INVALID_ARGUMENT with reason
+        `SIGNATURE_INVALID`).
 
-        The key gets `revoked_at` now and the revocation is appended to the key
-        log, in one atomic step. Revoking a revoked key changes nothing and
-        answers the key as it was revoked, and the log's current head. Items
-        already wrapped for the key stay readable with it until they are shared
-        again without it (re-encrypted under a new content key).
+        Revoking a revoked device changes nothing and answers it as it was
+        revoked. Items already sealed for the device stay readable with its key
+        until they are sealed again without it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetPrincipal(self, request, context):
+        """ResetPrincipal is the operator's way back for a principal who lost every
+        device: it revokes all the principal's devices by an entry the log's own
+        key signs, after which the principal publishes a first device again.
+        Every client shows a reset to its application, which must acknowledge it
+        before the client seals for the principal's new devices; the
+        principal's own devices alert their owner. The command line does the
+        same: `zkplatform admin keys reset`.
+
+        After the checks common to every RPC, in this order:
+
+        1. the token's scopes must include `directory.keys.publish`
+        (PERMISSION_DENIED);
+        2. the caller must be an owner or an admin of the tenant
+        (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+        3. the principal must be of the caller's tenant (NOT_FOUND with reason
+        `PRINCIPAL_NOT_FOUND`).
+
+        Each call appends a reset, even for a principal without live devices.
+        With `request_id`, a repeat changes nothing and answers the reset that
+        call appended.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRecipientKeys(self, request, context):
-        """GetRecipientKeys answers the live (not revoked) keys of principals of
-        the caller's tenant.
+        """GetRecipientKeys answers the live devices of principals of the caller's
+        tenant, a page at a time, as the log holds them at the answered
+        checkpoint.
 
         After the checks common to every RPC, the token's scopes must include
-        `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-        the caller's tenant (unknown, or of another tenant) has no keys: the
-        answer is the same as for a principal without keys, so it reveals
-        nothing. Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+        given, must be one this server issued for the same tenant and
+        principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+        is not of the caller's tenant (unknown, or of another tenant) has no
+        devices: the answer is the same as for a principal without devices, so
+        it reveals nothing. Also served by the Connect GET form; the answer
+        carries `Cache-Control: no-store`.
 
-        A client checks each key before it wraps for it: the SHA-256 of the
-        UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-        `log_head` has its publication by `principal_id` and no revocation.
+        A convenience: a client seals only for devices it found in the log it
+        verified itself (ListKeyLog), and refuses any device answered here that
+        the log does not hold.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListKeyLog(self, request, context):
-        """ListKeyLog lists the caller's tenant's key log after an index, oldest
-        first, a page at a time: what a client verifies before it trusts a key.
+        """ListKeyLog lists the caller's tenant's key log from an index, oldest
+        first, a page at a time, with a consistency proof from the size the
+        client holds: what a client verifies before it trusts a key.
 
         After the checks common to every RPC, the token's scopes must include
         `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
         given, must be one this server issued for the same tenant and
-        `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-        `pageToken`). Also served by the Connect GET form; the answer carries
-        `Cache-Control: no-store`.
+        `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+        Connect GET form; the answer carries `Cache-Control: no-store`.
 
         The log is append-only: an entry, once answered, is answered the same
-        forever, at the same index. A `log_head` whose `size` is below the size
-        of a head the client verified earlier, or whose chain does not pass
-        through that head's hash, means the log was rewritten: the client must
-        not trust keys from it (an error the application sees, never a silent
-        switch of keys).
+        forever, at the same index. A checkpoint whose size is below one the
+        client verified, or that a consistency proof does not connect to it,
+        means the log was rewritten: the client must not trust keys from it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -196,15 +274,20 @@ class DirectoryServiceServicer:
 
 def add_DirectoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'PublishKey': grpc.unary_unary_rpc_method_handler(
-                    servicer.PublishKey,
-                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyRequest.FromString,
-                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyResponse.SerializeToString,
+            'PublishDevice': grpc.unary_unary_rpc_method_handler(
+                    servicer.PublishDevice,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceResponse.SerializeToString,
             ),
-            'RevokeKey': grpc.unary_unary_rpc_method_handler(
-                    servicer.RevokeKey,
-                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyRequest.FromString,
-                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyResponse.SerializeToString,
+            'RevokeDevice': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeDevice,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceResponse.SerializeToString,
+            ),
+            'ResetPrincipal': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetPrincipal,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalResponse.SerializeToString,
             ),
             'GetRecipientKeys': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRecipientKeys,
@@ -225,30 +308,47 @@ def add_DirectoryServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class DirectoryService:
-    """DirectoryService is the tenant's directory of recipient keys: the public
-    keys that clients wrap item keys for, so that a client finds the keys of the
-    people it shares an item with. The server stores public keys only; it never
-    sees a private key and decrypts nothing.
+    """DirectoryService is the tenant's key directory: the devices of each
+    principal, with the keys clients seal items for, kept in a log that
+    clients verify rather than trust. The server stores public keys only and
+    decrypts nothing; docs/key-transparency.md explains the trust model and
+    defines every format named here.
 
-    Every publication and revocation is appended to the tenant's key log, a
-    hash chain in the manner of the audit trail: entry n has
-    `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
-    `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
-    answer of this service carries the log's head (`log_head`), read in the
-    same snapshot as the rest of the answer. A client keeps the last head it
-    verified and checks that every later head extends it (ListKeyLog from its
-    size, recomputing each hash): a server that swaps, hides or rewrites a
-    recipient's key must then fork or rewrite the log, which the client sees.
+    A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+    the device's id, and an agreement key (X25519 or P-256) that sealed items'
+    keys are wrapped for. A device is published by a statement it signs
+    itself, endorsed by a live device of the same principal (except a
+    principal's first device); a device is revoked by a statement of a live
+    device of the principal; an owner or admin may reset a principal, which
+    revokes all its devices under the log's own signature. The server checks
+    every signature and appends the statement, as signed, to the tenant's key
+    log; clients check them again.
+
+    The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+    answer of this service carries a checkpoint: the log's size and root hash
+    in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+    signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+    it extends every checkpoint they cosigned before. A client trusts a
+    checkpoint only with a quorum of fresh cosignatures from witnesses it
+    knows, verifies each new one against the last it saved, replays the
+    entries itself, and alerts its owner about anything done to its own
+    principal that it did not do.
+
+    The server answers the newest checkpoint its witnesses have cosigned (as
+    many of them as its quorum setting asks), and every answer is read at that
+    checkpoint: an entry appended since then is answered once the witnesses
+    cosign a checkpoint that holds it.
 
     The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
-    `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
-    The checks common to every RPC, in their order, are those of vault.proto;
-    after them each RPC checks its scope first. Principals and keys of another
-    tenant are never found: they answer as if they did not exist.
+    `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+    every role may hold both. The checks common to every RPC, in their order,
+    are those of vault.proto; after them each RPC checks its scope first.
+    Principals and devices of another tenant are never found: they answer as if
+    they did not exist.
     """
 
     @staticmethod
-    def PublishKey(request,
+    def PublishDevice(request,
             target,
             options=(),
             channel_credentials=None,
@@ -261,9 +361,9 @@ class DirectoryService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/platform.v1.DirectoryService/PublishKey',
-            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyRequest.SerializeToString,
-            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishKeyResponse.FromString,
+            '/platform.v1.DirectoryService/PublishDevice',
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.PublishDeviceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -275,7 +375,7 @@ class DirectoryService:
             _registered_method=True)
 
     @staticmethod
-    def RevokeKey(request,
+    def RevokeDevice(request,
             target,
             options=(),
             channel_credentials=None,
@@ -288,9 +388,36 @@ class DirectoryService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/platform.v1.DirectoryService/RevokeKey',
-            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyRequest.SerializeToString,
-            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeKeyResponse.FromString,
+            '/platform.v1.DirectoryService/RevokeDevice',
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.RevokeDeviceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetPrincipal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.DirectoryService/ResetPrincipal',
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_directory__pb2.ResetPrincipalResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,6 +57,11 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KEY_EXISTS: _ClassVar[ErrorReason]
     KEY_REVOKED: _ClassVar[ErrorReason]
     TLS_REQUIRED: _ClassVar[ErrorReason]
+    SIGNATURE_INVALID: _ClassVar[ErrorReason]
+    ENDORSEMENT_REQUIRED: _ClassVar[ErrorReason]
+    ENDORSER_NOT_LIVE: _ClassVar[ErrorReason]
+    REVOKER_NOT_LIVE: _ClassVar[ErrorReason]
+    PRINCIPAL_NOT_FOUND: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 TOKEN_MISSING: ErrorReason
 TOKEN_INVALID: ErrorReason
@@ -108,3 +113,8 @@ KEY_NOT_FOUND: ErrorReason
 KEY_EXISTS: ErrorReason
 KEY_REVOKED: ErrorReason
 TLS_REQUIRED: ErrorReason
+SIGNATURE_INVALID: ErrorReason
+ENDORSEMENT_REQUIRED: ErrorReason
+ENDORSER_NOT_LIVE: ErrorReason
+REVOKER_NOT_LIVE: ErrorReason
+PRINCIPAL_NOT_FOUND: ErrorReason

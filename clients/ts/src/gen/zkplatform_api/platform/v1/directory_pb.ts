@@ -2,8 +2,8 @@
 // @generated from file zkplatform_api/platform/v1/directory.proto (package platform.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -15,192 +15,159 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/directory.proto.
  */
 export const file_zkplatform_api_platform_v1_directory: GenFile = /*@__PURE__*/
-  fileDesc("Cip6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9kaXJlY3RvcnkucHJvdG8SC3BsYXRmb3JtLnYxIt0BCgxSZWNpcGllbnRLZXkSFQoGa2V5X2lkGAEgASgJQgXiQQIDBRIYCgl0ZW5hbnRfaWQYAiABKAlCBeJBAgMFEhsKDHByaW5jaXBhbF9pZBgDIAEoCUIF4kECAwUSEgoDandrGAQgASgJQgXiQQIDBRI1CgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIF4kECAwUSNAoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMiNAoKS2V5TG9nSGVhZBISCgRzaXplGAEgASgDQgTiQQEDEhIKBGhhc2gYAiABKAlCBOJBAQMi9QEKC0tleUxvZ0VudHJ5EhMKBWluZGV4GAEgASgDQgTiQQEDEi8KBmFjdGlvbhgCIAEoDjIZLnBsYXRmb3JtLnYxLktleUxvZ0FjdGlvbkIE4kEBAxIXCgl0ZW5hbnRfaWQYAyABKAlCBOJBAQMSGgoMcHJpbmNpcGFsX2lkGAQgASgJQgTiQQEDEhQKBmtleV9pZBgFIAEoCUIE4kEBAxIRCgNqd2sYBiABKAlCBOJBAQMSLgoEdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMSEgoEaGFzaBgIIAEoCUIE4kEBAyJlChFQdWJsaXNoS2V5UmVxdWVzdBIrCg5wdWJsaWNfa2V5X2p3axgBIAEoCUIT4kEBArpIDMgBAXIHiIgnARiACBIjCgpyZXF1ZXN0X2lkGAIgASgJQg/iQQEBukgI2AEBcgOwAQEicwoSUHVibGlzaEtleVJlc3BvbnNlEiwKA2tleRgBIAEoCzIZLnBsYXRmb3JtLnYxLlJlY2lwaWVudEtleUIE4kEBAxIvCghsb2dfaGVhZBgCIAEoCzIXLnBsYXRmb3JtLnYxLktleUxvZ0hlYWRCBOJBAQMiRQoQUmV2b2tlS2V5UmVxdWVzdBIxCgZrZXlfaWQYASABKAlCIeJBAQK6SBrIAQFyFTITXltBLVphLXowLTlfLV17NDN9JCJyChFSZXZva2VLZXlSZXNwb25zZRIsCgNrZXkYASABKAsyGS5wbGF0Zm9ybS52MS5SZWNpcGllbnRLZXlCBOJBAQMSLwoIbG9nX2hlYWQYAiABKAsyFy5wbGF0Zm9ybS52MS5LZXlMb2dIZWFkQgTiQQEDImUKF0dldFJlY2lwaWVudEtleXNSZXF1ZXN0EkoKDXByaW5jaXBhbF9pZHMYASADKAlCM+JBAQK6SCySASkIARBkIiNyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCJ6ChhHZXRSZWNpcGllbnRLZXlzUmVzcG9uc2USLQoEa2V5cxgBIAMoCzIZLnBsYXRmb3JtLnYxLlJlY2lwaWVudEtleUIE4kEBAxIvCghsb2dfaGVhZBgCIAEoCzIXLnBsYXRmb3JtLnYxLktleUxvZ0hlYWRCBOJBAQMifgoRTGlzdEtleUxvZ1JlcXVlc3QSIAoLc2luY2VfaW5kZXgYASABKANCC+JBAQG6SAQiAigAEiEKCXBhZ2Vfc2l6ZRgCIAEoBUIO4kEBAbpIBxoFGOgHKAASJAoKcGFnZV90b2tlbhgDIAEoCUIQ4kEBAbpICXIHiIgnARiACCKVAQoSTGlzdEtleUxvZ1Jlc3BvbnNlEi8KB2VudHJpZXMYASADKAsyGC5wbGF0Zm9ybS52MS5LZXlMb2dFbnRyeUIE4kEBAxIvCghsb2dfaGVhZBgCIAEoCzIXLnBsYXRmb3JtLnYxLktleUxvZ0hlYWRCBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAMgASgJQgTiQQEDKmgKDEtleUxvZ0FjdGlvbhIeChpLRVlfTE9HX0FDVElPTl9VTlNQRUNJRklFRBAAEhwKGEtFWV9MT0dfQUNUSU9OX1BVQkxJU0hFRBABEhoKFktFWV9MT0dfQUNUSU9OX1JFVk9LRUQQAjLxAgoQRGlyZWN0b3J5U2VydmljZRJSCgpQdWJsaXNoS2V5Eh4ucGxhdGZvcm0udjEuUHVibGlzaEtleVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5QdWJsaXNoS2V5UmVzcG9uc2UiA5ACAhJPCglSZXZva2VLZXkSHS5wbGF0Zm9ybS52MS5SZXZva2VLZXlSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuUmV2b2tlS2V5UmVzcG9uc2UiA5ACAhJkChBHZXRSZWNpcGllbnRLZXlzEiQucGxhdGZvcm0udjEuR2V0UmVjaXBpZW50S2V5c1JlcXVlc3QaJS5wbGF0Zm9ybS52MS5HZXRSZWNpcGllbnRLZXlzUmVzcG9uc2UiA5ACARJSCgpMaXN0S2V5TG9nEh4ucGxhdGZvcm0udjEuTGlzdEtleUxvZ1JlcXVlc3QaHy5wbGF0Zm9ybS52MS5MaXN0S2V5TG9nUmVzcG9uc2UiA5ACAULBAQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCDkRpcmVjdG9yeVByb3RvUAFaPmdpdGh1Yi5jb20vemtwbGF0Zm9ybS96a3BsYXRmb3JtL2dlbi9nby9wbGF0Zm9ybS92MTtwbGF0Zm9ybXYxogIDWktQqgIWWmtwbGF0Zm9ybS5QbGF0Zm9ybS5WMcoCFlprcGxhdGZvcm1cUGxhdGZvcm1cVjHqAhhaa3BsYXRmb3JtOjpQbGF0Zm9ybTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("Cip6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS9kaXJlY3RvcnkucHJvdG8SC3BsYXRmb3JtLnYxIiAKCkNoZWNrcG9pbnQSEgoEbm90ZRgBIAEoCUIE4kEBAyLeAgoGRGV2aWNlEhgKCWRldmljZV9pZBgBIAEoCUIF4kECAwUSGAoJdGVuYW50X2lkGAIgASgJQgXiQQIDBRIbCgxwcmluY2lwYWxfaWQYAyABKAlCBeJBAgMFEhoKC3NpZ25pbmdfandrGAQgASgJQgXiQQIDBRIfChBhZ3JlZW1lbnRfa2V5X2lkGAUgASgJQgXiQQIDBRIcCg1hZ3JlZW1lbnRfandrGAYgASgJQgXiQQIDBRIhChJlbmRvcnNlcl9kZXZpY2VfaWQYByABKAlCBeJBAgMFEjUKCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgXiQQIDBRIYCglsb2dfaW5kZXgYCSABKANCBeJBAgMFEjQKCnJldm9rZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgTiQQEDIjYKC0tleUxvZ0VudHJ5EhMKBWluZGV4GAEgASgDQgTiQQEDEhIKBGRhdGEYAiABKAlCBOJBAQMirAEKFFB1Ymxpc2hEZXZpY2VSZXF1ZXN0EiYKCXN0YXRlbWVudBgBIAEoCUIT4kEBArpIDMgBAXIHiIgnARiAEBI0CglzaWduYXR1cmUYAiABKAlCIeJBAQK6SBrIAQFyFTITXltBLVphLXowLTlfLV17ODZ9JBI2CgtlbmRvcnNlbWVudBgDIAEoCUIh4kEBAbpIGtgBAXIVMhNeW0EtWmEtejAtOV8tXXs4Nn0kIqQBChVQdWJsaXNoRGV2aWNlUmVzcG9uc2USKQoGZGV2aWNlGAEgASgLMhMucGxhdGZvcm0udjEuRGV2aWNlQgTiQQEDEi0KBWVudHJ5GAIgASgLMhgucGxhdGZvcm0udjEuS2V5TG9nRW50cnlCBOJBAQMSMQoKY2hlY2twb2ludBgDIAEoCzIXLnBsYXRmb3JtLnYxLkNoZWNrcG9pbnRCBOJBAQMicwoTUmV2b2tlRGV2aWNlUmVxdWVzdBImCglzdGF0ZW1lbnQYASABKAlCE+JBAQK6SAzIAQFyB4iIJwEYgAgSNAoJc2lnbmF0dXJlGAIgASgJQiHiQQECukgayAEBchUyE15bQS1aYS16MC05Xy1dezg2fSQiowEKFFJldm9rZURldmljZVJlc3BvbnNlEikKBmRldmljZRgBIAEoCzITLnBsYXRmb3JtLnYxLkRldmljZUIE4kEBAxItCgVlbnRyeRgCIAEoCzIYLnBsYXRmb3JtLnYxLktleUxvZ0VudHJ5QgTiQQEDEjEKCmNoZWNrcG9pbnQYAyABKAsyFy5wbGF0Zm9ybS52MS5DaGVja3BvaW50QgTiQQEDIoEBChVSZXNldFByaW5jaXBhbFJlcXVlc3QSQwoMcHJpbmNpcGFsX2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIwoKcmVxdWVzdF9pZBgCIAEoCUIP4kEBAbpICNgBAXIDsAEBInoKFlJlc2V0UHJpbmNpcGFsUmVzcG9uc2USLQoFZW50cnkYASABKAsyGC5wbGF0Zm9ybS52MS5LZXlMb2dFbnRyeUIE4kEBAxIxCgpjaGVja3BvaW50GAIgASgLMhcucGxhdGZvcm0udjEuQ2hlY2twb2ludEIE4kEBAyKrAQoXR2V0UmVjaXBpZW50S2V5c1JlcXVlc3QSSgoNcHJpbmNpcGFsX2lkcxgBIAMoCUIz4kEBArpILJIBKQgBEGQiI3IhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEh4KCXBhZ2Vfc2l6ZRgCIAEoBUIL4kEBAbpIBBoCKAASJAoKcGFnZV90b2tlbhgDIAEoCUIQ4kEBAbpICXIHiIgnARiACCKYAQoYR2V0UmVjaXBpZW50S2V5c1Jlc3BvbnNlEioKB2RldmljZXMYASADKAsyEy5wbGF0Zm9ybS52MS5EZXZpY2VCBOJBAQMSMQoKY2hlY2twb2ludBgCIAEoCzIXLnBsYXRmb3JtLnYxLkNoZWNrcG9pbnRCBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAMgASgJQgTiQQEDInsKEUxpc3RLZXlMb2dSZXF1ZXN0EiAKC3N0YXJ0X2luZGV4GAEgASgDQgviQQEBukgEIgIoABIeCglwYWdlX3NpemUYAiABKAVCC+JBAQG6SAQaAigAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgiuAEKEkxpc3RLZXlMb2dSZXNwb25zZRIvCgdlbnRyaWVzGAEgAygLMhgucGxhdGZvcm0udjEuS2V5TG9nRW50cnlCBOJBAQMSMQoKY2hlY2twb2ludBgCIAEoCzIXLnBsYXRmb3JtLnYxLkNoZWNrcG9pbnRCBOJBAQMSHwoRY29uc2lzdGVuY3lfcHJvb2YYAyADKAxCBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAQgASgJQgTiQQEDMt4DChBEaXJlY3RvcnlTZXJ2aWNlElsKDVB1Ymxpc2hEZXZpY2USIS5wbGF0Zm9ybS52MS5QdWJsaXNoRGV2aWNlUmVxdWVzdBoiLnBsYXRmb3JtLnYxLlB1Ymxpc2hEZXZpY2VSZXNwb25zZSIDkAICElgKDFJldm9rZURldmljZRIgLnBsYXRmb3JtLnYxLlJldm9rZURldmljZVJlcXVlc3QaIS5wbGF0Zm9ybS52MS5SZXZva2VEZXZpY2VSZXNwb25zZSIDkAICElkKDlJlc2V0UHJpbmNpcGFsEiIucGxhdGZvcm0udjEuUmVzZXRQcmluY2lwYWxSZXF1ZXN0GiMucGxhdGZvcm0udjEuUmVzZXRQcmluY2lwYWxSZXNwb25zZRJkChBHZXRSZWNpcGllbnRLZXlzEiQucGxhdGZvcm0udjEuR2V0UmVjaXBpZW50S2V5c1JlcXVlc3QaJS5wbGF0Zm9ybS52MS5HZXRSZWNpcGllbnRLZXlzUmVzcG9uc2UiA5ACARJSCgpMaXN0S2V5TG9nEh4ucGxhdGZvcm0udjEuTGlzdEtleUxvZ1JlcXVlc3QaHy5wbGF0Zm9ybS52MS5MaXN0S2V5TG9nUmVzcG9uc2UiA5ACAULBAQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCDkRpcmVjdG9yeVByb3RvUAFaPmdpdGh1Yi5jb20vemtwbGF0Zm9ybS96a3BsYXRmb3JtL2dlbi9nby9wbGF0Zm9ybS92MTtwbGF0Zm9ybXYxogIDWktQqgIWWmtwbGF0Zm9ybS5QbGF0Zm9ybS5WMcoCFlprcGxhdGZvcm1cUGxhdGZvcm1cVjHqAhhaa3BsYXRmb3JtOjpQbGF0Zm9ybTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
- * RecipientKey is a public key a principal published to receive item keys.
+ * Checkpoint is a signed, cosigned head of a tenant's key log.
  *
- * @generated from message platform.v1.RecipientKey
+ * @generated from message platform.v1.Checkpoint
  */
-export type RecipientKey = Message<"platform.v1.RecipientKey"> & {
+export type Checkpoint = Message<"platform.v1.Checkpoint"> & {
   /**
-   * key_id: Output only. The RFC 7638 JWK SHA-256 thumbprint of the key,
-   * base64url without padding (43 characters): the SHA-256 of the UTF-8
-   * bytes of `jwk`. Unique within the tenant; names the key in RevokeKey.
+   * note: Output only. The checkpoint as a C2SP signed note, in UTF-8: the
+   * body in the C2SP tlog-checkpoint format (the origin line
+   * `<log name>/<tenant id>/key-log/v1`, whose last element is the log's
+   * format version; the size; the root hash in standard base64), a blank
+   * line, then one signature line per signer: the log key's (C2SP
+   * signed-note, Ed25519) and each witness's cosignature (C2SP
+   * tlog-cosignature, `cosignature/v1`, with the time it was made). A
+   * client keeps the lines of the keys it knows and ignores the others.
    *
-   * @generated from field: string key_id = 1;
+   * @generated from field: string note = 1;
    */
-  keyId: string;
+  note: string;
+};
+
+/**
+ * Describes the message platform.v1.Checkpoint.
+ * Use `create(CheckpointSchema)` to create a new message.
+ */
+export const CheckpointSchema: GenMessage<Checkpoint> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 0);
+
+/**
+ * Device is a device of a principal: the keys it signs and receives with.
+ *
+ * @generated from message platform.v1.Device
+ */
+export type Device = Message<"platform.v1.Device"> & {
+  /**
+   * device_id: Output only. The RFC 7638 JWK SHA-256 thumbprint of
+   * `signing_jwk`, base64url without padding (43 characters). Unique within
+   * the tenant.
+   *
+   * @generated from field: string device_id = 1;
+   */
+  deviceId: string;
 
   /**
-   * tenant_id: Output only. The tenant of the key's principal.
+   * tenant_id: Output only. The tenant of the device's principal.
    *
    * @generated from field: string tenant_id = 2;
    */
   tenantId: string;
 
   /**
-   * principal_id: Output only. The principal that published the key: the
-   * recipient whose items' keys are wrapped for it.
+   * principal_id: Output only. The principal the device belongs to.
    *
    * @generated from field: string principal_id = 3;
    */
   principalId: string;
 
   /**
-   * jwk: Output only. The public key as a JSON Web Key (RFC 7517) in the
-   * canonical form of RFC 7638: its required members only, sorted by name,
-   * without whitespace, e.g.
-   * `{"crv":"X25519","kty":"OKP","x":"..."}` or
-   * `{"crv":"P-256","kty":"EC","x":"...","y":"..."}`. Members the
-   * publisher sent besides those (`kid`, `use`, `alg`, `key_ops`, `ext`) are
-   * not kept.
+   * signing_jwk: Output only. The device's Ed25519 public signing key as a
+   * JSON Web Key in the canonical form of RFC 7638
+   * (`{"crv":"Ed25519","kty":"OKP","x":"..."}`).
    *
-   * @generated from field: string jwk = 4;
+   * @generated from field: string signing_jwk = 4;
    */
-  jwk: string;
+  signingJwk: string;
 
   /**
-   * created_at: Output only. When the key was published, in whole seconds.
+   * agreement_key_id: Output only. The RFC 7638 thumbprint of
+   * `agreement_jwk`: the key id sealed items name a recipient by.
    *
-   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   * @generated from field: string agreement_key_id = 5;
+   */
+  agreementKeyId: string;
+
+  /**
+   * agreement_jwk: Output only. The device's public agreement key, X25519
+   * (`{"crv":"X25519","kty":"OKP","x":"..."}`) or P-256
+   * (`{"crv":"P-256","kty":"EC","x":"...","y":"..."}`), canonical as
+   * `signing_jwk`: what item keys are wrapped for.
+   *
+   * @generated from field: string agreement_jwk = 6;
+   */
+  agreementJwk: string;
+
+  /**
+   * endorser_device_id: Output only. The device that endorsed this one;
+   * empty for a principal's first device.
+   *
+   * @generated from field: string endorser_device_id = 7;
+   */
+  endorserDeviceId: string;
+
+  /**
+   * created_at: Output only. The statement's time, in whole seconds.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 8;
    */
   createdAt?: Timestamp | undefined;
 
   /**
-   * revoked_at: Output only. When the key was revoked, in whole seconds;
-   * unset while it is live.
+   * log_index: Output only. The index of the key log entry that published
+   * the device. Rendered in JSON as a string (proto3 JSON's int64).
    *
-   * @generated from field: google.protobuf.Timestamp revoked_at = 6;
+   * @generated from field: int64 log_index = 9;
+   */
+  logIndex: bigint;
+
+  /**
+   * revoked_at: Output only. When the device was revoked (by a device's
+   * statement or a reset), in whole seconds; unset while it is live.
+   *
+   * @generated from field: google.protobuf.Timestamp revoked_at = 10;
    */
   revokedAt?: Timestamp | undefined;
 };
 
 /**
- * Describes the message platform.v1.RecipientKey.
- * Use `create(RecipientKeySchema)` to create a new message.
+ * Describes the message platform.v1.Device.
+ * Use `create(DeviceSchema)` to create a new message.
  */
-export const RecipientKeySchema: GenMessage<RecipientKey> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 0);
-
-/**
- * KeyLogHead is the end of a tenant's key log: how many entries it holds and
- * the hash of the last one.
- *
- * @generated from message platform.v1.KeyLogHead
- */
-export type KeyLogHead = Message<"platform.v1.KeyLogHead"> & {
-  /**
-   * size: Output only. The number of entries, which is also the index of the
-   * last one; 0 for an empty log. Rendered in JSON as a string (proto3
-   * JSON's int64): compare sizes as numbers, never as strings.
-   *
-   * @generated from field: int64 size = 1;
-   */
-  size: bigint;
-
-  /**
-   * hash: Output only. The hash of the last entry, base64url without padding
-   * (43 characters for the 32 bytes of SHA-256); for an empty log, that of 32
-   * zero bytes (`AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`), which the
-   * first entry's hash continues.
-   *
-   * @generated from field: string hash = 2;
-   */
-  hash: string;
-};
-
-/**
- * Describes the message platform.v1.KeyLogHead.
- * Use `create(KeyLogHeadSchema)` to create a new message.
- */
-export const KeyLogHeadSchema: GenMessage<KeyLogHead> = /*@__PURE__*/
+export const DeviceSchema: GenMessage<Device> = /*@__PURE__*/
   messageDesc(file_zkplatform_api_platform_v1_directory, 1);
 
 /**
- * KeyLogEntry is one entry of a tenant's key log: a publication or a
- * revocation of a key.
- *
- * Its canonical bytes, which its hash covers, are the UTF-8 bytes of a JSON
- * object with exactly these members, sorted by name, without whitespace:
- * `action` (the enum value's name, e.g. "KEY_LOG_ACTION_PUBLISHED"), `jwk`
- * (the `jwk` field's JSON text itself, as an object), `keyId`,
- * `principalId`, `tenantId` (strings) and `time` (`time` as an integer of
- * Unix seconds), e.g.
- * `{"action":"KEY_LOG_ACTION_PUBLISHED","jwk":{"crv":"X25519","kty":"OKP","x":"..."},"keyId":"...","principalId":"alice","tenantId":"acme","time":1800000000}`.
- * Every string in it is of a restricted alphabet (ids, base64url, names),
- * so no JSON escaping ever applies. Then `hash = SHA-256(previous hash ||
- * canonical bytes)`, the previous hash being that of entry `index - 1`, or
- * 32 zero bytes before entry 1.
+ * KeyLogEntry is one entry of a tenant's key log, as its leaf of the Merkle
+ * tree.
  *
  * @generated from message platform.v1.KeyLogEntry
  */
 export type KeyLogEntry = Message<"platform.v1.KeyLogEntry"> & {
   /**
-   * index: Output only. The entry's place in the log, from 1, one more than
-   * the entry before it. Rendered in JSON as a string (proto3 JSON's int64).
+   * index: Output only. The entry's leaf index, from 0. Rendered in JSON as
+   * a string (proto3 JSON's int64).
    *
    * @generated from field: int64 index = 1;
    */
   index: bigint;
 
   /**
-   * action: Output only. A publication or a revocation. The list may grow,
-   * in a later minor version of the contract. An entry's canonical bytes
-   * name its action, and the binary encoding carries only its number: a
-   * client that does not know an entry's action cannot recompute its hash,
-   * so it must not trust the log from that entry on (it refuses it as it
-   * refuses a forked log, saying that the client needs an update).
+   * data: Output only. The entry's canonical JSON text (UTF-8, members
+   * sorted by name, no whitespace): its `format` version (1), its
+   * `statement` (a DeviceKeys, DeviceRevocation or PrincipalReset
+   * statement, as signed) and its `signatures`
+   * (docs/key-transparency.md has the exact form). The leaf hash is
+   * SHA-256(0x00 || these bytes). A client that meets a format or a
+   * statement type it does not know cannot decide what the entry means: it
+   * refuses the log from that entry on, saying that it needs an update.
    *
-   * @generated from field: platform.v1.KeyLogAction action = 2;
+   * @generated from field: string data = 2;
    */
-  action: KeyLogAction;
-
-  /**
-   * tenant_id: Output only. The tenant whose log this is.
-   *
-   * @generated from field: string tenant_id = 3;
-   */
-  tenantId: string;
-
-  /**
-   * principal_id: Output only. The principal the key belongs to (also when
-   * an owner, an admin or an operator revoked it).
-   *
-   * @generated from field: string principal_id = 4;
-   */
-  principalId: string;
-
-  /**
-   * key_id: Output only. The key's RFC 7638 thumbprint, as RecipientKey's.
-   *
-   * @generated from field: string key_id = 5;
-   */
-  keyId: string;
-
-  /**
-   * jwk: Output only. The key, in the canonical form of RecipientKey's
-   * `jwk`.
-   *
-   * @generated from field: string jwk = 6;
-   */
-  jwk: string;
-
-  /**
-   * time: Output only. When the key was published or revoked, in whole
-   * seconds.
-   *
-   * @generated from field: google.protobuf.Timestamp time = 7;
-   */
-  time?: Timestamp | undefined;
-
-  /**
-   * hash: Output only. SHA-256(the previous entry's hash || this entry's
-   * canonical bytes), base64url without padding (43 characters).
-   *
-   * @generated from field: string hash = 8;
-   */
-  hash: string;
+  data: string;
 };
 
 /**
@@ -211,43 +178,177 @@ export const KeyLogEntrySchema: GenMessage<KeyLogEntry> = /*@__PURE__*/
   messageDesc(file_zkplatform_api_platform_v1_directory, 2);
 
 /**
- * PublishKeyRequest is the request of DirectoryService.PublishKey.
+ * PublishDeviceRequest is the request of DirectoryService.PublishDevice.
  *
- * @generated from message platform.v1.PublishKeyRequest
+ * @generated from message platform.v1.PublishDeviceRequest
  */
-export type PublishKeyRequest = Message<"platform.v1.PublishKeyRequest"> & {
+export type PublishDeviceRequest = Message<"platform.v1.PublishDeviceRequest"> & {
   /**
-   * public_key_jwk: Required. The public key to publish, as the JSON text of
-   * a JSON Web Key (RFC 7517), at most 1024 characters: X25519
-   * (`{"kty":"OKP","crv":"X25519","x":...}`) or P-256
-   * (`{"kty":"EC","crv":"P-256","x":...,"y":...}`), the coordinates in
-   * base64url without padding, exactly as long as the curve's (32 bytes
-   * each); for P-256 a point of the curve. Public members only: a JWK with
-   * `d` (or any other private member) is refused, and so is any member but
-   * `kty`, `crv`, `x`, `y` and the optional `kid`, `use` (then "enc"),
-   * `alg` (then an ECDH-ES algorithm), `key_ops` and `ext`, which are not
-   * kept. A string rather than a message: a JWK is JSON by definition,
-   * crypto libraries (WebCrypto's exportKey, jose, joserfc) hand it over as
-   * such, and new key types need no change of this contract.
+   * statement: Required. The canonical JSON text of a `DeviceKeys`
+   * statement (docs/key-transparency.md): type `zkplatform.device-keys`,
+   * format 1, the caller's tenant and principal, the new device's signing
+   * and agreement keys as canonical public JWKs, its creation time and the
+   * endorsing device's id (empty for a first device). At most 2048
+   * characters.
    *
-   * @generated from field: string public_key_jwk = 1;
+   * @generated from field: string statement = 1;
    */
-  publicKeyJwk: string;
+  statement: string;
 
   /**
-   * request_id: Optional. A UUID (RFC 4122, any case, e.g.
-   * `9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49`) that the client makes once for
-   * the key it means to publish and sends, unchanged, with every retry of
-   * it (AIP-155). Publishing is safe to repeat without it (the same key
-   * answers the same key). With it, a repeat of a call that succeeded, with
-   * the same `request_id` by the same principal within 24 hours, changes
-   * nothing and answers the key that call published, as it is now (revoked
-   * since or not), with the log's current head. A call that failed records
-   * nothing: its repeat runs again. The same `request_id` with another
-   * request (another key, or another method) within those 24 hours changes
-   * nothing and answers INVALID_ARGUMENT with a google.rpc.ErrorInfo of
-   * reason `REQUEST_ID_REUSED` and a google.rpc.BadRequest naming
-   * `requestId`.
+   * signature: Required. The new device's Ed25519 signature of the
+   * statement's UTF-8 bytes, base64url without padding (86 characters):
+   * proof that the publisher holds its signing key.
+   *
+   * @generated from field: string signature = 2;
+   */
+  signature: string;
+
+  /**
+   * endorsement: Optional. The endorsing device's Ed25519 signature of the
+   * same bytes, base64url without padding; required when the statement
+   * names an endorser, empty otherwise.
+   *
+   * @generated from field: string endorsement = 3;
+   */
+  endorsement: string;
+};
+
+/**
+ * Describes the message platform.v1.PublishDeviceRequest.
+ * Use `create(PublishDeviceRequestSchema)` to create a new message.
+ */
+export const PublishDeviceRequestSchema: GenMessage<PublishDeviceRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 3);
+
+/**
+ * PublishDeviceResponse is the response of DirectoryService.PublishDevice.
+ *
+ * @generated from message platform.v1.PublishDeviceResponse
+ */
+export type PublishDeviceResponse = Message<"platform.v1.PublishDeviceResponse"> & {
+  /**
+   * device: Output only. The device as stored (on a repeat, as it is now).
+   *
+   * @generated from field: platform.v1.Device device = 1;
+   */
+  device?: Device | undefined;
+
+  /**
+   * entry: Output only. The key log entry that published it.
+   *
+   * @generated from field: platform.v1.KeyLogEntry entry = 2;
+   */
+  entry?: KeyLogEntry | undefined;
+
+  /**
+   * checkpoint: Output only. The newest checkpoint the witnesses cosigned
+   * when the call ended: it holds `entry` unless they have not cosigned one
+   * that does yet (a witness is down, say).
+   *
+   * @generated from field: platform.v1.Checkpoint checkpoint = 3;
+   */
+  checkpoint?: Checkpoint | undefined;
+};
+
+/**
+ * Describes the message platform.v1.PublishDeviceResponse.
+ * Use `create(PublishDeviceResponseSchema)` to create a new message.
+ */
+export const PublishDeviceResponseSchema: GenMessage<PublishDeviceResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 4);
+
+/**
+ * RevokeDeviceRequest is the request of DirectoryService.RevokeDevice.
+ *
+ * @generated from message platform.v1.RevokeDeviceRequest
+ */
+export type RevokeDeviceRequest = Message<"platform.v1.RevokeDeviceRequest"> & {
+  /**
+   * statement: Required. The canonical JSON text of a `DeviceRevocation`
+   * statement (docs/key-transparency.md): type
+   * `zkplatform.device-revocation`, format 1, the caller's tenant and
+   * principal, the revoked device's id, the revoking device's id and the
+   * time. At most 1024 characters.
+   *
+   * @generated from field: string statement = 1;
+   */
+  statement: string;
+
+  /**
+   * signature: Required. The revoking device's Ed25519 signature of the
+   * statement's UTF-8 bytes, base64url without padding.
+   *
+   * @generated from field: string signature = 2;
+   */
+  signature: string;
+};
+
+/**
+ * Describes the message platform.v1.RevokeDeviceRequest.
+ * Use `create(RevokeDeviceRequestSchema)` to create a new message.
+ */
+export const RevokeDeviceRequestSchema: GenMessage<RevokeDeviceRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 5);
+
+/**
+ * RevokeDeviceResponse is the response of DirectoryService.RevokeDevice.
+ *
+ * @generated from message platform.v1.RevokeDeviceResponse
+ */
+export type RevokeDeviceResponse = Message<"platform.v1.RevokeDeviceResponse"> & {
+  /**
+   * device: Output only. The device, revoked (on a repeat, as it was first
+   * revoked).
+   *
+   * @generated from field: platform.v1.Device device = 1;
+   */
+  device?: Device | undefined;
+
+  /**
+   * entry: Output only. The key log entry that revoked it (a reset's, when a
+   * reset revoked it first).
+   *
+   * @generated from field: platform.v1.KeyLogEntry entry = 2;
+   */
+  entry?: KeyLogEntry | undefined;
+
+  /**
+   * checkpoint: Output only. As PublishDeviceResponse's.
+   *
+   * @generated from field: platform.v1.Checkpoint checkpoint = 3;
+   */
+  checkpoint?: Checkpoint | undefined;
+};
+
+/**
+ * Describes the message platform.v1.RevokeDeviceResponse.
+ * Use `create(RevokeDeviceResponseSchema)` to create a new message.
+ */
+export const RevokeDeviceResponseSchema: GenMessage<RevokeDeviceResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 6);
+
+/**
+ * ResetPrincipalRequest is the request of DirectoryService.ResetPrincipal.
+ *
+ * @generated from message platform.v1.ResetPrincipalRequest
+ */
+export type ResetPrincipalRequest = Message<"platform.v1.ResetPrincipalRequest"> & {
+  /**
+   * principal_id: Required. The principal of the caller's tenant to reset.
+   *
+   * @generated from field: string principal_id = 1;
+   */
+  principalId: string;
+
+  /**
+   * request_id: Optional. A UUID (RFC 4122, any case) that the client makes
+   * once for the reset it means and sends, unchanged, with every retry
+   * (AIP-155). A repeat of a call that succeeded, with the same
+   * `request_id` by the same principal within 24 hours, changes nothing and
+   * answers the entry that call appended; the same `request_id` with
+   * another request answers INVALID_ARGUMENT with reason
+   * `REQUEST_ID_REUSED`.
    *
    * @generated from field: string request_id = 2;
    */
@@ -255,93 +356,39 @@ export type PublishKeyRequest = Message<"platform.v1.PublishKeyRequest"> & {
 };
 
 /**
- * Describes the message platform.v1.PublishKeyRequest.
- * Use `create(PublishKeyRequestSchema)` to create a new message.
+ * Describes the message platform.v1.ResetPrincipalRequest.
+ * Use `create(ResetPrincipalRequestSchema)` to create a new message.
  */
-export const PublishKeyRequestSchema: GenMessage<PublishKeyRequest> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 3);
+export const ResetPrincipalRequestSchema: GenMessage<ResetPrincipalRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 7);
 
 /**
- * PublishKeyResponse is the response of DirectoryService.PublishKey.
+ * ResetPrincipalResponse is the response of DirectoryService.ResetPrincipal.
  *
- * @generated from message platform.v1.PublishKeyResponse
+ * @generated from message platform.v1.ResetPrincipalResponse
  */
-export type PublishKeyResponse = Message<"platform.v1.PublishKeyResponse"> & {
+export type ResetPrincipalResponse = Message<"platform.v1.ResetPrincipalResponse"> & {
   /**
-   * key: Output only. The key as stored: as first published, on a repeat
-   * too.
+   * entry: Output only. The reset's key log entry.
    *
-   * @generated from field: platform.v1.RecipientKey key = 1;
+   * @generated from field: platform.v1.KeyLogEntry entry = 1;
    */
-  key?: RecipientKey | undefined;
+  entry?: KeyLogEntry | undefined;
 
   /**
-   * log_head: Output only. The tenant's key log head after the publication
-   * (on a repeat: as it is now).
+   * checkpoint: Output only. As PublishDeviceResponse's.
    *
-   * @generated from field: platform.v1.KeyLogHead log_head = 2;
+   * @generated from field: platform.v1.Checkpoint checkpoint = 2;
    */
-  logHead?: KeyLogHead | undefined;
+  checkpoint?: Checkpoint | undefined;
 };
 
 /**
- * Describes the message platform.v1.PublishKeyResponse.
- * Use `create(PublishKeyResponseSchema)` to create a new message.
+ * Describes the message platform.v1.ResetPrincipalResponse.
+ * Use `create(ResetPrincipalResponseSchema)` to create a new message.
  */
-export const PublishKeyResponseSchema: GenMessage<PublishKeyResponse> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 4);
-
-/**
- * RevokeKeyRequest is the request of DirectoryService.RevokeKey.
- *
- * @generated from message platform.v1.RevokeKeyRequest
- */
-export type RevokeKeyRequest = Message<"platform.v1.RevokeKeyRequest"> & {
-  /**
-   * key_id: Required. The key to revoke: its RFC 7638 thumbprint,
-   * base64url, 43 characters.
-   *
-   * @generated from field: string key_id = 1;
-   */
-  keyId: string;
-};
-
-/**
- * Describes the message platform.v1.RevokeKeyRequest.
- * Use `create(RevokeKeyRequestSchema)` to create a new message.
- */
-export const RevokeKeyRequestSchema: GenMessage<RevokeKeyRequest> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 5);
-
-/**
- * RevokeKeyResponse is the response of DirectoryService.RevokeKey.
- *
- * @generated from message platform.v1.RevokeKeyResponse
- */
-export type RevokeKeyResponse = Message<"platform.v1.RevokeKeyResponse"> & {
-  /**
-   * key: Output only. The key, revoked (`revoked_at` set; on a repeat, as
-   * it was first revoked).
-   *
-   * @generated from field: platform.v1.RecipientKey key = 1;
-   */
-  key?: RecipientKey | undefined;
-
-  /**
-   * log_head: Output only. The tenant's key log head after the revocation
-   * (on a repeat: as it is now).
-   *
-   * @generated from field: platform.v1.KeyLogHead log_head = 2;
-   */
-  logHead?: KeyLogHead | undefined;
-};
-
-/**
- * Describes the message platform.v1.RevokeKeyResponse.
- * Use `create(RevokeKeyResponseSchema)` to create a new message.
- */
-export const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 6);
+export const ResetPrincipalResponseSchema: GenMessage<ResetPrincipalResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_directory, 8);
 
 /**
  * GetRecipientKeysRequest is the request of
@@ -351,12 +398,28 @@ export const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse> = /*@__PURE_
  */
 export type GetRecipientKeysRequest = Message<"platform.v1.GetRecipientKeysRequest"> & {
   /**
-   * principal_ids: Required. The principals whose live keys to answer: 1
+   * principal_ids: Required. The principals whose live devices to answer: 1
    * to 100 ids; duplicates are folded.
    *
    * @generated from field: repeated string principal_ids = 1;
    */
   principalIds: string[];
+
+  /**
+   * page_size: Optional. The most devices in one page: 0 means 100; a
+   * larger value than 1000 means 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * page_token: Optional. The `next_page_token` of the previous page, as it
+   * was returned, with the same `principal_ids`; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -364,7 +427,7 @@ export type GetRecipientKeysRequest = Message<"platform.v1.GetRecipientKeysReque
  * Use `create(GetRecipientKeysRequestSchema)` to create a new message.
  */
 export const GetRecipientKeysRequestSchema: GenMessage<GetRecipientKeysRequest> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 7);
+  messageDesc(file_zkplatform_api_platform_v1_directory, 9);
 
 /**
  * GetRecipientKeysResponse is the response of
@@ -374,23 +437,27 @@ export const GetRecipientKeysRequestSchema: GenMessage<GetRecipientKeysRequest> 
  */
 export type GetRecipientKeysResponse = Message<"platform.v1.GetRecipientKeysResponse"> & {
   /**
-   * keys: Output only. The live keys of the named principals of the
-   * caller's tenant, by `principal_id`, then oldest first (`created_at`,
-   * then `key_id`). A principal without keys, unknown, or of another tenant
-   * has none here.
+   * devices: Output only. Live devices of the named principals at
+   * `checkpoint`, by `principal_id`, then by `log_index`.
    *
-   * @generated from field: repeated platform.v1.RecipientKey keys = 1;
+   * @generated from field: repeated platform.v1.Device devices = 1;
    */
-  keys: RecipientKey[];
+  devices: Device[];
 
   /**
-   * log_head: Output only. The tenant's key log head in the same snapshot
-   * as `keys`: the log up to it holds the publication of each of them and
-   * no revocation.
+   * checkpoint: Output only. The checkpoint the answer was read at.
    *
-   * @generated from field: platform.v1.KeyLogHead log_head = 2;
+   * @generated from field: platform.v1.Checkpoint checkpoint = 2;
    */
-  logHead?: KeyLogHead | undefined;
+  checkpoint?: Checkpoint | undefined;
+
+  /**
+   * next_page_token: Output only. The token of the next page; empty on the
+   * last page.
+   *
+   * @generated from field: string next_page_token = 3;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -398,7 +465,7 @@ export type GetRecipientKeysResponse = Message<"platform.v1.GetRecipientKeysResp
  * Use `create(GetRecipientKeysResponseSchema)` to create a new message.
  */
 export const GetRecipientKeysResponseSchema: GenMessage<GetRecipientKeysResponse> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 8);
+  messageDesc(file_zkplatform_api_platform_v1_directory, 10);
 
 /**
  * ListKeyLogRequest is the request of DirectoryService.ListKeyLog.
@@ -407,18 +474,17 @@ export const GetRecipientKeysResponseSchema: GenMessage<GetRecipientKeysResponse
  */
 export type ListKeyLogRequest = Message<"platform.v1.ListKeyLogRequest"> & {
   /**
-   * since_index: Optional. List the entries after this index: the `size` of
-   * the last head the client verified; 0 (the default) for the whole log.
-   * Accepted in JSON as a number or a string.
+   * start_index: Optional. The index of the first entry to list: the size
+   * of the last checkpoint the client verified (0, the default, for the
+   * whole log). Accepted in JSON as a number or a string.
    *
-   * @generated from field: int64 since_index = 1;
+   * @generated from field: int64 start_index = 1;
    */
-  sinceIndex: bigint;
+  startIndex: bigint;
 
   /**
-   * page_size: Optional. The most entries in one page: 0 means 100, at most
-   * 1000. Entries are small (under 1 KiB each), so a page stays far
-   * below the usual 4 MiB message limit.
+   * page_size: Optional. The most entries in one page: 0 means 100; a
+   * larger value than 1000 means 1000.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -426,10 +492,7 @@ export type ListKeyLogRequest = Message<"platform.v1.ListKeyLogRequest"> & {
 
   /**
    * page_token: Optional. The `next_page_token` of the previous page, as it
-   * was returned, with the same `since_index`: opaque, and valid only for
-   * the same tenant and `since_index`; never containing U+0000. Empty for
-   * the first page. (A client may as well start a new listing from the last
-   * index it received.)
+   * was returned, with the same `start_index`; empty for the first page.
    *
    * @generated from field: string page_token = 3;
    */
@@ -441,7 +504,7 @@ export type ListKeyLogRequest = Message<"platform.v1.ListKeyLogRequest"> & {
  * Use `create(ListKeyLogRequestSchema)` to create a new message.
  */
 export const ListKeyLogRequestSchema: GenMessage<ListKeyLogRequest> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 9);
+  messageDesc(file_zkplatform_api_platform_v1_directory, 11);
 
 /**
  * ListKeyLogResponse is the response of DirectoryService.ListKeyLog.
@@ -450,31 +513,38 @@ export const ListKeyLogRequestSchema: GenMessage<ListKeyLogRequest> = /*@__PURE_
  */
 export type ListKeyLogResponse = Message<"platform.v1.ListKeyLogResponse"> & {
   /**
-   * entries: Output only. The page's entries, in ascending `index`, from
-   * `since_index` + 1 on, without a gap.
+   * entries: Output only. The page's entries, in ascending `index`, without
+   * a gap, all below the checkpoint's size.
    *
    * @generated from field: repeated platform.v1.KeyLogEntry entries = 1;
    */
   entries: KeyLogEntry[];
 
   /**
-   * log_head: Output only. The tenant's key log head in the same snapshot
-   * as `entries`. On the last page (an empty `next_page_token`), its `size`
-   * is the last entry's index and its `hash` that entry's hash (or, with
-   * no entries, `since_index` and the hash at it when the log has not
-   * grown). A `size` below `since_index` means the log is shorter than the
-   * client saw it: it was rewritten.
+   * checkpoint: Output only. The checkpoint the page was read at. On the
+   * last page (an empty `next_page_token`), the entries end at its size.
    *
-   * @generated from field: platform.v1.KeyLogHead log_head = 2;
+   * @generated from field: platform.v1.Checkpoint checkpoint = 2;
    */
-  logHead?: KeyLogHead | undefined;
+  checkpoint?: Checkpoint | undefined;
+
+  /**
+   * consistency_proof: Output only. The RFC 9162 consistency proof from
+   * the tree of size `start_index` to the checkpoint's tree (empty when
+   * `start_index` is 0 or the checkpoint's size). Absent when the
+   * checkpoint's size is below `start_index`: the log is shorter than the
+   * client saw it, so it was rewritten.
+   *
+   * @generated from field: repeated bytes consistency_proof = 3;
+   */
+  consistencyProof: Uint8Array[];
 
   /**
    * next_page_token: Output only. The token of the next page; empty on the
    * last page. A page shorter than `page_size` is not necessarily the last:
    * only an empty token says so.
    *
-   * @generated from field: string next_page_token = 3;
+   * @generated from field: string next_page_token = 4;
    */
   nextPageToken: string;
 };
@@ -484,140 +554,167 @@ export type ListKeyLogResponse = Message<"platform.v1.ListKeyLogResponse"> & {
  * Use `create(ListKeyLogResponseSchema)` to create a new message.
  */
 export const ListKeyLogResponseSchema: GenMessage<ListKeyLogResponse> = /*@__PURE__*/
-  messageDesc(file_zkplatform_api_platform_v1_directory, 10);
+  messageDesc(file_zkplatform_api_platform_v1_directory, 12);
 
 /**
- * KeyLogAction says what a key log entry records.
+ * DirectoryService is the tenant's key directory: the devices of each
+ * principal, with the keys clients seal items for, kept in a log that
+ * clients verify rather than trust. The server stores public keys only and
+ * decrypts nothing; docs/key-transparency.md explains the trust model and
+ * defines every format named here.
  *
- * @generated from enum platform.v1.KeyLogAction
- */
-export enum KeyLogAction {
-  /**
-   * KEY_LOG_ACTION_UNSPECIFIED is never assigned.
-   *
-   * @generated from enum value: KEY_LOG_ACTION_UNSPECIFIED = 0;
-   */
-  UNSPECIFIED = 0,
-
-  /**
-   * KEY_LOG_ACTION_PUBLISHED: the key was published.
-   *
-   * @generated from enum value: KEY_LOG_ACTION_PUBLISHED = 1;
-   */
-  PUBLISHED = 1,
-
-  /**
-   * KEY_LOG_ACTION_REVOKED: the key was revoked.
-   *
-   * @generated from enum value: KEY_LOG_ACTION_REVOKED = 2;
-   */
-  REVOKED = 2,
-}
-
-/**
- * Describes the enum platform.v1.KeyLogAction.
- */
-export const KeyLogActionSchema: GenEnum<KeyLogAction> = /*@__PURE__*/
-  enumDesc(file_zkplatform_api_platform_v1_directory, 0);
-
-/**
- * DirectoryService is the tenant's directory of recipient keys: the public
- * keys that clients wrap item keys for, so that a client finds the keys of the
- * people it shares an item with. The server stores public keys only; it never
- * sees a private key and decrypts nothing.
+ * A device has two keys: an Ed25519 signing key, whose RFC 7638 thumbprint is
+ * the device's id, and an agreement key (X25519 or P-256) that sealed items'
+ * keys are wrapped for. A device is published by a statement it signs
+ * itself, endorsed by a live device of the same principal (except a
+ * principal's first device); a device is revoked by a statement of a live
+ * device of the principal; an owner or admin may reset a principal, which
+ * revokes all its devices under the log's own signature. The server checks
+ * every signature and appends the statement, as signed, to the tenant's key
+ * log; clients check them again.
  *
- * Every publication and revocation is appended to the tenant's key log, a
- * hash chain in the manner of the audit trail: entry n has
- * `hash(n) = SHA-256(hash(n - 1) || canonical bytes of entry n)`, with
- * `hash(0)` 32 zero bytes (see KeyLogEntry for the canonical bytes). Every
- * answer of this service carries the log's head (`log_head`), read in the
- * same snapshot as the rest of the answer. A client keeps the last head it
- * verified and checks that every later head extends it (ListKeyLog from its
- * size, recomputing each hash): a server that swaps, hides or rewrites a
- * recipient's key must then fork or rewrite the log, which the client sees.
+ * The key log of a tenant is an RFC 9162 Merkle tree over its entries. Every
+ * answer of this service carries a checkpoint: the log's size and root hash
+ * in the C2SP tlog-checkpoint format, signed by the server's log key (C2SP
+ * signed-note) and cosigned by witnesses (C2SP tlog-cosignature) that checked
+ * it extends every checkpoint they cosigned before. A client trusts a
+ * checkpoint only with a quorum of fresh cosignatures from witnesses it
+ * knows, verifies each new one against the last it saved, replays the
+ * entries itself, and alerts its owner about anything done to its own
+ * principal that it did not do.
+ *
+ * The server answers the newest checkpoint its witnesses have cosigned (as
+ * many of them as its quorum setting asks), and every answer is read at that
+ * checkpoint: an entry appended since then is answered once the witnesses
+ * cosign a checkpoint that holds it.
  *
  * The scopes are `directory.keys.read` (GetRecipientKeys, ListKeyLog) and
- * `directory.keys.publish` (PublishKey, RevokeKey); every role may hold both.
- * The checks common to every RPC, in their order, are those of vault.proto;
- * after them each RPC checks its scope first. Principals and keys of another
- * tenant are never found: they answer as if they did not exist.
+ * `directory.keys.publish` (PublishDevice, RevokeDevice, ResetPrincipal);
+ * every role may hold both. The checks common to every RPC, in their order,
+ * are those of vault.proto; after them each RPC checks its scope first.
+ * Principals and devices of another tenant are never found: they answer as if
+ * they did not exist.
  *
  * @generated from service platform.v1.DirectoryService
  */
 export const DirectoryService: GenService<{
   /**
-   * PublishKey publishes a public key of the caller's principal, so that
-   * others can wrap item keys for it. A principal may have several keys (one
-   * per device, say).
+   * PublishDevice adds a device to the caller's principal: its signing key
+   * and its agreement key, in a signed `DeviceKeys` statement.
    *
    * After the checks common to every RPC, in this order:
    *
    * 1. the token's scopes must include `directory.keys.publish`
    *    (PERMISSION_DENIED);
-   * 2. `public_key_jwk` must hold a usable public key as that field says
-   *    (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-   *    `publicKeyJwk`, whose description says what is wrong: a private
-   *    member, an unknown key type or curve, a coordinate that is not a point
-   *    of the curve, ...);
-   * 3. the key must not be another principal's key in the tenant
-   *    (ALREADY_EXISTS with a google.rpc.ErrorInfo of reason `KEY_EXISTS`);
-   * 4. the key must not have been revoked (FAILED_PRECONDITION with reason
-   *    `KEY_REVOKED`: a revoked key stays revoked; make a new key pair).
+   * 2. `statement` must be a canonical `DeviceKeys` statement of the
+   *    caller's tenant and principal, with usable public keys, made within
+   *    10 minutes of the server's time (INVALID_ARGUMENT with a
+   *    google.rpc.BadRequest naming `statement`, whose description says what
+   *    is wrong);
+   * 3. `signature` must be the new device's signature of the statement, and
+   *    `endorsement`, when the statement names an endorser, that endorser's
+   *    (INVALID_ARGUMENT with reason `SIGNATURE_INVALID` and a
+   *    google.rpc.BadRequest naming the field);
+   * 4. neither key may be another device's, live or revoked (ALREADY_EXISTS
+   *    with reason `KEY_EXISTS`, or FAILED_PRECONDITION with reason
+   *    `KEY_REVOKED` for a revoked device of the caller's: make new keys);
+   * 5. a principal that has a live device must name one of them as the
+   *    endorser (FAILED_PRECONDITION with reason `ENDORSEMENT_REQUIRED`), and
+   *    an endorser must be a live device of the principal
+   *    (FAILED_PRECONDITION with reason `ENDORSER_NOT_LIVE`). A principal
+   *    without a live device (never published, or reset) publishes a first
+   *    device, without an endorser.
    *
-   * A new key is stored with `created_at` now and appended to the key log as
-   * a publication, in one atomic step. Publishing a key the caller has
-   * published already changes nothing and answers that key, as it was first
-   * published, and the log's current head: a retry is always safe (see
-   * `request_id` for a repeat after a revocation).
+   * The device is stored and its entry appended to the log, in one atomic
+   * step; the server then sends the new checkpoint to its witnesses. A
+   * repeat of the same statement changes nothing and answers the device as
+   * it is, so a retry is always safe.
    *
-   * @generated from rpc platform.v1.DirectoryService.PublishKey
+   * @generated from rpc platform.v1.DirectoryService.PublishDevice
    */
-  publishKey: {
+  publishDevice: {
     methodKind: "unary";
-    input: typeof PublishKeyRequestSchema;
-    output: typeof PublishKeyResponseSchema;
+    input: typeof PublishDeviceRequestSchema;
+    output: typeof PublishDeviceResponseSchema;
   },
   /**
-   * RevokeKey revokes a recipient key: it is no longer offered by
-   * GetRecipientKeys, and clients stop wrapping item keys for it.
+   * RevokeDevice revokes a device of the caller's principal by a
+   * `DeviceRevocation` statement that a live device of the principal signed
+   * (a device may revoke itself). Clients stop sealing for a revoked
+   * device's agreement key and stop trusting its signatures from the entry
+   * on.
    *
    * After the checks common to every RPC, in this order:
    *
    * 1. the token's scopes must include `directory.keys.publish`
    *    (PERMISSION_DENIED);
-   * 2. the key must exist in the caller's tenant (NOT_FOUND with reason
-   *    `KEY_NOT_FOUND`; the same answer for another tenant's key);
-   * 3. it must be the caller's own key, unless the caller is an owner or an
-   *    admin, who may revoke any key of its tenant (PERMISSION_DENIED with
-   *    reason `KEY_ACCESS_DENIED`).
+   * 2. `statement` must be a canonical `DeviceRevocation` statement of the
+   *    caller's tenant and principal, made within 10 minutes of the
+   *    server's time (INVALID_ARGUMENT naming `statement`);
+   * 3. the device it revokes must be a device of the principal (NOT_FOUND
+   *    with reason `KEY_NOT_FOUND`);
+   * 4. the revoker must be a live device of the principal
+   *    (FAILED_PRECONDITION with reason `REVOKER_NOT_LIVE`), and `signature`
+   *    its signature of the statement (INVALID_ARGUMENT with reason
+   *    `SIGNATURE_INVALID`).
    *
-   * The key gets `revoked_at` now and the revocation is appended to the key
-   * log, in one atomic step. Revoking a revoked key changes nothing and
-   * answers the key as it was revoked, and the log's current head. Items
-   * already wrapped for the key stay readable with it until they are shared
-   * again without it (re-encrypted under a new content key).
+   * Revoking a revoked device changes nothing and answers it as it was
+   * revoked. Items already sealed for the device stay readable with its key
+   * until they are sealed again without it.
    *
-   * @generated from rpc platform.v1.DirectoryService.RevokeKey
+   * @generated from rpc platform.v1.DirectoryService.RevokeDevice
    */
-  revokeKey: {
+  revokeDevice: {
     methodKind: "unary";
-    input: typeof RevokeKeyRequestSchema;
-    output: typeof RevokeKeyResponseSchema;
+    input: typeof RevokeDeviceRequestSchema;
+    output: typeof RevokeDeviceResponseSchema;
   },
   /**
-   * GetRecipientKeys answers the live (not revoked) keys of principals of
-   * the caller's tenant.
+   * ResetPrincipal is the operator's way back for a principal who lost every
+   * device: it revokes all the principal's devices by an entry the log's own
+   * key signs, after which the principal publishes a first device again.
+   * Every client shows a reset to its application, which must acknowledge it
+   * before the client seals for the principal's new devices; the
+   * principal's own devices alert their owner. The command line does the
+   * same: `zkplatform admin keys reset`.
+   *
+   * After the checks common to every RPC, in this order:
+   *
+   * 1. the token's scopes must include `directory.keys.publish`
+   *    (PERMISSION_DENIED);
+   * 2. the caller must be an owner or an admin of the tenant
+   *    (PERMISSION_DENIED with reason `KEY_ACCESS_DENIED`);
+   * 3. the principal must be of the caller's tenant (NOT_FOUND with reason
+   *    `PRINCIPAL_NOT_FOUND`).
+   *
+   * Each call appends a reset, even for a principal without live devices.
+   * With `request_id`, a repeat changes nothing and answers the reset that
+   * call appended.
+   *
+   * @generated from rpc platform.v1.DirectoryService.ResetPrincipal
+   */
+  resetPrincipal: {
+    methodKind: "unary";
+    input: typeof ResetPrincipalRequestSchema;
+    output: typeof ResetPrincipalResponseSchema;
+  },
+  /**
+   * GetRecipientKeys answers the live devices of principals of the caller's
+   * tenant, a page at a time, as the log holds them at the answered
+   * checkpoint.
    *
    * After the checks common to every RPC, the token's scopes must include
-   * `directory.keys.read` (PERMISSION_DENIED). A principal id that is not of
-   * the caller's tenant (unknown, or of another tenant) has no keys: the
-   * answer is the same as for a principal without keys, so it reveals
-   * nothing. Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
+   * given, must be one this server issued for the same tenant and
+   * principals (INVALID_ARGUMENT naming `pageToken`). A principal id that
+   * is not of the caller's tenant (unknown, or of another tenant) has no
+   * devices: the answer is the same as for a principal without devices, so
+   * it reveals nothing. Also served by the Connect GET form; the answer
+   * carries `Cache-Control: no-store`.
    *
-   * A client checks each key before it wraps for it: the SHA-256 of the
-   * UTF-8 bytes of `jwk`, in base64url, is `key_id`, and the key log up to
-   * `log_head` has its publication by `principal_id` and no revocation.
+   * A convenience: a client seals only for devices it found in the log it
+   * verified itself (ListKeyLog), and refuses any device answered here that
+   * the log does not hold.
    *
    * @generated from rpc platform.v1.DirectoryService.GetRecipientKeys
    */
@@ -627,22 +724,20 @@ export const DirectoryService: GenService<{
     output: typeof GetRecipientKeysResponseSchema;
   },
   /**
-   * ListKeyLog lists the caller's tenant's key log after an index, oldest
-   * first, a page at a time: what a client verifies before it trusts a key.
+   * ListKeyLog lists the caller's tenant's key log from an index, oldest
+   * first, a page at a time, with a consistency proof from the size the
+   * client holds: what a client verifies before it trusts a key.
    *
    * After the checks common to every RPC, the token's scopes must include
    * `directory.keys.read` (PERMISSION_DENIED), then `page_token`, when
    * given, must be one this server issued for the same tenant and
-   * `since_index` (INVALID_ARGUMENT with a google.rpc.BadRequest naming
-   * `pageToken`). Also served by the Connect GET form; the answer carries
-   * `Cache-Control: no-store`.
+   * `start_index` (INVALID_ARGUMENT naming `pageToken`). Also served by the
+   * Connect GET form; the answer carries `Cache-Control: no-store`.
    *
    * The log is append-only: an entry, once answered, is answered the same
-   * forever, at the same index. A `log_head` whose `size` is below the size
-   * of a head the client verified earlier, or whose chain does not pass
-   * through that head's hash, means the log was rewritten: the client must
-   * not trust keys from it (an error the application sees, never a silent
-   * switch of keys).
+   * forever, at the same index. A checkpoint whose size is below one the
+   * client verified, or that a consistency proof does not connect to it,
+   * means the log was rewritten: the client must not trust keys from it.
    *
    * @generated from rpc platform.v1.DirectoryService.ListKeyLog
    */
