@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Head
-from zkplatform.domain.key_log import KeyLogHead, KeyLogRecord
+from zkplatform.domain.key_log import Cosignature, Device, Leaf, LogChange
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -41,7 +41,6 @@ from zkplatform.domain.models import (
     Tombstone,
     Vault,
 )
-from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 
 
@@ -397,74 +396,86 @@ class AuditRepository(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class KeyChange:
-    """A recipient key as a publication or a revocation left it (or found it: `changed` False), and
-    the head of its tenant's key log read in the same transaction. `repeated`: a publication
-    the principal made with the same request id and key within the retention period, found
-    again (nothing was changed now)."""
+class KeyLogRepository(Protocol):
+    """Each tenant's key log (domain/key_log.py): its entries with their leaf hashes, the
+    devices they made, and the witnesses' cosignatures of its checkpoints.
 
-    key: RecipientKey
-    head: KeyLogHead
-    changed: bool
-    repeated: bool = False
+    Entries are only ever appended, by compare-and-set on the log's size (`append_key_log`),
+    in one transaction with the devices they add or revoke and their audit event."""
 
-    def publishes(self, key: RecipientKey) -> bool:
-        """Whether a publication of `key` that found this succeeded: the key is live and its
-        principal's (not another's, not revoked), so the directory answers it."""
-        return self.key.principal_id == key.principal_id and self.key.live
-
-
-class KeyDirectoryRepository(Protocol):
-    """Recipient keys and each tenant's key log (domain/key_log.py).
-
-    A key is known by its tenant and its id (its thumbprint): the same key may be published
-    in two tenants, never twice in one. Every change appends its entry to the tenant's log
-    and its audit event, in the change's transaction; the log's head is moved there too, so
-    that concurrent changes of one tenant's keys, from any worker or host, queue on it and
-    the log never forks."""
-
-    async def publish_key(
-        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
-    ) -> KeyChange | Reused:
-        """Atomically: unless the tenant holds a key of that id (live or revoked, any
-        principal's), store the key, append its publication to the tenant's log and audit it;
-        otherwise change nothing and answer the key held. UnknownReference when its principal
-        is not of its tenant.
-
-        With a request id (domain/request_ids.py): Reused, changing nothing, when the principal
-        made another request with it within the retention period; the key held, `repeated`,
-        when it made this one; otherwise, when the publication succeeds (KeyChange.publishes),
-        its record is kept in the same transaction."""
+    async def key_log_size(self, tenant_id: str) -> int:
+        """The number of entries in the tenant's log (0 for none)."""
         ...
 
-    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
-        """Atomically: if the tenant's key of that id is live, revoke it at `actor.at`, append
-        its revocation to the tenant's log and audit it; a revoked key is answered as it is,
-        unchanged. None when the tenant has no such key."""
+    async def devices(self, tenant_id: str, principal_id: str | None = None) -> list[Device]:
+        """The tenant's devices (one principal's, unless None), live and revoked, by principal,
+        then by log_index."""
         ...
 
-    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
-        """The tenant's key of that id, live or revoked."""
+    async def find_device_key(self, tenant_id: str, key_id: str) -> Device | None:
+        """The tenant's device whose device id or agreement key id is `key_id`, live or revoked."""
         ...
 
-    async def find_keys(self, key_id: str) -> list[RecipientKey]:
-        """Every tenant's key of that id, by tenant (for an operator, who names a key by its id alone)."""
+    async def append_key_log(
+        self,
+        tenant_id: str,
+        expected_size: int,
+        entry: bytes,
+        *,
+        change: LogChange,
+        event: tuple[Action, dict[str, str]],
+        actor: Actor,
+        request: RequestId | None = None,
+    ) -> int | Repeated[tuple[str, ...]] | Reused | None:
+        """Atomically, if the tenant's log holds `expected_size` entries: append `entry` at that
+        index (its leaf hash with it), apply `change` (AddDevice stores the device with that
+        log_index; RevokeDevices sets revoked_at and revoked_index on those of the principal's
+        devices that are live) and record the audit event (action, details); answer the new
+        size. None, changing nothing, when the log's size is not `expected_size`: the caller
+        reads again and decides again. AlreadyExists when AddDevice's device id or agreement
+        key id is taken in the tenant (a concurrent publication won).
+
+        With a request id: its record answers a repeat (Repeated, whose answer is the entry's
+        index as its one string) or a reuse (Reused), changing nothing; a success records the
+        entry's index under it in the same transaction."""
         ...
 
-    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
-        """The tenant's keys (one principal's, unless None), live and revoked, by principal, then
-        oldest first (created_at, then key_id)."""
+    async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
+        """At most `limit` of the tenant's entries from index `start`, below `size`, ascending."""
         ...
 
-    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
-        """The live keys of those principals in the tenant, ordered as list_keys orders them, and
-        the tenant's key log head, in one snapshot."""
+    async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
+        """The leaf hashes of the tenant's first `size` entries (fewer if the log is shorter)."""
         ...
 
-    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
-        """At most `limit` entries of the tenant's key log with an index above `after`,
-        ascending, and the log's head, in one snapshot."""
+    async def live_devices(
+        self, tenant_id: str, principal_ids: Iterable[str], size: int, after: tuple[str, int] | None, limit: int
+    ) -> list[Device]:
+        """At most `limit` devices of those principals live in the log's first `size` entries
+        (Device.live_at), by principal, then log_index, after the (principal_id, log_index)
+        `after` when given."""
+        ...
+
+    async def key_log_tenants(self) -> list[str]:
+        """Every tenant whose log has an entry, sorted."""
+        ...
+
+    async def save_cosignature(self, cosignature: Cosignature) -> None:
+        """Keep a witness's cosignature of a tenant's checkpoint, replacing an older one of the
+        same witness for the same size (a newer time wins; an older one changes nothing)."""
+        ...
+
+    async def served_checkpoint(
+        self, tenant_id: str, witnesses: Iterable[str], quorum: int
+    ) -> tuple[int, list[Cosignature]]:
+        """The size of the tenant's newest checkpoint that at least `quorum` of the named
+        witnesses cosigned, and their cosignatures of it; (0, []) when none has. With a quorum
+        of 0: the log's current size, and whatever cosignatures of it the witnesses made.
+        Cosignatures of sizes below the answered one may be forgotten."""
+        ...
+
+    async def witness_sizes(self, tenant_id: str) -> dict[str, int]:
+        """For each witness that cosigned a checkpoint of the tenant: the largest size it cosigned."""
         ...
 
 
@@ -474,7 +485,7 @@ class Store(
     TokenRepository,
     LimitsRepository,
     AuditRepository,
-    KeyDirectoryRepository,
+    KeyLogRepository,
     Protocol,
 ):
     """Everything a store adapter provides."""
