@@ -54,8 +54,11 @@ class Action(StrEnum):
     TOKEN_MINTED = "token.minted"  # noqa: S105
     TOKEN_REVOKED = "token.revoked"  # noqa: S105
     TOKEN_REVOKED_IN_URL = "token.revoked_in_url"  # noqa: S105 # the tree of a token that was sent in a URL
-    KEY_PUBLISHED = "key.published"  # a recipient key, in the key directory
+    KEY_PUBLISHED = "key.published"  # a recipient key of the first key directory: kept to read older trails
     KEY_REVOKED = "key.revoked"
+    DEVICE_PUBLISHED = "device.published"  # a device's keys, appended to its tenant's key log
+    DEVICE_REVOKED = "device.revoked"  # by a device's signed statement
+    PRINCIPAL_RESET = "principal.reset"  # every device of a principal revoked, under the log key
     # The store's epoch replaced (after a restore from a backup): in every tenant's trail.
     EPOCH_ROTATED = "store.epoch_rotated"
 
