@@ -39,14 +39,28 @@ from zkplatform.config import (
     DEFAULT_WATCH_HEARTBEAT_SECONDS,
     DEFAULT_WATCH_MAX_PER_PRINCIPAL,
     DEFAULT_WATCH_MAX_PER_WORKER,
+    DEFAULT_WITNESS_INTERVAL_SECONDS,
+    DEFAULT_WITNESS_TIMEOUT_SECONDS,
     ConfigError,
     Settings,
     check_bind,
+    check_log_name,
     check_public_url,
     parse_networks,
+    parse_paths,
+    parse_timeout,
 )
 from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import MintPolicy
+from zkplatform.log_keys import (
+    VERIFIER_KEY_SUFFIX,
+    generate_key_file,
+    local_key_path,
+    local_log_key,
+    log_keys_for,
+    read_witnesses,
+    witness_quorum,
+)
 from zkplatform.observability.logs import LOG_FORMATS, queued_handler
 from zkplatform.observability.metrics import MetricsListener, Screen, multiprocess_registry
 from zkplatform.observability.tracing import TracingConfigError, check_env
@@ -101,6 +115,17 @@ _ENVIRONMENT = {
     ),
     "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": f"open watches per principal (default {DEFAULT_WATCH_MAX_PER_PRINCIPAL})",
     "ZKPLATFORM_WATCH_MAX_PER_WORKER": f"open watches per worker (default {DEFAULT_WATCH_MAX_PER_WORKER})",
+    "ZKPLATFORM_LOG_KEY_FILES": "the key log's signing keys, comma-separated files (as --log-key-files;\n"
+    "default: on SQLite, <db>.log-key, made at first start)",
+    "ZKPLATFORM_LOG_NAME": "the name of a log key the server makes itself (default zkplatform.local)",
+    "ZKPLATFORM_WITNESSES_FILE": "the witnesses, one '<vkey> <url>' a line (as --witnesses-file; default: none)",
+    "ZKPLATFORM_WITNESS_QUORUM": "witnesses that must cosign a checkpoint before it is served (default: all)",
+    "ZKPLATFORM_WITNESS_INTERVAL": (
+        f"seconds between pushes of every checkpoint to the witnesses (default {DEFAULT_WITNESS_INTERVAL_SECONDS})"
+    ),
+    "ZKPLATFORM_WITNESS_TIMEOUT": (
+        f"seconds a witness has to answer, and a change waits for them (default {DEFAULT_WITNESS_TIMEOUT_SECONDS:g})"
+    ),
 }
 _EXIT_CODES = {
     "0": "stopped by SIGTERM or SIGINT (Ctrl-C)",
@@ -219,6 +244,24 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help=f"where --dev writes the tokens (default {DEFAULT_DEV_CREDENTIALS})",
     )
+    _serve_transparency_flags(serve)
+    log_key = commands.add_parser(
+        "log-key",
+        help="make the key log's signing key (zkplatform log-key generate --help)",
+        description="The key log's signing key: a note private key in a file of its own (docs/key-transparency.md).",
+    )
+    log_key_actions = log_key.add_subparsers(dest="action", required=True, metavar="ACTION")
+    generate = log_key_actions.add_parser(
+        "generate",
+        help="make a new log key into a file; print its verifier key",
+        description="Make a new Ed25519 log key and write it to --out (which must not exist), readable only by"
+        " its owner; print its verifier key, which clients pin. Name the file in ZKPLATFORM_LOG_KEY_FILES."
+        " Exit codes: 0 done, 2 bad usage or a file that cannot be made.",
+    )
+    generate.add_argument(
+        "--name", type=_log_name, required=True, metavar="NAME", help="the log's name (e.g. log.example.com)"
+    )
+    generate.add_argument("--out", type=Path, required=True, metavar="FILE", help="the new key's file")
     admin = commands.add_parser(
         "admin", help="operator commands on a store (zkplatform admin --help)", add_help=False, prefix_chars="\0"
     )
@@ -226,6 +269,68 @@ def _parser() -> argparse.ArgumentParser:
         "arguments", nargs=argparse.REMAINDER, help="an operator command and its arguments (zkplatform admin --help)"
     )
     return parser
+
+
+def _serve_transparency_flags(serve: argparse.ArgumentParser) -> None:
+    """The key log's signing keys and witnesses (docs/operations.md, "The key log")."""
+    serve.add_argument(
+        "--log-key-files",
+        default=None,
+        metavar="FILES",
+        help="comma-separated files of the key log's signing keys (default: $ZKPLATFORM_LOG_KEY_FILES;"
+        " on SQLite, <db>.log-key, made at first start)",
+    )
+    serve.add_argument(
+        "--witnesses-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the witnesses, one '<cosignature vkey> <url>' a line (default: $ZKPLATFORM_WITNESSES_FILE; none)",
+    )
+    serve.add_argument(
+        "--witness-quorum",
+        type=_whole,
+        default=None,
+        metavar="N",
+        help="witnesses that must cosign a checkpoint before it is served (default: $ZKPLATFORM_WITNESS_QUORUM; all)",
+    )
+    serve.add_argument(
+        "--witness-interval",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between pushes of every checkpoint to the witnesses"
+        f" (default: $ZKPLATFORM_WITNESS_INTERVAL or {DEFAULT_WITNESS_INTERVAL_SECONDS})",
+    )
+    serve.add_argument(
+        "--witness-timeout",
+        type=_timeout,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a witness has to answer, and a change's answer waits for them"
+        f" (default: $ZKPLATFORM_WITNESS_TIMEOUT or {DEFAULT_WITNESS_TIMEOUT_SECONDS:g})",
+    )
+
+
+def _whole(raw: str) -> int:
+    if not (raw.isascii() and raw.isdigit()):
+        msg = f"must be a whole number, not {raw!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(raw)
+
+
+def _timeout(raw: str) -> float:
+    try:
+        return parse_timeout(raw)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _log_name(raw: str) -> str:
+    try:
+        return check_log_name(raw)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _version() -> str:
@@ -281,6 +386,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from zkplatform.admin import main as admin_main  # noqa: PLC0415 # the server never loads it
 
         return admin_main(args.arguments)
+    if args.command == "log-key":
+        return _generate_log_key(args)
+    return _run_serve(args)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
     try:
         _flags_from_environment(args, os.environ)
     except ConfigError as error:
@@ -294,6 +405,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C before the server listened: nothing to stop
         return 130
+
+
+def _generate_log_key(args: argparse.Namespace) -> int:
+    try:
+        vkey = generate_key_file(args.name, args.out)
+    except ConfigError as error:
+        print(f"zkplatform: {error}", file=sys.stderr)
+        return 2
+    print(f"zkplatform: log key {args.name} written to {args.out}; its verifier key:", file=sys.stderr)
+    print(vkey)  # the verifier key is public: clients pin it
+    return 0
 
 
 def _choice(choices: Sequence[str]) -> Callable[[str], str]:
@@ -345,6 +467,7 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
         settings = dataclasses.replace(settings, store_url=args.store)
     kind_of(settings.store_url)  # a malformed or unsupported URL stops here, in one line
     settings = _with_metrics(args, settings)
+    settings = _with_transparency(args, settings)
     if args.dev_credentials is not None and not args.dev:
         raise ConfigError("--dev-credentials only makes sense with --dev")
     if args.dev:
@@ -355,6 +478,39 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
             raise ConfigError("--dev keeps its data in one process's memory; use --workers 1")
         settings = dataclasses.replace(settings, dev=True, dev_credentials=args.dev_credentials or env.dev_credentials)
     return settings
+
+
+def _with_transparency(args: argparse.Namespace, settings: Settings) -> Settings:
+    if args.log_key_files is not None:
+        settings = dataclasses.replace(settings, log_key_files=parse_paths(args.log_key_files))
+    if args.witnesses_file is not None:
+        settings = dataclasses.replace(settings, witnesses_file=args.witnesses_file)
+    if args.witness_quorum is not None:
+        settings = dataclasses.replace(settings, witness_quorum=args.witness_quorum)
+    if args.witness_interval is not None:
+        settings = dataclasses.replace(settings, witness_interval_seconds=args.witness_interval)
+    if args.witness_timeout is not None:
+        settings = dataclasses.replace(settings, witness_timeout_seconds=args.witness_timeout)
+    return settings
+
+
+def _check_transparency(settings: Settings) -> None:
+    """The log keys and witnesses usable, before anything starts: a SQLite store's own log key
+    made now (once, so that the workers only read it), and where its verifier key is said."""
+    if settings.dev:
+        return
+    local = None if settings.log_key_files else local_key_path(settings.store_url)
+    if local is not None:
+        keys, created = local_log_key(local, settings.log_name)
+        verifier = local.with_name(local.name + VERIFIER_KEY_SUFFIX)
+        made = "made" if created else "kept"
+        log.info("log key %s %s in %s; its verifier key, which clients pin, is in %s", keys.name, made, local, verifier)
+    else:
+        log_keys_for(settings)
+    witnesses = read_witnesses(settings.witnesses_file) if settings.witnesses_file is not None else []
+    witness_quorum(settings, witnesses)
+    if not witnesses:
+        log.warning("no witnesses: clients that require cosigned checkpoints will refuse this server's key logs")
 
 
 def _with_metrics(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -469,6 +625,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     listener.check()
     check_env()
+    _check_transparency(settings)
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
     try:
@@ -546,7 +703,7 @@ class _LeakRevoker:
         try:
             await platform.authenticator.revoke_leaked(found)
         finally:
-            await platform.store.close()
+            await platform.close()
 
 
 @contextlib.contextmanager

@@ -416,7 +416,7 @@ class KeyLogRepository(Protocol):
         """The tenant's device whose device id or agreement key id is `key_id`, live or revoked."""
         ...
 
-    async def append_key_log(
+    async def append_key_log(  # noqa: PLR0913 # the entry, its change and event, and the request id naming it
         self,
         tenant_id: str,
         expected_size: int,

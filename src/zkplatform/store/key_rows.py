@@ -1,79 +1,195 @@
-"""The key directory in SQL (migrations sqlite/0008, postgresql/0009): the statements both SQL
-stores run, written once with `?` placeholders and rendered per dialect, and the rows' layout."""
+"""The key log in SQL (migrations sqlite/0009, postgresql/0010): the statements both SQL stores
+run, written once with `?` placeholders and rendered per dialect, and the rows' layout."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from zkplatform.domain.key_log import EMPTY, KeyLogHead, KeyLogRecord
-from zkplatform.domain.recipient_keys import RecipientKey
+from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf
 
-KEY_COLUMNS = "tenant_id, key_id, principal_id, jwk, created_at, revoked_at"
-_ORDER = "ORDER BY principal_id, created_at, key_id"
+DEVICE_COLUMNS = (
+    "tenant_id, principal_id, device_id, signing_jwk, agreement_key_id, agreement_jwk, endorser, created_at,"
+    " log_index, revoked_at, revoked_index"
+)
+COSIGNATURE_COLUMNS = "tenant_id, size, witness, cosigned_at, line"
+_DEVICE_ORDER = "ORDER BY principal_id, log_index"
 
 
 @dataclass(frozen=True, slots=True)
-class KeyStatements:
+class KeyLogStatements:
+    size: str = "SELECT size FROM key_log_heads WHERE tenant_id = ?"
+    # The head's row before the tenant's first entry, so that the compare-and-set has a row to
+    # lock and move (only an append at size 0 needs it: without a row the log is empty).
+    new_head: str = "INSERT INTO key_log_heads (tenant_id, size) VALUES (?, 0) ON CONFLICT (tenant_id) DO NOTHING"
+    # The compare-and-set: (tenant, expected size) -> the new size; no row when the size moved.
+    # PostgreSQL: the UPDATE locks the row (as SELECT ... FOR UPDATE would) until the commit, and
+    # a concurrent one waits for that commit, then re-checks `size = ?` on the row as committed
+    # (READ COMMITTED), finds it moved and changes nothing.
+    move_head: str = "UPDATE key_log_heads SET size = size + 1 WHERE tenant_id = ? AND size = ? RETURNING size"
+    add_entry: str = "INSERT INTO key_log_entries (tenant_id, idx, data, leaf_hash) VALUES (?, ?, ?, ?)"
+    leaves: str = (
+        "SELECT idx, data, leaf_hash FROM key_log_entries"
+        " WHERE tenant_id = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?"
+    )
+    hashes: str = "SELECT leaf_hash FROM key_log_entries WHERE tenant_id = ? AND idx < ? ORDER BY idx"
+    tenants: str = "SELECT tenant_id FROM key_log_heads WHERE size > 0 ORDER BY tenant_id"
     principal_in_tenant: str = "SELECT 1 FROM principals WHERE principal_id = ? AND tenant_id = ?"
-    add_key: str = f"INSERT INTO recipient_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
-    get_key: str = f"SELECT {KEY_COLUMNS} FROM recipient_keys WHERE tenant_id = ? AND key_id = ?"
-    find_keys: str = f"SELECT {KEY_COLUMNS} FROM recipient_keys WHERE key_id = ? ORDER BY tenant_id"
-    revoke_key: str = (
-        "UPDATE recipient_keys SET revoked_at = ? WHERE tenant_id = ? AND key_id = ? AND revoked_at IS NULL"
+    add_device: str = f"INSERT INTO devices ({DEVICE_COLUMNS}) VALUES ({', '.join('?' * 11)})"
+    # (at, index, tenant, principal, device): a device of the principal, only while it is live.
+    revoke_device: str = (
+        "UPDATE devices SET revoked_at = ?, revoked_index = ?"
+        " WHERE tenant_id = ? AND principal_id = ? AND device_id = ? AND revoked_index IS NULL"
     )
-    tenant_keys: str = f"SELECT {KEY_COLUMNS} FROM recipient_keys WHERE tenant_id = ? {_ORDER}"
-    principal_keys: str = f"SELECT {KEY_COLUMNS} FROM recipient_keys WHERE tenant_id = ? AND principal_id = ? {_ORDER}"
-    # The live keys of some principals: (tenant, then each principal id); its IN list is filled in per call.
-    live_keys: str = (
-        f"SELECT {KEY_COLUMNS} FROM recipient_keys"
-        " WHERE tenant_id = ? AND revoked_at IS NULL AND principal_id IN ({principals}) " + _ORDER
+    tenant_devices: str = f"SELECT {DEVICE_COLUMNS} FROM devices WHERE tenant_id = ? {_DEVICE_ORDER}"
+    principal_devices: str = (
+        f"SELECT {DEVICE_COLUMNS} FROM devices WHERE tenant_id = ? AND principal_id = ? {_DEVICE_ORDER}"
     )
-    head: str = "SELECT size, hash FROM key_log_heads WHERE tenant_id = ?"
-    set_head: str = (
-        "INSERT INTO key_log_heads (tenant_id, size, hash) VALUES (?, ?, ?)"
-        " ON CONFLICT (tenant_id) DO UPDATE SET size = excluded.size, hash = excluded.hash"
+    # (tenant, key id, tenant, key id): the primary key's lookup, then the unique index's (a
+    # UNION, where an OR of the two would scan the tenant's devices on SQLite).
+    find_device: str = (
+        f"SELECT {DEVICE_COLUMNS} FROM devices WHERE tenant_id = ? AND device_id = ?"
+        f" UNION ALL SELECT {DEVICE_COLUMNS} FROM devices WHERE tenant_id = ? AND agreement_key_id = ? LIMIT 1"
     )
-    add_entry: str = "INSERT INTO key_log (tenant_id, log_index, entry, hash) VALUES (?, ?, ?, ?)"
-    entries: str = (
-        "SELECT tenant_id, log_index, entry, hash FROM key_log"
-        " WHERE tenant_id = ? AND log_index > ? ORDER BY log_index LIMIT ?"
+    # (tenant, each principal from the page's on, after principal, after index, size, size,
+    # limit): a keyset page, each principal's devices a range of the devices_by_principal index
+    # (a row-value comparison with the page's start would scan every principal's after it). Its
+    # IN list is filled in per call.
+    live_devices: str = (
+        f"SELECT {DEVICE_COLUMNS} FROM devices WHERE tenant_id = ? AND principal_id IN ({{principals}})"
+        " AND (principal_id <> ? OR log_index > ?) AND log_index < ? AND (revoked_index IS NULL OR revoked_index >= ?)"
+        f" {_DEVICE_ORDER} LIMIT ?"
     )
+    # A newer time replaces the witness's cosignature of that size; an older or equal one changes nothing.
+    save_cosignature: str = (
+        f"INSERT INTO witness_cosignatures ({COSIGNATURE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (tenant_id, size, witness) DO UPDATE SET cosigned_at = excluded.cosigned_at, line = excluded.line"
+        " WHERE excluded.cosigned_at > witness_cosignatures.cosigned_at"
+    )
+    # (tenant, each witness, tenant, each witness, quorum): the cosignatures of the named
+    # witnesses of the newest size that at least `quorum` of them cosigned; no row when none has.
+    # The primary key read backwards, group by group, stopping at the first with a quorum: the
+    # older sizes' cosignatures, which are kept, cost it nothing (PostgreSQL: Limit over a
+    # GroupAggregate over an Index Only Scan Backward; SQLite: no temporary B-tree).
+    quorum_cosignatures: str = (
+        "SELECT size, witness, cosigned_at, line FROM witness_cosignatures"
+        " WHERE tenant_id = ? AND witness IN ({witnesses}) AND size ="
+        " (SELECT size FROM witness_cosignatures WHERE tenant_id = ? AND witness IN ({witnesses})"
+        " GROUP BY size HAVING count(*) >= ? ORDER BY size DESC LIMIT 1)"
+        " ORDER BY witness"
+    )
+    # (tenant, tenant, each witness): the log's size, with each named witness's cosignature of it
+    # (one row of the size and NULLs when there is none).
+    current_cosignatures: str = (
+        "SELECT h.size, c.witness, c.cosigned_at, c.line"
+        " FROM (SELECT coalesce((SELECT size FROM key_log_heads WHERE tenant_id = ?), 0) AS size) AS h"
+        " LEFT JOIN witness_cosignatures AS c ON c.tenant_id = ? AND c.size = h.size"
+        " AND c.witness IN ({witnesses}) ORDER BY c.witness"
+    )
+    witness_sizes: str = "SELECT witness, max(size) FROM witness_cosignatures WHERE tenant_id = ? GROUP BY witness"
 
-    def live_keys_of(self, count: int, placeholder: str) -> str:
-        return self.live_keys.format(principals=", ".join([placeholder] * count))
+    def live_devices_of(self, count: int, placeholder: str) -> str:
+        return self.live_devices.format(principals=_among(count, placeholder))
+
+    def quorum_cosignatures_of(self, count: int, placeholder: str) -> str:
+        return self.quorum_cosignatures.format(witnesses=_among(count, placeholder))
+
+    def current_cosignatures_of(self, count: int, placeholder: str) -> str:
+        return self.current_cosignatures.format(witnesses=_among(count, placeholder))
 
 
-SQLITE = KeyStatements()
+def _among(count: int, placeholder: str) -> str:
+    """An IN list of `count` parameters; of none, NULL, which no value is IN."""
+    return ", ".join([placeholder] * count) or "NULL"
+
+
+SQLITE = KeyLogStatements()
 # psycopg's placeholder; none of these texts holds a `?` or a `%` of its own.
-POSTGRESQL = KeyStatements(**{f.name: getattr(SQLITE, f.name).replace("?", "%s") for f in fields(KeyStatements)})
+POSTGRESQL = KeyLogStatements(**{f.name: getattr(SQLITE, f.name).replace("?", "%s") for f in fields(KeyLogStatements)})
 
 
-def key_params(key: RecipientKey) -> tuple[object, ...]:
-    return key.tenant_id, key.key_id, key.principal_id, key.jwk, key.created_at, key.revoked_at
+def leaf_hash(entry: bytes) -> bytes:
+    """RFC 9162's leaf hash, SHA-256(0x00 || entry)."""
+    return hashlib.sha256(b"\x00" + entry).digest()
 
 
-def key_from_row(row: tuple[Any, ...] | Any) -> RecipientKey:
-    tenant_id, key_id, principal_id, jwk, created_at, revoked_at = row
-    return RecipientKey(
-        key_id=str(key_id),
+def device_params(tenant_id: str, index: int, added: AddDevice) -> tuple[object, ...]:
+    """The row of a device an entry of the tenant's log at `index` adds."""
+    d = added.device
+    return (
+        tenant_id,
+        d.principal_id,
+        d.device_id,
+        d.signing_jwk,
+        d.agreement_key_id,
+        d.agreement_jwk,
+        d.endorser,
+        d.created_at,
+        index,
+        None,
+        None,
+    )
+
+
+def device_from_row(row: tuple[Any, ...] | Any) -> Device:
+    (
+        tenant_id,
+        principal_id,
+        device_id,
+        signing_jwk,
+        agreement_key_id,
+        agreement_jwk,
+        endorser,
+        created_at,
+        log_index,
+        revoked_at,
+        revoked_index,
+    ) = row
+    return Device(
         tenant_id=str(tenant_id),
         principal_id=str(principal_id),
-        jwk=str(jwk),
+        device_id=str(device_id),
+        signing_jwk=str(signing_jwk),
+        agreement_key_id=str(agreement_key_id),
+        agreement_jwk=str(agreement_jwk),
+        endorser=str(endorser),
         created_at=int(created_at),
+        log_index=int(log_index),
         revoked_at=None if revoked_at is None else int(revoked_at),
+        revoked_index=None if revoked_index is None else int(revoked_index),
     )
 
 
-def head_from_row(row: tuple[Any, ...] | Any | None) -> KeyLogHead:
-    """The head as stored; the empty log's before a tenant's first change."""
-    return EMPTY if row is None else KeyLogHead(int(row[0]), bytes(row[1]))
+def live_devices_params(
+    tenant_id: str, principal_ids: Iterable[str], size: int, after: tuple[str, int] | None, limit: int
+) -> tuple[list[str], tuple[object, ...]]:
+    """The principals live_devices names in its IN list (sorted, from the page's on), and its parameters."""
+    start, index = after or ("", -1)
+    wanted = sorted({p for p in principal_ids if p >= start})
+    return wanted, (tenant_id, *wanted, start, index, size, size, limit)
 
 
-def record_from_row(row: tuple[Any, ...] | Any) -> KeyLogRecord:
-    tenant_id, index, entry, hash_ = row
-    return KeyLogRecord(str(tenant_id), int(index), bytes(entry), bytes(hash_))
+def taken(tenant_id: str, key_id: str) -> str:
+    """What AlreadyExists says of a new device whose key id names a device of the tenant already."""
+    return f"key {key_id} is already a device's in tenant {tenant_id}"
 
 
-def record_params(record: KeyLogRecord) -> tuple[object, ...]:
-    return record.tenant_id, record.index, record.data, record.hash
+def leaf_from_row(row: tuple[Any, ...] | Any) -> Leaf:
+    index, data, hash_ = row
+    return Leaf(int(index), bytes(data), bytes(hash_))
+
+
+def cosignature_params(cosignature: Cosignature) -> tuple[object, ...]:
+    c = cosignature
+    return c.tenant_id, c.size, c.witness, c.cosigned_at, c.line
+
+
+def served(tenant_id: str, found: list[tuple[Any, ...]] | list[Any]) -> tuple[int, list[Cosignature]]:
+    """What served_checkpoint answers of the rows (size, witness, cosigned_at, line) of one size,
+    whose witness is NULL in a row that stands for the size alone; (0, []) for no row."""
+    if not found:
+        return 0, []
+    size = int(found[0][0])
+    return size, [Cosignature(tenant_id, size, str(w), int(at), str(line)) for _, w, at, line in found if w is not None]

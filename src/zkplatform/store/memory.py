@@ -17,8 +17,7 @@ from typing import TypeVar
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
-from zkplatform.domain.key_log import EMPTY, KeyLogEntry, KeyLogHead, KeyLogRecord
-from zkplatform.domain.key_log import appended as appended_to_key_log
+from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, LogChange
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -32,7 +31,6 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
-from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.repository import (
     AlreadyExists,
@@ -41,7 +39,6 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
-    KeyChange,
     MintOutcome,
     Missing,
     ParentRevoked,
@@ -52,6 +49,7 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
+from zkplatform.store.key_rows import leaf_hash, taken
 from zkplatform.store.notify import ChangeFeed
 
 K = TypeVar("K")
@@ -178,8 +176,11 @@ class MemoryStore:
         self._audit: dict[str, list[AuditRecord]] = {}
         self._heads: dict[str, Head] = {}
         self._unchained: list[Event] = []  # recorded, not yet in their tenants' chains (see _record)
-        self._keys: dict[tuple[str, str], RecipientKey] = {}  # (tenant, key id) -> the key
-        self._key_logs: dict[str, list[KeyLogRecord]] = {}  # tenant -> its key log; index n at n - 1
+        self._key_logs: dict[str, list[Leaf]] = {}  # tenant -> its key log's entries, index n at n
+        self._devices: dict[tuple[str, str], Device] = {}  # (tenant, device id) -> the device
+        self._device_keys: dict[tuple[str, str], str] = {}  # (tenant, device or agreement key id) -> device id
+        self._principal_devices: dict[str, dict[str, list[str]]] = {}  # tenant -> principal -> ids, in log order
+        self._cosignatures: dict[str, dict[int, dict[str, Cosignature]]] = {}  # tenant -> size -> witness -> it
         self._answered: dict[tuple[str, str], _Answered] = {}  # (principal, request id) -> its record
 
     async def close(self) -> None:
@@ -619,74 +620,118 @@ class MemoryStore:
         start = max(after, 0)  # nothing is numbered below 1 here: after may be audit.BEFORE_ALL
         return records[start : start + limit]  # sequence n is at index n - 1
 
-    # key directory
+    # key log
 
-    async def publish_key(
-        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
-    ) -> KeyChange | Reused:
-        principal = self._principals.get(key.principal_id)
-        if principal is None or principal.tenant_id != key.tenant_id:
-            raise UnknownReference(f"no principal {key.principal_id} in tenant {key.tenant_id}")
-        if isinstance(earlier := self._earlier(actor, request, tuple), Reused):
+    async def key_log_size(self, tenant_id: str) -> int:
+        return len(self._key_logs.get(tenant_id, ()))
+
+    async def devices(self, tenant_id: str, principal_id: str | None = None) -> list[Device]:
+        owned = self._principal_devices.get(tenant_id, {})
+        principals = sorted(owned) if principal_id is None else [principal_id]
+        return [self._devices[tenant_id, d] for p in principals for d in owned.get(p, ())]
+
+    async def find_device_key(self, tenant_id: str, key_id: str) -> Device | None:
+        device_id = self._device_keys.get((tenant_id, key_id))
+        return None if device_id is None else self._devices[tenant_id, device_id]
+
+    async def append_key_log(  # noqa: PLR0913 # the entry, its change and event, and the request id naming it
+        self,
+        tenant_id: str,
+        expected_size: int,
+        entry: bytes,
+        *,
+        change: LogChange,
+        event: tuple[Action, dict[str, str]],
+        actor: Actor,
+        request: RequestId | None = None,
+    ) -> int | Repeated[tuple[str, ...]] | Reused | None:
+        if (earlier := self._earlier(actor, request, tuple)) is not None:
             return earlier
-        if (held := self._keys.get((key.tenant_id, key.key_id))) is not None:
-            change = KeyChange(held, self._key_log_head(key.tenant_id), changed=False, repeated=earlier is not None)
-        else:
-            self._keys[key.tenant_id, key.key_id] = key
-            head = self._append_key_log(key.tenant_id, KeyLogEntry.published(key))
-            self._record([audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)])
-            change = KeyChange(key, head, changed=True)
-        if earlier is None and change.publishes(key):
-            self._remember(actor, request, (key.key_id,))
-        return change
-
-    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
-        held = self._keys.get((tenant_id, key_id))
-        if held is None:
+        leaves = self._key_logs.setdefault(tenant_id, [])
+        if len(leaves) != expected_size:
             return None
-        if not held.live:
-            return KeyChange(held, self._key_log_head(tenant_id), changed=False)
-        revoked = self._keys[tenant_id, key_id] = held.revoked(actor.at)
-        head = self._append_key_log(tenant_id, KeyLogEntry.revoked(revoked))
-        self._record([audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
-        return KeyChange(revoked, head, changed=True)
+        if isinstance(change, AddDevice):  # everything checked before anything changes: all or none
+            device = replace(change.device, tenant_id=tenant_id, log_index=expected_size)
+            principal = self._principals.get(device.principal_id)
+            if principal is None or principal.tenant_id != tenant_id:
+                raise UnknownReference(f"no principal {device.principal_id} in tenant {tenant_id}")
+            for key_id in (device.device_id, device.agreement_key_id):
+                if (tenant_id, key_id) in self._device_keys:
+                    raise AlreadyExists(taken(tenant_id, key_id))
+            self._devices[tenant_id, device.device_id] = device
+            self._device_keys[tenant_id, device.device_id] = self._device_keys[tenant_id, device.agreement_key_id] = (
+                device.device_id
+            )
+            self._principal_devices.setdefault(tenant_id, {}).setdefault(device.principal_id, []).append(
+                device.device_id
+            )
+        else:
+            for device_id in change.device_ids:
+                held = self._devices.get((tenant_id, device_id))
+                if held is not None and held.principal_id == change.principal_id and held.live:
+                    self._devices[tenant_id, device_id] = replace(
+                        held, revoked_at=change.at, revoked_index=expected_size
+                    )
+        leaves.append(Leaf(expected_size, entry, leaf_hash(entry)))
+        action, details = event
+        self._record([actor.event(tenant_id, action, **details)])
+        self._remember(actor, request, (str(expected_size),))
+        return expected_size + 1
 
-    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
-        return self._keys.get((tenant_id, key_id))
+    async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
+        leaves = self._key_logs.get(tenant_id, [])
+        return leaves[max(start, 0) : max(min(size, start + limit), 0)]
 
-    async def find_keys(self, key_id: str) -> list[RecipientKey]:
-        return sorted((k for k in self._keys.values() if k.key_id == key_id), key=lambda k: k.tenant_id)
+    async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
+        return [leaf.leaf_hash for leaf in self._key_logs.get(tenant_id, [])[: max(size, 0)]]
 
-    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
-        return sorted(
-            (
-                k
-                for k in self._keys.values()
-                if k.tenant_id == tenant_id and (principal_id is None or k.principal_id == principal_id)
-            ),
-            key=_key_order,
+    async def live_devices(
+        self, tenant_id: str, principal_ids: Iterable[str], size: int, after: tuple[str, int] | None, limit: int
+    ) -> list[Device]:
+        after = after or ("", -1)
+        owned = self._principal_devices.get(tenant_id, {})
+        devices = (
+            device
+            for p in sorted(set(principal_ids))
+            if p >= after[0]
+            for d in owned.get(p, ())
+            if (p, (device := self._devices[tenant_id, d]).log_index) > after and device.live_at(size)
         )
+        return list(itertools.islice(devices, max(limit, 0)))
 
-    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
-        wanted = set(principal_ids)
-        found = [k for k in self._keys.values() if k.tenant_id == tenant_id and k.principal_id in wanted and k.live]
-        return sorted(found, key=_key_order), self._key_log_head(tenant_id)
+    async def key_log_tenants(self) -> list[str]:
+        return sorted(t for t, leaves in self._key_logs.items() if leaves)
 
-    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
-        records = self._key_logs.get(tenant_id, [])
-        start = max(after, 0)  # index n is at n - 1
-        return records[start : start + limit], self._key_log_head(tenant_id)
+    async def save_cosignature(self, cosignature: Cosignature) -> None:
+        sizes = self._cosignatures.setdefault(cosignature.tenant_id, {})
+        by_witness = sizes.setdefault(cosignature.size, {})
+        held = by_witness.get(cosignature.witness)
+        if held is None or held.cosigned_at < cosignature.cosigned_at:
+            by_witness[cosignature.witness] = cosignature
 
-    def _key_log_head(self, tenant_id: str) -> KeyLogHead:
-        records = self._key_logs.get(tenant_id)
-        return records[-1].head if records else EMPTY
+    async def served_checkpoint(
+        self, tenant_id: str, witnesses: Iterable[str], quorum: int
+    ) -> tuple[int, list[Cosignature]]:
+        named = set(witnesses)
+        sizes = self._cosignatures.get(tenant_id, {})
 
-    def _append_key_log(self, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
-        """Chained at once, unlike the audit trail: every answer of the directory carries the head."""
-        records = self._key_logs.setdefault(tenant_id, [])
-        (record,) = appended_to_key_log(self._key_log_head(tenant_id), tenant_id, [entry])
-        records.append(record)
-        return record.head
+        def of(size: int) -> list[Cosignature]:
+            return sorted((c for w, c in sizes.get(size, {}).items() if w in named), key=lambda c: c.witness)
+
+        if quorum <= 0:
+            size = len(self._key_logs.get(tenant_id, ()))
+            return size, of(size)
+        for size in sorted(sizes, reverse=True):
+            if len(cosigned := of(size)) >= quorum:
+                return size, cosigned
+        return 0, []
+
+    async def witness_sizes(self, tenant_id: str) -> dict[str, int]:
+        largest: dict[str, int] = {}
+        for size, cosigned in self._cosignatures.get(tenant_id, {}).items():
+            for witness in cosigned:
+                largest[witness] = max(largest.get(witness, 0), size)
+        return largest
 
     # limits
 
@@ -711,10 +756,6 @@ class MemoryStore:
         self._proofs[key] = expires_at
         heapq.heappush(self._proofs_by_expiry, (expires_at, key_thumbprint, jti))
         return True
-
-
-def _key_order(key: RecipientKey) -> tuple[str, int, str]:
-    return key.principal_id, key.created_at, key.key_id
 
 
 def _insert(table: dict[K, V], key: K, value: V, what: str) -> None:

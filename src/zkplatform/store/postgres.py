@@ -36,8 +36,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
 from zkplatform.domain.errors import StoreUnavailable
-from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead, KeyLogRecord
-from zkplatform.domain.key_log import appended as appended_to_key_log
+from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, LogChange
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -51,7 +50,6 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
-from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.observability import probes
 from zkplatform.repository import (
@@ -61,7 +59,6 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
-    KeyChange,
     MintOutcome,
     Missing,
     ParentRevoked,
@@ -742,86 +739,101 @@ class PostgresStore:
         async with self._connection() as conn:
             return await (await conn.execute(query, params)).fetchall()
 
-    # key directory
+    # key log
 
-    async def publish_key(
-        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
-    ) -> KeyChange | Reused:
-        async def publish(conn: Conn) -> KeyChange | Reused:
-            # The request id's claim is the transaction's first lock, as on every write (then
-            # the key log's head, then the audit trail's): a concurrent call with the id waits.
-            earlier = None if request is None else await _claim(conn, actor, request, tuple)
-            if isinstance(earlier, Reused):
-                return earlier
-            head = await _lock_key_log(conn, key.tenant_id)
-            # Each statement below sees what committed before the lock was granted: a concurrent
-            # publication of the same key, which held it first, is found here.
-            missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
-            await _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
-            if (row := await _fetchone(conn, KEYS.get_key, (key.tenant_id, key.key_id))) is not None:
-                change = KeyChange(key_rows.key_from_row(row), head, changed=False, repeated=earlier is not None)
-            else:
-                await conn.execute(KEYS.add_key, key_rows.key_params(key))
-                head = await _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
-                event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
-                await _record(conn, [event])
-                change = KeyChange(key, head, changed=True)
-            if request is not None and earlier is None:  # this call's claim: its answer, or none
-                await _settle(conn, actor, request, (key.key_id,) if change.publishes(key) else None)
-            return change
+    async def key_log_size(self, tenant_id: str) -> int:
+        row = await self._one(KEYS.size, (tenant_id,))
+        return 0 if row is None else int(row[0])
 
-        return await self._tx(publish)
-
-    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
-        async def revoke(conn: Conn) -> KeyChange | None:
-            head = await _lock_key_log(conn, tenant_id)
-            if (row := await _fetchone(conn, KEYS.get_key, (tenant_id, key_id))) is None:
-                return None
-            held = key_rows.key_from_row(row)
-            if not held.live:
-                return KeyChange(held, head, changed=False)
-            await conn.execute(KEYS.revoke_key, (actor.at, tenant_id, key_id))
-            revoked = held.revoked(actor.at)
-            head = await _append_key_log(conn, head, tenant_id, KeyLogEntry.revoked(revoked))
-            await _record(conn, [audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
-            return KeyChange(revoked, head, changed=True)
-
-        return await self._tx(revoke)
-
-    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
-        row = await self._one(KEYS.get_key, (tenant_id, key_id))
-        return None if row is None else key_rows.key_from_row(row)
-
-    async def find_keys(self, key_id: str) -> list[RecipientKey]:
-        return [key_rows.key_from_row(row) for row in await self._all(KEYS.find_keys, (key_id,))]
-
-    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+    async def devices(self, tenant_id: str, principal_id: str | None = None) -> list[Device]:
         if principal_id is None:
-            found = await self._all(KEYS.tenant_keys, (tenant_id,))
+            found = await self._all(KEYS.tenant_devices, (tenant_id,))
         else:
-            found = await self._all(KEYS.principal_keys, (tenant_id, principal_id))
-        return [key_rows.key_from_row(row) for row in found]
+            found = await self._all(KEYS.principal_devices, (tenant_id, principal_id))
+        return [key_rows.device_from_row(row) for row in found]
 
-    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
-        wanted = sorted(set(principal_ids))
+    async def find_device_key(self, tenant_id: str, key_id: str) -> Device | None:
+        row = await self._one(KEYS.find_device, (tenant_id, key_id, tenant_id, key_id))
+        return None if row is None else key_rows.device_from_row(row)
 
-        async def read(conn: Conn) -> tuple[list[RecipientKey], KeyLogHead]:
-            found = []
-            if wanted:
-                cursor = await conn.execute(KEYS.live_keys_of(len(wanted), "%s"), (tenant_id, *wanted))
-                found = await cursor.fetchall()
-            head = await _fetchone(conn, KEYS.head, (tenant_id,))
-            return [key_rows.key_from_row(row) for row in found], key_rows.head_from_row(head)
+    async def append_key_log(  # noqa: PLR0913 # the entry, its change and event, and the request id naming it
+        self,
+        tenant_id: str,
+        expected_size: int,
+        entry: bytes,
+        *,
+        change: LogChange,
+        event: tuple[Action, dict[str, str]],
+        actor: Actor,
+        request: RequestId | None = None,
+    ) -> int | Repeated[tuple[str, ...]] | Reused | None:
+        async def append(conn: Conn) -> int | Repeated[tuple[str, ...]] | Reused | None:
+            # The request id's claim is the transaction's first lock, as on every write (then the
+            # key log's head, then the audit trail's): a concurrent call with the id waits.
+            if request is not None and (earlier := await _claim(conn, actor, request, tuple)) is not None:
+                return earlier
+            if expected_size == 0:
+                await conn.execute(KEYS.new_head, (tenant_id,))
+            # The compare-and-set, which locks the head's row until the commit: appends of the
+            # tenant queue there, whichever worker or host makes them, and each statement below
+            # sees what the appends before this one committed.
+            if await _fetchone(conn, KEYS.move_head, (tenant_id, expected_size)) is None:
+                if request is not None:
+                    await _settle(conn, actor, request, None)
+                return None
+            await conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, key_rows.leaf_hash(entry)))
+            if isinstance(change, AddDevice):
+                await _add_device(conn, tenant_id, expected_size, change)
+            else:
+                revoked = (change.at, expected_size, tenant_id, change.principal_id)
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(KEYS.revoke_device, [(*revoked, d) for d in change.device_ids])
+            action, details = event
+            await _record(conn, [actor.event(tenant_id, action, **details)])
+            if request is not None:
+                await _settle(conn, actor, request, (str(expected_size),))
+            return expected_size + 1
 
-        return await self._snapshot(read)
+        return await self._tx(append)
 
-    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
-        async def read(conn: Conn) -> tuple[list[KeyLogRecord], KeyLogHead]:
-            found = await (await conn.execute(KEYS.entries, (tenant_id, after, limit))).fetchall()
-            head = await _fetchone(conn, KEYS.head, (tenant_id,))
-            return [key_rows.record_from_row(row) for row in found], key_rows.head_from_row(head)
+    async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
+        return [key_rows.leaf_from_row(row) for row in await self._all(KEYS.leaves, (tenant_id, start, size, limit))]
 
-        return await self._snapshot(read)
+    async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
+        return [bytes(row[0]) for row in await self._all(KEYS.hashes, (tenant_id, size))]
+
+    async def live_devices(
+        self, tenant_id: str, principal_ids: Iterable[str], size: int, after: tuple[str, int] | None, limit: int
+    ) -> list[Device]:
+        wanted, params = key_rows.live_devices_params(tenant_id, principal_ids, size, after, limit)
+        found = await self._all(KEYS.live_devices_of(len(wanted), "%s"), params)
+        return [key_rows.device_from_row(row) for row in found]
+
+    async def key_log_tenants(self) -> list[str]:
+        return [str(row[0]) for row in await self._all(KEYS.tenants)]
+
+    async def save_cosignature(self, cosignature: Cosignature) -> None:
+        async def save(conn: Conn) -> None:
+            await conn.execute(KEYS.save_cosignature, key_rows.cosignature_params(cosignature))
+
+        await self._tx(save)
+
+    async def served_checkpoint(
+        self, tenant_id: str, witnesses: Iterable[str], quorum: int
+    ) -> tuple[int, list[Cosignature]]:
+        named = sorted(set(witnesses))
+        params: tuple[object, ...]
+        if quorum <= 0:
+            query, params = KEYS.current_cosignatures_of(len(named), "%s"), (tenant_id, tenant_id, *named)
+        else:
+            query, params = (
+                KEYS.quorum_cosignatures_of(len(named), "%s"),
+                (tenant_id, *named, tenant_id, *named, quorum),
+            )
+        return key_rows.served(tenant_id, await self._all(query, params))
+
+    async def witness_sizes(self, tenant_id: str) -> dict[str, int]:
+        return {str(witness): int(size) for witness, size in await self._all(KEYS.witness_sizes, (tenant_id,))}
 
     # limits
 
@@ -913,9 +925,6 @@ _PURGE = (
 _LIST_LIVE_ITEMS = _list_in_snapshot(SQL.list_live_items)
 # A chain's head before its first event: sequence 0 and the hash that comes before event 1.
 _NEW_AUDIT_HEAD = "INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
-# A key log's head before its first entry: size 0 and the hash that comes before entry 1.
-_NEW_KEY_LOG_HEAD = "INSERT INTO key_log_heads (tenant_id, size, hash) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
-
 
 _DELETE_ITEM = f"SELECT {rows.ITEM_COLUMNS} FROM zk_delete_item(%s, %s, %s, %s, %s, %s)"
 # Claim a request id for this call: (principal, request id, fingerprint, now, oldest kept) -> a
@@ -1089,22 +1098,19 @@ async def _record(conn: Conn, events: Iterable[Event]) -> None:
         await conn.execute(SQL.set_audit_head, (tenant_id, records[-1].sequence, records[-1].hash))
 
 
-async def _lock_key_log(conn: Conn, tenant_id: str) -> KeyLogHead:
-    """Lock the tenant's key log head until the transaction ends, and read it: changes of one
-    tenant's keys queue here, whichever worker or host makes them, so the log never forks. The
-    head's row is made first if the log is new, so that FOR UPDATE has a row to lock. The audit
-    trail's head, which the change's event moves, is locked after this one, always."""
-    await conn.execute(_NEW_KEY_LOG_HEAD, (tenant_id, audit.GENESIS))
-    row = await _fetchone(conn, KEYS.head + " FOR UPDATE", (tenant_id,))
-    return key_rows.head_from_row(row)
-
-
-async def _append_key_log(conn: Conn, head: KeyLogHead, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
-    """Append the entry to the tenant's key log and move its (locked) head."""
-    (record,) = appended_to_key_log(head, tenant_id, [entry])
-    await conn.execute(KEYS.add_entry, key_rows.record_params(record))
-    await conn.execute(KEYS.set_head, (tenant_id, record.index, record.hash))
-    return record.head
+async def _add_device(conn: Conn, tenant_id: str, index: int, added: AddDevice) -> None:
+    """Store the device an entry of the tenant's log at `index` adds; UnknownReference when its
+    principal is not of the tenant, AlreadyExists when either of its key ids names a device
+    (with the head's row locked, a device added by an append before this one is seen here)."""
+    principal_id = added.device.principal_id
+    missing = f"no principal {principal_id} in tenant {tenant_id}"
+    await _require(conn, KEYS.principal_in_tenant, (principal_id, tenant_id), missing)
+    for key_id in (added.device.device_id, added.device.agreement_key_id):
+        if await _fetchone(conn, KEYS.find_device, (tenant_id, key_id, tenant_id, key_id)) is not None:
+            raise AlreadyExists(key_rows.taken(tenant_id, key_id))
+    await _insert(
+        conn, KEYS.add_device, key_rows.device_params(tenant_id, index, added), f"device {added.device.device_id}"
+    )
 
 
 async def _fetchone(conn: Conn, query: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:

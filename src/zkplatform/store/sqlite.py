@@ -15,8 +15,7 @@ from pathlib import Path
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
-from zkplatform.domain.key_log import KeyLogEntry, KeyLogHead, KeyLogRecord
-from zkplatform.domain.key_log import appended as appended_to_key_log
+from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, LogChange
 from zkplatform.domain.models import (
     ChangePage,
     Item,
@@ -30,7 +29,6 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
-from zkplatform.domain.recipient_keys import RecipientKey
 from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.repository import (
     AlreadyExists,
@@ -39,7 +37,6 @@ from zkplatform.repository import (
     CreateOutcome,
     DeleteOutcome,
     Existing,
-    KeyChange,
     MintOutcome,
     Missing,
     ParentRevoked,
@@ -619,92 +616,96 @@ class SQLiteStore:
         found = await self._read(lambda c: c.execute(SQL.audit_records, (tenant_id, after, limit)).fetchall())
         return [rows.audit_record_from_row(row) for row in found]
 
-    # key directory
+    # key log
 
-    async def publish_key(
-        self, key: RecipientKey, actor: Actor, request: RequestId | None = None
-    ) -> KeyChange | Reused:
-        def publish(conn: sqlite3.Connection) -> KeyChange | Reused:
-            # The writer holds the file's write lock from BEGIN IMMEDIATE on: no other change
-            # of the tenant's keys or log, in this process or another, comes in between.
-            missing = f"no principal {key.principal_id} in tenant {key.tenant_id}"
-            _require(conn, KEYS.principal_in_tenant, (key.principal_id, key.tenant_id), missing)
-            if isinstance(earlier := _earlier(conn, actor, request, tuple), Reused):
-                return earlier
-            head = key_rows.head_from_row(conn.execute(KEYS.head, (key.tenant_id,)).fetchone())
-            if (row := conn.execute(KEYS.get_key, (key.tenant_id, key.key_id)).fetchone()) is not None:
-                change = KeyChange(key_rows.key_from_row(row), head, changed=False, repeated=earlier is not None)
-            else:
-                conn.execute(KEYS.add_key, key_rows.key_params(key))
-                head = _append_key_log(conn, head, key.tenant_id, KeyLogEntry.published(key))
-                event = audit.key_event(actor, Action.KEY_PUBLISHED, key.tenant_id, key.principal_id, key.key_id)
-                _record(conn, [event])
-                change = KeyChange(key, head, changed=True)
-            if earlier is None and change.publishes(key):
-                _remember(conn, actor, request, (key.key_id,))
-            return change
+    async def key_log_size(self, tenant_id: str) -> int:
+        row = self._lookup(lambda c: c.execute(KEYS.size, (tenant_id,)).fetchone())
+        return 0 if row is None else int(row[0])
 
-        return await self._write(publish)
-
-    async def revoke_key(self, tenant_id: str, key_id: str, actor: Actor) -> KeyChange | None:
-        def revoke(conn: sqlite3.Connection) -> KeyChange | None:
-            head = key_rows.head_from_row(conn.execute(KEYS.head, (tenant_id,)).fetchone())
-            if (row := conn.execute(KEYS.get_key, (tenant_id, key_id)).fetchone()) is None:
-                return None
-            held = key_rows.key_from_row(row)
-            if not held.live:
-                return KeyChange(held, head, changed=False)
-            conn.execute(KEYS.revoke_key, (actor.at, tenant_id, key_id))
-            revoked = held.revoked(actor.at)
-            head = _append_key_log(conn, head, tenant_id, KeyLogEntry.revoked(revoked))
-            _record(conn, [audit.key_event(actor, Action.KEY_REVOKED, tenant_id, held.principal_id, key_id)])
-            return KeyChange(revoked, head, changed=True)
-
-        return await self._write(revoke)
-
-    async def get_key(self, tenant_id: str, key_id: str) -> RecipientKey | None:
-        row = self._lookup(lambda c: c.execute(KEYS.get_key, (tenant_id, key_id)).fetchone())
-        return None if row is None else key_rows.key_from_row(row)
-
-    async def find_keys(self, key_id: str) -> list[RecipientKey]:
-        found = await self._read(lambda c: c.execute(KEYS.find_keys, (key_id,)).fetchall())
-        return [key_rows.key_from_row(row) for row in found]
-
-    async def list_keys(self, tenant_id: str, principal_id: str | None) -> list[RecipientKey]:
+    async def devices(self, tenant_id: str, principal_id: str | None = None) -> list[Device]:
         query, params = (
-            (KEYS.tenant_keys, [tenant_id])
+            (KEYS.tenant_devices, (tenant_id,))
             if principal_id is None
-            else (KEYS.principal_keys, [tenant_id, principal_id])
+            else (KEYS.principal_devices, (tenant_id, principal_id))
         )
         found = await self._read(lambda c: c.execute(query, params).fetchall())
-        return [key_rows.key_from_row(row) for row in found]
+        return [key_rows.device_from_row(row) for row in found]
 
-    async def live_keys(self, tenant_id: str, principal_ids: Iterable[str]) -> tuple[list[RecipientKey], KeyLogHead]:
-        wanted = sorted(set(principal_ids))
-        query = KEYS.live_keys_of(len(wanted), "?")
+    async def find_device_key(self, tenant_id: str, key_id: str) -> Device | None:
+        row = self._lookup(lambda c: c.execute(KEYS.find_device, (tenant_id, key_id, tenant_id, key_id)).fetchone())
+        return None if row is None else key_rows.device_from_row(row)
 
-        def read(conn: sqlite3.Connection) -> tuple[list[RecipientKey], KeyLogHead]:
-            conn.execute("BEGIN")  # the keys and the head from one snapshot (WAL)
-            try:
-                found = conn.execute(query, (tenant_id, *wanted)).fetchall() if wanted else []
-                head = conn.execute(KEYS.head, (tenant_id,)).fetchone()
-            finally:
-                conn.execute("COMMIT")
-            return [key_rows.key_from_row(row) for row in found], key_rows.head_from_row(head)
+    async def append_key_log(  # noqa: PLR0913 # the entry, its change and event, and the request id naming it
+        self,
+        tenant_id: str,
+        expected_size: int,
+        entry: bytes,
+        *,
+        change: LogChange,
+        event: tuple[Action, dict[str, str]],
+        actor: Actor,
+        request: RequestId | None = None,
+    ) -> int | Repeated[tuple[str, ...]] | Reused | None:
+        def append(conn: sqlite3.Connection) -> int | Repeated[tuple[str, ...]] | Reused | None:
+            # The writer holds the file's write lock from BEGIN IMMEDIATE on: no other append of
+            # any tenant, in this process or another, comes between the compare and the set.
+            if (earlier := _earlier(conn, actor, request, tuple)) is not None:
+                return earlier
+            if expected_size == 0:
+                conn.execute(KEYS.new_head, (tenant_id,))
+            if conn.execute(KEYS.move_head, (tenant_id, expected_size)).fetchone() is None:
+                return None
+            conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, key_rows.leaf_hash(entry)))
+            if isinstance(change, AddDevice):
+                _add_device(conn, tenant_id, expected_size, change)
+            else:
+                revoked = (change.at, expected_size, tenant_id, change.principal_id)
+                conn.executemany(KEYS.revoke_device, [(*revoked, device_id) for device_id in change.device_ids])
+            action, details = event
+            _record(conn, [actor.event(tenant_id, action, **details)])
+            _remember(conn, actor, request, (str(expected_size),))
+            return expected_size + 1
 
-        return await self._read(read)
+        return await self._write(append)
 
-    async def key_log(self, tenant_id: str, after: int, limit: int) -> tuple[list[KeyLogRecord], KeyLogHead]:
-        def read(conn: sqlite3.Connection) -> tuple[list[KeyLogRecord], KeyLogHead]:
-            conn.execute("BEGIN")  # the entries and the head from one snapshot (WAL)
-            try:
-                found = conn.execute(KEYS.entries, (tenant_id, after, limit)).fetchall()
-                head = conn.execute(KEYS.head, (tenant_id,)).fetchone()
-            finally:
-                conn.execute("COMMIT")
-            return [key_rows.record_from_row(row) for row in found], key_rows.head_from_row(head)
+    async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
+        found = await self._read(lambda c: c.execute(KEYS.leaves, (tenant_id, start, size, limit)).fetchall())
+        return [key_rows.leaf_from_row(row) for row in found]
 
-        return await self._read(read)
+    async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
+        found = await self._read(lambda c: c.execute(KEYS.hashes, (tenant_id, size)).fetchall())
+        return [bytes(row[0]) for row in found]
+
+    async def live_devices(
+        self, tenant_id: str, principal_ids: Iterable[str], size: int, after: tuple[str, int] | None, limit: int
+    ) -> list[Device]:
+        wanted, params = key_rows.live_devices_params(tenant_id, principal_ids, size, after, limit)
+        query = KEYS.live_devices_of(len(wanted), "?")
+        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        return [key_rows.device_from_row(row) for row in found]
+
+    async def key_log_tenants(self) -> list[str]:
+        found = await self._read(lambda c: c.execute(KEYS.tenants).fetchall())
+        return [str(row[0]) for row in found]
+
+    async def save_cosignature(self, cosignature: Cosignature) -> None:
+        await self._write(lambda c: c.execute(KEYS.save_cosignature, key_rows.cosignature_params(cosignature)))
+
+    async def served_checkpoint(
+        self, tenant_id: str, witnesses: Iterable[str], quorum: int
+    ) -> tuple[int, list[Cosignature]]:
+        named = sorted(set(witnesses))
+        params: tuple[object, ...]
+        if quorum <= 0:
+            query, params = KEYS.current_cosignatures_of(len(named), "?"), (tenant_id, tenant_id, *named)
+        else:
+            query, params = KEYS.quorum_cosignatures_of(len(named), "?"), (tenant_id, *named, tenant_id, *named, quorum)
+        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        return key_rows.served(tenant_id, found)
+
+    async def witness_sizes(self, tenant_id: str) -> dict[str, int]:
+        found = await self._read(lambda c: c.execute(KEYS.witness_sizes, (tenant_id,)).fetchall())
+        return {str(witness): int(size) for witness, size in found}
 
     # limits
 
@@ -905,12 +906,17 @@ def _record(conn: sqlite3.Connection, events: Iterable[Event]) -> None:
         conn.execute(SQL.set_audit_head, (tenant_id, last.sequence, last.hash))
 
 
-def _append_key_log(conn: sqlite3.Connection, head: KeyLogHead, tenant_id: str, entry: KeyLogEntry) -> KeyLogHead:
-    """Append the entry to the tenant's key log and move its head, in the use case's transaction."""
-    (record,) = appended_to_key_log(head, tenant_id, [entry])
-    conn.execute(KEYS.add_entry, key_rows.record_params(record))
-    conn.execute(KEYS.set_head, (tenant_id, record.index, record.hash))
-    return record.head
+def _add_device(conn: sqlite3.Connection, tenant_id: str, index: int, added: AddDevice) -> None:
+    """Store the device an entry of the tenant's log at `index` adds; UnknownReference when its
+    principal is not of the tenant, AlreadyExists when either of its key ids names a device."""
+    principal_id = added.device.principal_id
+    _require(
+        conn, KEYS.principal_in_tenant, (principal_id, tenant_id), f"no principal {principal_id} in tenant {tenant_id}"
+    )
+    for key_id in (added.device.device_id, added.device.agreement_key_id):
+        if conn.execute(KEYS.find_device, (tenant_id, key_id, tenant_id, key_id)).fetchone() is not None:
+            raise AlreadyExists(key_rows.taken(tenant_id, key_id))
+    conn.execute(KEYS.add_device, key_rows.device_params(tenant_id, index, added))
 
 
 def _head(row: tuple[object, ...] | None, tenant_id: str) -> Head | None:
