@@ -1,20 +1,25 @@
 """Write src/zkplatform/dev_data.json: the development data set's keys and sealed items.
 
 `zkplatform serve --dev` seeds the memory store from that file (src/zkplatform/devmode.py):
-each principal's recipient key is published in its tenant's directory, and each vault holds
-six items sealed by the Python client package (clients/python, docs/sealing.md) for the
-keys of the vault's members, so a demo opens them with a member's private key. The private
-keys are in the file, and go to the development credentials file: they are demo keys,
-public by being committed here, never to be used for anything else.
+each principal gets a demo device (an Ed25519 signing key, and its X25519 agreement key), which
+it publishes in its tenant's key log; each vault holds six items sealed by the Python client
+package (clients/python, docs/sealing.md) for the agreement keys of the vault's members, so a
+demo opens them with a member's private key; the development log key signs the key logs and the
+development witness cosigns them. The private keys are in the file, and go to the development
+credentials file: they are demo keys, public by being committed here, never to be used for
+anything else.
 
-    PYTHONPATH=clients/python .venv/bin/python scripts/make_dev_data.py
+    PYTHONPATH=clients/python .venv/bin/python scripts/make_dev_data.py [--reseal]
 
-Run it again only to change the data set (it makes new keys, nonces and content keys), and
-commit the result; the server never seals anything.
+The signing keys, the log key and the witness key are derived from fixed labels, so running it
+again writes the same ones. The agreement keys and the sealed items are kept from the file as
+it is; `--reseal` makes new ones (new keys, nonces and content keys), only to change the data
+set. Commit the result; the server never seals anything.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import hmac
@@ -23,9 +28,11 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format
 
-from zkplatform_client import RecipientPrivateKey, SealContext, seal
+from zkplatform_tlog.note import generate_cosigner_key, generate_signer_key
+from zkplatform_tlog.statements import b64url, canonical_json
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "zkplatform" / "dev_data.json"
 ITEMS_PER_VAULT = 6
@@ -38,6 +45,21 @@ VAULTS = {
     "globex-main": ("globex", ["carol"]),
 }
 SITES = ["github.com", "mail.example", "bank.example", "wiki.example", "vpn.example", "shop.example"]
+# The names of the development log key (the first element of the logs' origins) and witness key.
+LOG_NAME = "zkplatform.dev"
+WITNESS_NAME = "witness.zkplatform.dev"
+
+
+def derived_seed(label: str) -> bytes:
+    """32 bytes fixed by a label: the same demo key on every run."""
+    return hashlib.sha256(f"zkplatform development data set: {label}".encode()).digest()
+
+
+def signing_key_jwk(principal: str) -> str:
+    """A principal's demo device signing key, as a private Ed25519 JWK (canonical members)."""
+    seed = derived_seed(f"device signing key of {principal}")
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    return canonical_json({"crv": "Ed25519", "d": b64url(seed), "kty": "OKP", "x": b64url(public)}).decode()
 
 
 def content(vault_id: str, number: int, members: list[str]) -> tuple[str, dict[str, Any]]:
@@ -55,7 +77,11 @@ def content(vault_id: str, number: int, members: list[str]) -> tuple[str, dict[s
     return "note", {"title": f"Note {number} of {vault_id}", "text": f"Shared with {', '.join(members)}."}
 
 
-def main() -> None:
+def sealed_data() -> tuple[dict[str, dict[str, str]], dict[str, list[dict[str, Any]]]]:
+    """New agreement keys for every principal, and every vault's items sealed for its members'."""
+    # Only here: keeping the sealed data as it is needs no client package.
+    from zkplatform_client import RecipientPrivateKey, SealContext, seal  # noqa: PLC0415
+
     keys = {principal: RecipientPrivateKey.generate("X25519") for names in TENANTS.values() for principal in names}
     vaults: dict[str, list[dict[str, Any]]] = {}
     title_key = secrets.token_bytes(32)
@@ -82,12 +108,34 @@ def main() -> None:
                 }
             )
         vaults[vault_id] = items
+    principals = {
+        principal: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()} for principal, key in keys.items()
+    }
+    return principals, vaults
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reseal", action="store_true", help="new agreement keys and newly sealed items")
+    args = parser.parse_args()
+    if args.reseal or not OUT.exists():
+        principals, vaults = sealed_data()
+    else:
+        kept = json.loads(OUT.read_text())
+        principals = {
+            name: {"publicKeyJwk": p["publicKeyJwk"], "privateKeyJwk": p["privateKeyJwk"]}
+            for name, p in kept["principals"].items()
+        }
+        vaults = kept["vaults"]
+    log_key, _ = generate_signer_key(LOG_NAME, seed=derived_seed("log key"))
+    witness_key, _ = generate_cosigner_key(WITNESS_NAME, seed=derived_seed("witness key"))
     document = {
         "about": "The development data set (scripts/make_dev_data.py): demo keys, public by being "
         "committed, and items sealed for them. Never use these keys for anything else.",
+        "logKey": log_key,
+        "witnessKey": witness_key,
         "principals": {
-            principal: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()}
-            for principal, key in keys.items()
+            principal: {**keys, "signingKeyJwk": signing_key_jwk(principal)} for principal, keys in principals.items()
         },
         "vaults": vaults,
     }

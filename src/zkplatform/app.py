@@ -108,6 +108,7 @@ class Server:
         self._platform = platform
         self._front = None if platform is None else self._build(platform)
         self._maintenance: asyncio.Task[None] | None = None
+        self._pushing: asyncio.Task[None] | None = None  # the witness pusher's loop, per worker
 
     def _build(self, platform: Platform) -> Front:
         return build_front(self._settings, platform, self._telemetry, *self._servicers)
@@ -123,21 +124,42 @@ class Server:
             platform = await platform_from(self._settings)
             self._platform = platform
             if self._settings.dev:
-                tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
-                path = devmode.write_credentials(self._settings.dev_credentials, self._settings.base_url, tenants)
-                log.info("development mode: demo data seeded; credentials written to %s", path)
+                await self._seed(platform)
             self._maintenance = asyncio.create_task(purge_tombstones_periodically(platform, self._settings))
+            if platform.witness_pusher is not None:
+                self._pushing = asyncio.create_task(
+                    platform.witness_pusher.run(self._settings.witness_interval_seconds)
+                )
             self._front = self._build(platform)
         settle_heap()
 
+    async def _seed(self, platform: Platform) -> None:
+        """Development mode: the demo data, its key logs cosigned by the development witness before
+        the first call, and the credentials file with what a client pins."""
+        tenants = await devmode.seed(platform.store, platform.issuer, platform.clock)
+        if platform.witness_pusher is not None:
+            for tenant in tenants:
+                await platform.witness_pusher.push(tenant.tenant_id)
+        checkpoints = platform.directory.checkpoints
+        path = devmode.write_credentials(
+            self._settings.dev_credentials,
+            self._settings.base_url,
+            tenants,
+            log_vkeys=checkpoints.keys.vkeys(),
+            witness_vkeys=[witness.verifier.vkey() for witness in platform.witnesses],
+            witness_quorum=checkpoints.quorum,
+        )
+        log.info("development mode: demo data seeded; credentials written to %s", path)
+
     async def shutdown(self) -> None:
-        """Stop the maintenance and close the store this server opened (once)."""
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            self._maintenance = None
+        """Stop the maintenance and the witness pushes, and close the platform this server opened (once)."""
+        for task in (self._maintenance, self._pushing):
+            if task is not None:
+                task.cancel()
+        self._maintenance = self._pushing = None
         if self._owns_platform and self._platform is not None:
             platform, self._platform = self._platform, None
-            await platform.store.close()
+            await platform.close()
 
     def end_streams(self) -> None:
         """At shutdown: end the open streaming calls with `unavailable`, and refuse new ones so."""

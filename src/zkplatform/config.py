@@ -31,6 +31,11 @@ DEFAULT_WATCH_HEARTBEAT_SECONDS = 15
 DEFAULT_WATCH_MAX_PER_PRINCIPAL = 10
 DEFAULT_WATCH_MAX_PER_WORKER = 1000
 DEFAULT_STATE_DIR = Path("var")
+# The name of the log key the server makes itself (SQLite store, memory store): the log's name.
+DEFAULT_LOG_NAME = "zkplatform.local"
+DEFAULT_WITNESS_INTERVAL_SECONDS = 300
+DEFAULT_WITNESS_TIMEOUT_SECONDS = 5.0
+MAX_WITNESS_TIMEOUT_SECONDS = 300.0
 DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
 
 
@@ -132,6 +137,19 @@ class Settings:
     watch_max_per_worker: int = DEFAULT_WATCH_MAX_PER_WORKER
     # HOST:PORT of the Prometheus metrics listener; None: no metrics recorded.
     metrics_bind: str | None = None
+    # The key log's signing keys (files of note private keys): all sign checkpoints, the first
+    # is the key a rotation moves to. None given: the server makes or reads one by its store.
+    log_key_files: tuple[Path, ...] = ()
+    # The name of a log key the server makes itself.
+    log_name: str = DEFAULT_LOG_NAME
+    # The witnesses: a file of `<cosignature vkey> <url>` lines; None: no witness.
+    witnesses_file: Path | None = None
+    # How many of them must cosign a checkpoint before it is served; None: all of them.
+    witness_quorum: int | None = None
+    # How often every tenant's checkpoint is sent to the witnesses again (fresh cosignatures).
+    witness_interval_seconds: int = DEFAULT_WITNESS_INTERVAL_SECONDS
+    # How long a witness has to answer, and a change's answer waits for the witnesses.
+    witness_timeout_seconds: float = DEFAULT_WITNESS_TIMEOUT_SECONDS
 
     @property
     def tombstone_retention_seconds(self) -> int:
@@ -181,6 +199,14 @@ class Settings:
                 env, "ZKPLATFORM_WATCH_MAX_PER_WORKER", DEFAULT_WATCH_MAX_PER_WORKER, at_most=100_000
             ),
             metrics_bind=check_bind(env["ZKPLATFORM_METRICS_BIND"]) if env.get("ZKPLATFORM_METRICS_BIND") else None,
+            log_key_files=parse_paths(env.get("ZKPLATFORM_LOG_KEY_FILES", "")),
+            log_name=check_log_name(env.get("ZKPLATFORM_LOG_NAME") or DEFAULT_LOG_NAME),
+            witnesses_file=Path(env["ZKPLATFORM_WITNESSES_FILE"]) if env.get("ZKPLATFORM_WITNESSES_FILE") else None,
+            witness_quorum=_quorum(env.get("ZKPLATFORM_WITNESS_QUORUM", "")),
+            witness_interval_seconds=_positive_int(
+                env, "ZKPLATFORM_WITNESS_INTERVAL", DEFAULT_WITNESS_INTERVAL_SECONDS, at_most=86_400
+            ),
+            witness_timeout_seconds=_timeout(env.get("ZKPLATFORM_WITNESS_TIMEOUT", "")),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -203,8 +229,60 @@ class Settings:
             "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(self.watch_max_per_principal),
             "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(self.watch_max_per_worker),
             "ZKPLATFORM_METRICS_BIND": self.metrics_bind or "",
+            "ZKPLATFORM_LOG_KEY_FILES": ",".join(str(path.absolute()) for path in self.log_key_files),
+            "ZKPLATFORM_LOG_NAME": self.log_name,
+            "ZKPLATFORM_WITNESSES_FILE": str(self.witnesses_file.absolute()) if self.witnesses_file else "",
+            "ZKPLATFORM_WITNESS_QUORUM": "" if self.witness_quorum is None else str(self.witness_quorum),
+            "ZKPLATFORM_WITNESS_INTERVAL": str(self.witness_interval_seconds),
+            "ZKPLATFORM_WITNESS_TIMEOUT": f"{self.witness_timeout_seconds:g}",
             **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
         }
+
+
+def parse_paths(raw: str) -> tuple[Path, ...]:
+    """`ZKPLATFORM_LOG_KEY_FILES`: comma-separated paths (a path holding a comma cannot be named)."""
+    return tuple(Path(part.strip()) for part in raw.split(",") if part.strip())
+
+
+_KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_log_name(raw: str) -> str:
+    """The name of a log key the server makes: letters, digits, '.', '_' and '-' (a signed-note key
+    name may hold more, but an origin's first element is best kept plain), or ConfigError."""
+    if not _KEY_NAME.fullmatch(raw):
+        msg = (
+            f"a log name is 1 to 100 of [A-Za-z0-9._-], the first a letter or digit (e.g. log.example.com), not {raw!r}"
+        )
+        raise ConfigError(msg)
+    return raw
+
+
+def _quorum(raw: str) -> int | None:
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > 1000:
+        msg = f"ZKPLATFORM_WITNESS_QUORUM must be a whole number from 0 to the number of witnesses, not {raw!r}"
+        raise ConfigError(msg)
+    return int(raw)
+
+
+def parse_timeout(raw: str) -> float:
+    """Seconds, more than 0 and at most MAX_WITNESS_TIMEOUT_SECONDS (fractions allowed); ValueError otherwise."""
+    seconds = float(raw) if raw.isascii() and raw.replace(".", "", 1).isdigit() else -1.0
+    if not 0 < seconds <= MAX_WITNESS_TIMEOUT_SECONDS:
+        msg = f"must be a number of seconds above 0 and at most {MAX_WITNESS_TIMEOUT_SECONDS:g}, not {raw!r}"
+        raise ValueError(msg)
+    return seconds
+
+
+def _timeout(raw: str) -> float:
+    if not raw:
+        return DEFAULT_WITNESS_TIMEOUT_SECONDS
+    try:
+        return parse_timeout(raw)
+    except ValueError as error:
+        raise ConfigError(f"ZKPLATFORM_WITNESS_TIMEOUT {error}") from None
 
 
 # environment variable -> MintPolicy field

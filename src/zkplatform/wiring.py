@@ -4,24 +4,32 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import httpx
+
+from zkplatform import devmode
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import BrokerUseCases, MintPolicy
+from zkplatform.domain.checkpoints import Checkpoints, LogKeys
 from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
-from zkplatform.domain.key_directory import KeyDirectory
+from zkplatform.domain.key_directory import DEFAULT_PUSH_TIMEOUT_SECONDS, KeyDirectory
 from zkplatform.domain.paging import PageTokens
 from zkplatform.domain.readiness import Readiness
 from zkplatform.domain.sync import SyncUseCases, WatchPolicy
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
+from zkplatform.domain.witnessing import Witness, WitnessPusher
+from zkplatform.log_keys import ephemeral_log_keys, log_keys_for, read_witnesses, witness_quorum
 from zkplatform.messages.sizes import EncodedSizes
 from zkplatform.pepper import load_pepper
 from zkplatform.repository import Store
 from zkplatform.store import StoreURLError, open_store
+from zkplatform.witness.endpoints import HttpWitness
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,19 +45,50 @@ class Platform:
     sync: SyncUseCases
     directory: KeyDirectory
     readiness: Readiness
+    # The witnesses, and what sends them checkpoints (None without witnesses: checkpoints are
+    # served as the log keys sign them).
+    witnesses: tuple[Witness, ...] = ()
+    witness_pusher: WitnessPusher | None = None
+    # What reaches the witnesses over HTTP, closed with the platform.
+    http: httpx.AsyncClient | None = None
 
     @classmethod
-    def build(
+    def build(  # noqa: PLR0913 # the store and the policies; the key log's keys and witnesses
         cls,
         store: Store,
         pepper: bytes,
         clock: Clock = system_clock,
         policy: MintPolicy | None = None,
         watch_policy: WatchPolicy | None = None,
+        *,
+        log_keys: LogKeys | None = None,
+        witnesses: Sequence[Witness] = (),
+        quorum: int | None = None,
+        witness_timeout: float = DEFAULT_PUSH_TIMEOUT_SECONDS,
+        http: httpx.AsyncClient | None = None,
     ) -> Platform:
+        """The platform on `store`. Without log keys, a new one (a log nobody can verify
+        tomorrow: for tests); without witnesses, checkpoints are served as the log key signs
+        them; the quorum defaults to every witness."""
         hasher = TokenHasher(pepper)
         issuer = TokenIssuer(store, store, hasher, clock)
         sizes = EncodedSizes()  # where pages are cut: what their elements take once encoded
+        keys = log_keys or ephemeral_log_keys()
+        checkpoints = Checkpoints(
+            store, keys, [witness.name for witness in witnesses], len(witnesses) if quorum is None else quorum
+        )
+        pusher = None
+        if witnesses:
+            pusher = WitnessPusher(store, witnesses, checkpoints.latest, clock, timeout=witness_timeout)
+        directory = KeyDirectory(
+            store,
+            store,
+            checkpoints,
+            clock,
+            PageTokens(hasher.derive_key("key log pages")),
+            pusher,
+            witness_timeout,
+        )
         return cls(
             store=store,
             clock=clock,
@@ -65,9 +104,20 @@ class Platform:
             ),
             # The store's change feed is this worker's: its watches share it.
             sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy),
-            directory=KeyDirectory(store, clock, PageTokens(hasher.derive_key("key log pages"))),
+            directory=directory,
             readiness=Readiness(store.ping),
+            witnesses=tuple(witnesses),
+            witness_pusher=pusher,
+            http=http,
         )
+
+    async def close(self) -> None:
+        """Close what the platform opened: the store, and the witnesses' HTTP client."""
+        try:
+            if self.http is not None:
+                await self.http.aclose()
+        finally:
+            await self.store.close()
 
 
 def page_token_key(pepper: bytes) -> bytes:
@@ -78,10 +128,38 @@ def page_token_key(pepper: bytes) -> bytes:
 
 
 async def platform_from(settings: Settings) -> Platform:
-    """The platform on the configured store, opened and its schema checked."""
+    """The platform on the configured store, opened and its schema checked, with the configured
+    log keys and witnesses (in development mode, the development ones)."""
+    if settings.dev:
+        keys = devmode.log_keys()
+        configured = []
+        quorum = 1
+    else:
+        keys = log_keys_for(settings)
+        configured = read_witnesses(settings.witnesses_file) if settings.witnesses_file is not None else []
+        quorum = witness_quorum(settings, configured)
     try:
         store = await open_store(settings.store_url, pool_size=settings.store_pool_size)
     except StoreURLError as error:
         raise ConfigError(str(error)) from None
-    pepper = load_pepper(settings.token_pepper, settings.state_dir)
-    return Platform.build(store, pepper, policy=settings.mint_policy, watch_policy=settings.watch_policy)
+    try:
+        pepper = load_pepper(settings.token_pepper, settings.state_dir)
+    except BaseException:
+        await store.close()
+        raise
+    timeout = settings.witness_timeout_seconds
+    http = httpx.AsyncClient(follow_redirects=False) if configured else None
+    witnesses = [Witness(HttpWitness(c.url, client=http, timeout=timeout), c.verifier) for c in configured]
+    if settings.dev:
+        witnesses = [devmode.witness(keys)]
+    return Platform.build(
+        store,
+        pepper,
+        policy=settings.mint_policy,
+        watch_policy=settings.watch_policy,
+        log_keys=keys,
+        witnesses=witnesses,
+        quorum=quorum,
+        witness_timeout=timeout,
+        http=http,
+    )

@@ -63,6 +63,7 @@ def main(argv: Sequence[str]) -> int:
 async def _run(args: argparse.Namespace, chosen_url: str | None) -> str:
     command: commands.Command = args.run
     url = chosen_url or Settings.from_env().store_url
+    args.store_url = url  # the commands that need the server's settings for this store (keys reset)
     if kind_of(url) == "memory":
         print(f"{PROG}: note: the memory: store keeps nothing once this command ends", file=sys.stderr)
     # Only `migrate` may open a store whose schema is not this build's: it is what fixes that.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from typing import Any
 
 from zkplatform.admin import audit, commands, keys
 from zkplatform.config import DEFAULT_STORE
@@ -13,7 +12,6 @@ from zkplatform.domain.models import Role, Scope, ScopeEdit
 
 # The contract's id format (proto/.../vault.proto): ids made here must be usable in requests.
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
-KEY_ID = re.compile(r"[A-Za-z0-9_-]{43}")  # an RFC 7638 SHA-256 thumbprint, base64url
 DEFAULT_TTL_SECONDS = 3600
 # Ten years: ample for an operator's token, and its expiry stays a valid timestamp.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
@@ -207,30 +205,32 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
     _table_flag(show)
     show.set_defaults(run=commands.show_token)
 
-    key = _group(
-        subcommands, "key", "list and revoke recipient keys, and verify a tenant's key log", _KeyIdsAreArguments
-    )
-    listed = command(key, "list", "list a tenant's recipient keys, live and revoked, with their state")
+    key = _group(subcommands, "keys", "the key directory: list devices, reset a principal, verify a key log")
+    listed = command(key, "list", "list a tenant's devices, live and revoked, with their state")
     listed.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
-    listed.add_argument("--principal", type=_id, metavar="P", help="only this principal's keys (default: all)")
+    listed.add_argument("--principal", type=_id, metavar="P", help="only this principal's devices (default: all)")
     _table_flag(listed)
-    listed.set_defaults(run=keys.list_keys)
-    revoke = command(
+    listed.set_defaults(run=keys.list_devices)
+    reset = command(
         key,
-        "revoke",
-        "revoke a recipient key by its id (its RFC 7638 thumbprint), appending the revocation to the key log",
+        "reset",
+        "revoke every device of a principal by a reset signed with the log key; print its key log entry",
+        "Append a PrincipalReset to the tenant's key log, signed by the server's log keys"
+        " (ZKPLATFORM_LOG_KEY_FILES, or the SQLite store's own key): every device of the principal is"
+        " revoked, and its next device publishes as a first device. Every client shows the reset. For a"
+        " principal who lost every device. Prints the entry as JSON; the witnesses are sent the new"
+        " checkpoint at the server's next round.",
     )
-    revoke.add_argument("key_id", type=_key_id, metavar="KEY_ID", help="the keyId (43 characters of base64url)")
-    revoke.add_argument(
-        "--tenant", type=_id, metavar="T", help="the key's tenant: needed only when several tenants hold the key"
-    )
-    revoke.set_defaults(run=keys.revoke_key)
+    reset.add_argument("principal_id", type=_id, metavar="PRINCIPAL", help="the principal's id")
+    reset.add_argument("--tenant", type=_id, required=True, metavar="T", help="its tenant")
+    reset.set_defaults(run=keys.reset_principal)
     log = command(
         key,
         "log",
         "verify a tenant's key log, then print it as NDJSON: one entry a line, in index order",
-        "Recompute the tenant's key log from its first entry to its head, then print its entries (after --since)."
-        " An entry edited, removed or added behind the store's back is named instead; exit code 1.",
+        "Check every entry of the tenant's key log (canonical, of the tenant, matching its leaf hash) and"
+        " compute its Merkle root, then print its entries (from --since). An entry edited or removed"
+        " behind the store's back is named instead; exit code 1.",
     )
     log.add_argument("--tenant", type=_id, required=True, metavar="T", help="the tenant")
     log.add_argument(
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole comm
         type=_sequence,
         default=0,
         metavar="N",
-        help="print only the entries after index N (default 0: all); the whole log is verified anyway",
+        help="print only the entries from index N (default 0: all); the whole log is verified anyway",
     )
     _table_flag(log)
     log.set_defaults(run=keys.key_log)
@@ -309,21 +309,8 @@ def store_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str 
     return after or before
 
 
-class _KeyIdsAreArguments(argparse.ArgumentParser):
-    """A key id is base64url, so one in 64 begins with '-', which argparse would take for an
-    option (and then say the key id is missing): here a key id is always an argument."""
-
-    def _parse_optional(self, arg_string: str) -> Any:
-        if KEY_ID.fullmatch(arg_string):
-            return None
-        return super()._parse_optional(arg_string)
-
-
 def _group(
-    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    help_text: str,
-    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
 ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """A command made of subcommands, such as `tenant add`."""
     group = subcommands.add_parser(name, help=help_text, description=help_text)
@@ -332,20 +319,12 @@ def _group(
         required=True,
         metavar="ACTION",
         help="one of these (each has --help):",
-        parser_class=parser_class,
     )
 
 
 def _id(raw: str) -> str:
     if not ID.fullmatch(raw):
         msg = f"{raw!r} is not an id: 1 to 64 of [A-Za-z0-9._:-], the first alphanumeric"
-        raise argparse.ArgumentTypeError(msg)
-    return raw
-
-
-def _key_id(raw: str) -> str:
-    if not KEY_ID.fullmatch(raw):
-        msg = f"{raw!r} is not a key id: 43 characters of base64url ([A-Za-z0-9_-])"
         raise argparse.ArgumentTypeError(msg)
     return raw
 

@@ -1,13 +1,22 @@
-"""`key list`, `key revoke` and `key log`: the recipient key directory, for an operator.
+"""`keys list`, `keys reset` and `keys log`: the key directory's devices and key log, for an
+operator (docs/key-transparency.md).
 
-`key log` recomputes the tenant's whole key log (domain/key_log.py) before it prints any of
-it, as `audit verify` does for the audit trail: a log that does not match its hashes or its
-head is named at its first bad entry (exit code 1), never printed as if it were sound.
+`keys reset` appends a principal's reset signed by the server's log keys (as the server finds
+them: ZKPLATFORM_LOG_KEY_FILES, or the SQLite store's own key), as ResetPrincipal does; the
+server's witness pusher sends the new checkpoint to the witnesses at its next round.
+
+`keys log` checks the tenant's whole log before it prints any of it: every entry in canonical
+form, its stored leaf hash its own, and the RFC 9162 root of the leaves; a log that fails is
+named at its first bad entry (exit code 1), never printed as if it were sound. Whether the log is
+the one the witnesses cosigned is the clients' and the witnesses' to check, not this command's.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import dataclasses
+import secrets
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,70 +26,83 @@ from google.protobuf import json_format
 from zkplatform.admin import listing
 from zkplatform.admin.audit import Finding
 from zkplatform.admin.commands import Refused
-from zkplatform.domain.audit import BEFORE_ALL, Actor
+from zkplatform.config import Settings
+from zkplatform.domain.audit import Actor
+from zkplatform.domain.checkpoints import Checkpoints, tree_root
 from zkplatform.domain.clock import system_clock
-from zkplatform.domain.key_directory import IndexedEntry
-from zkplatform.domain.key_log import KeyLogCheck, KeyLogHead, KeyLogRecord, UnreadableEntry
-from zkplatform.domain.recipient_keys import RecipientKey
-from zkplatform.messages.directory import b64url, entry_to_proto, key_to_proto
+from zkplatform.domain.key_directory import KeyDirectory
+from zkplatform.domain.key_log import Device, Leaf
+from zkplatform.domain.paging import PageTokens
+from zkplatform.log_keys import log_keys_for
+from zkplatform.messages.directory import device_to_proto, entry_to_proto
 from zkplatform.store import MigratableStore
 from zkplatform_api.platform.v1 import directory_pb2
+from zkplatform_tlog.merkle import leaf_hash
+from zkplatform_tlog.statements import StatementError, parse_entry
 
 PAGE = 1000
-KEY_COLUMNS = ["keyId", "principalId", "tenantId", "createdAt", "revokedAt", "state"]
-ENTRY_COLUMNS = ["index", "action", "principalId", "keyId", "time", "hash"]
+DEVICE_COLUMNS = ["deviceId", "principalId", "agreementKeyId", "endorserDeviceId", "logIndex", "createdAt", "state"]
+ENTRY_COLUMNS = ["index", "data"]
 
 
-async def list_keys(args: argparse.Namespace, store: MigratableStore) -> str:
+async def list_devices(args: argparse.Namespace, store: MigratableStore) -> str:
     await _require_tenant(store, args.tenant)
-    found = await store.list_keys(args.tenant, args.principal)
-    return listing.render(map(_key_row, found), table=args.table, columns=KEY_COLUMNS)
+    devices = await store.devices(args.tenant, args.principal)
+    return listing.render(map(_device_row, devices), table=args.table, columns=DEVICE_COLUMNS)
 
 
-async def revoke_key(args: argparse.Namespace, store: MigratableStore) -> str:
-    held = [key for key in await store.find_keys(args.key_id) if args.tenant in (None, key.tenant_id)]
-    if not held:
-        where = f" in tenant {args.tenant}" if args.tenant else ""
-        msg = f"no key {args.key_id}{where}"
-        raise Refused(msg)
-    if len(held) > 1:
-        tenants = ", ".join(key.tenant_id for key in held)
-        msg = f"key {args.key_id} is published in several tenants ({tenants}): name one with --tenant"
-        raise Refused(msg)
-    key = held[0]
-    change = await store.revoke_key(key.tenant_id, key.key_id, Actor.operator(system_clock()))
-    if change is None:  # keys are never deleted
-        msg = f"no key {args.key_id} in tenant {key.tenant_id}"
-        raise Refused(msg)
-    whose = f"key {key.key_id} of principal {key.principal_id} in tenant {key.tenant_id}"
-    if not change.changed:
-        return f"{whose} was already revoked; nothing was changed"
-    return f"{whose} revoked; the tenant's key log is at entry {change.head.size}"
+async def reset_principal(args: argparse.Namespace, store: MigratableStore) -> str:
+    await _require_tenant(store, args.tenant)
+    # The server's log keys: as configured, or the SQLite store's own (the one `serve` made).
+    keys = log_keys_for(dataclasses.replace(Settings.from_env(), store_url=args.store_url))
+    # The reset is the operator's: no page is listed, and no witness is waited for.
+    directory = KeyDirectory(
+        store, store, Checkpoints(store, keys, (), 0), system_clock, PageTokens(secrets.token_bytes(32))
+    )
+    answer = await directory.reset(args.tenant, args.principal_id, Actor.operator(system_clock()))
+    print(
+        f"zkplatform admin: principal {args.principal_id} of tenant {args.tenant} reset: its devices are revoked,"
+        f" and its next device publishes as a first device (key log entry {answer.entry.index})",
+        file=sys.stderr,
+    )
+    return listing.render([_entry_row(answer.entry)], table=False, columns=ENTRY_COLUMNS)
 
 
 async def key_log(args: argparse.Namespace, store: MigratableStore) -> str:
     await _require_tenant(store, args.tenant)
-    check = KeyLogCheck(args.tenant)
-    head = None
-    async for records, page_head in _pages(store, args.tenant, after=BEFORE_ALL):
-        for record in records:
-            if (broken := check.check(record)) is not None:
-                raise Finding(str(broken))
-        # The last page's: it holds every entry up to the head read with it (one snapshot).
-        head = page_head
-    assert head is not None  # the first page always comes, empty or not
-    if (broken := check.finish(head)) is not None:
-        raise Finding(str(broken))
-    # Sound up to its head: what follows is what was verified (entries appended since are not shown).
+    size = await store.key_log_size(args.tenant)
+    hashes = await store.key_log_hashes(args.tenant, size)
     rows: list[dict[str, Any]] = []
-    async for records, _ in _pages(store, args.tenant, after=args.since):
-        rows.extend(_entry_row(record) for record in records if record.index <= check.head.size)
+    async for leaves in _pages(store, args.tenant, size):
+        for leaf in leaves:
+            _check(args.tenant, leaf, hashes)
+            if leaf.index >= args.since:
+                rows.append(_entry_row(leaf))
+    if len(hashes) != size:
+        msg = f"tenant {args.tenant}: the key log has {size} entries but {len(hashes)} leaf hashes"
+        raise Finding(msg)
+    root = base64.b64encode(tree_root(hashes)).decode()
     print(
-        f"zkplatform admin: the key log of tenant {args.tenant} is sound: {check.head.size} entries,"
-        f" head hash {b64url(check.head.hash)}",
+        f"zkplatform admin: the key log of tenant {args.tenant} is sound: {size} entries, root hash {root}",
         file=sys.stderr,
     )
     return listing.render(rows, table=args.table, columns=ENTRY_COLUMNS)
+
+
+def _check(tenant_id: str, leaf: Leaf, hashes: list[bytes]) -> None:
+    """An entry as the log must hold it: canonical, of its tenant, and hashed as its leaf."""
+    where = f"tenant {tenant_id}: key log entry {leaf.index}"
+    try:
+        entry = parse_entry(leaf.data)
+    except StatementError as error:
+        msg = f"{where} is not an entry ({error})"
+        raise Finding(msg) from None
+    if entry.statement.tenant_id != tenant_id:
+        msg = f"{where} is a statement of tenant {entry.statement.tenant_id}"
+        raise Finding(msg)
+    if leaf.index >= len(hashes) or hashes[leaf.index] != leaf_hash(leaf.data) or leaf.leaf_hash != hashes[leaf.index]:
+        msg = f"{where} does not match its leaf hash: the entry or its hash was changed"
+        raise Finding(msg)
 
 
 async def _require_tenant(store: MigratableStore, tenant_id: str) -> None:
@@ -89,29 +111,25 @@ async def _require_tenant(store: MigratableStore, tenant_id: str) -> None:
         raise Refused(msg)
 
 
-async def _pages(
-    store: MigratableStore, tenant_id: str, after: int
-) -> AsyncIterator[tuple[list[KeyLogRecord], KeyLogHead]]:
-    """The tenant's entries above `after`, ascending, a page at a time, each with the head read with it."""
-    while True:
-        records, head = await store.key_log(tenant_id, after, PAGE)
-        yield records, head
-        if len(records) < PAGE:
-            return
-        after = records[-1].index
+async def _pages(store: MigratableStore, tenant_id: str, size: int) -> AsyncIterator[list[Leaf]]:
+    """The tenant's first `size` entries, ascending, a page at a time; a gap is a finding."""
+    start = 0
+    while start < size:
+        leaves = await store.key_log_leaves(tenant_id, start, PAGE, size)
+        if [leaf.index for leaf in leaves] != list(range(start, start + len(leaves))) or not leaves:
+            msg = f"tenant {tenant_id}: key log entry {start} is missing"
+            raise Finding(msg)
+        yield leaves
+        start = leaves[-1].index + 1
 
 
-def _key_row(key: RecipientKey) -> dict[str, Any]:
-    message = directory_pb2.RecipientKey()
-    key_to_proto(key, message)
-    return {**json_format.MessageToDict(message), "state": "live" if key.live else "revoked"}
+def _device_row(device: Device) -> dict[str, Any]:
+    message = directory_pb2.Device()
+    device_to_proto(device, message)
+    return {**json_format.MessageToDict(message), "state": "live" if device.live else "revoked"}
 
 
-def _entry_row(record: KeyLogRecord) -> dict[str, Any]:
+def _entry_row(leaf: Leaf) -> dict[str, Any]:
     message = directory_pb2.KeyLogEntry()
-    try:
-        entry_to_proto(IndexedEntry(record.index, record.entry, record.hash), message)
-    except UnreadableEntry:  # verified above: only a log changed since then gets here
-        msg = f"tenant {record.tenant_id}: key log entry {record.index} is not an entry in canonical form"
-        raise Finding(msg) from None
+    entry_to_proto(leaf, message)
     return json_format.MessageToDict(message)

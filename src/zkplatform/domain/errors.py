@@ -117,10 +117,10 @@ class PrincipalIsDisabled(PermissionDenied):
 
 
 class KeyAccessDenied(PermissionDenied):
-    """A revocation of another principal's recipient key by a caller that is neither an owner nor an admin."""
+    """A reset of a principal's devices by a caller that is neither an owner nor an admin."""
 
-    def __init__(self, key_id: str) -> None:
-        super().__init__(f"key {key_id} is another principal's: only an owner or an admin may revoke it")
+    def __init__(self) -> None:
+        super().__init__("only an owner or an admin of the tenant may reset a principal")
 
 
 class NotFound(DomainError):
@@ -145,24 +145,57 @@ class PrincipalNotFound(NotFound):
 
 
 class KeyNotFound(NotFound):
-    """No recipient key of that id in the caller's tenant (another tenant's answers the same)."""
+    """No device of that id of the caller's principal (another principal's or tenant's answers the same)."""
 
-    def __init__(self, key_id: str) -> None:
-        super().__init__(f"no key {key_id}")
+    def __init__(self, device_id: str) -> None:
+        super().__init__(f"no device {device_id} of the caller's principal")
 
 
 class KeyExists(DomainError):
-    """A publication of a key that another principal of the tenant has published already."""
+    """A publication of a signing or agreement key that another device of the tenant has."""
 
     def __init__(self) -> None:
-        super().__init__("another principal of the tenant has published this key")
+        super().__init__("another device of the tenant has this signing or agreement key: make new keys")
 
 
 class KeyRevoked(DomainError):
-    """A publication of a key that was revoked: a revoked key stays revoked."""
+    """A publication of a key of a revoked device: a revoked key stays revoked."""
 
     def __init__(self, key_id: str) -> None:
-        super().__init__(f"key {key_id} was revoked and cannot be published again: make a new key pair")
+        super().__init__(f"key {key_id} is a revoked device's and cannot be published again: make new keys")
+
+
+class SignatureInvalid(InvalidArgument):
+    """A statement's signature (or endorsement) that does not verify with the key it must be made with."""
+
+    def __init__(self, field: str, description: str) -> None:
+        super().__init__([FieldViolation(field, description)])
+        self.field = field
+
+
+class EndorsementRequired(DomainError):
+    """A first device published for a principal that has a live device: one of them endorses a new one."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the principal has a live device: a new device must name one of them as its endorser, with its endorsement"
+        )
+
+
+class EndorserNotLive(DomainError):
+    """A device endorsed by a device that is not a live device of the principal."""
+
+    def __init__(self, device_id: str) -> None:
+        super().__init__(f"the endorser {device_id} is not a live device of the principal")
+        self.device_id = device_id
+
+
+class RevokerNotLive(DomainError):
+    """A revocation signed by a device that is not a live device of the principal."""
+
+    def __init__(self, device_id: str) -> None:
+        super().__init__(f"the revoker {device_id} is not a live device of the principal")
+        self.device_id = device_id
 
 
 class VersionMismatch(DomainError):

@@ -24,7 +24,7 @@ Nameable = TypeVar(
     vault_pb2.DeleteItemRequest,
     broker_pb2.MintUserApiTokenRequest,
     broker_pb2.RevokeTokenRequest,
-    directory_pb2.PublishKeyRequest,
+    directory_pb2.ResetPrincipalRequest,
 )
 
 

@@ -11,6 +11,7 @@ from zkplatform.messages.directory import (
     key_log_response,
     publish_response,
     recipient_keys_response,
+    reset_response,
     revoke_response,
 )
 from zkplatform.messages.request_ids import request_id_of
@@ -30,33 +31,43 @@ class DirectoryServicer(DirectoryService):
     def __init__(self, directory: KeyDirectory) -> None:
         self._directory = directory
 
-    async def publish_key(
-        self, request: directory_pb2.PublishKeyRequest, ctx: RequestContext[Any, Any], /
-    ) -> directory_pb2.PublishKeyResponse:
+    async def publish_device(
+        self, request: directory_pb2.PublishDeviceRequest, ctx: RequestContext[Any, Any], /
+    ) -> directory_pb2.PublishDeviceResponse:
         _no_store(ctx)
-        published = await self._directory.publish(
-            current_caller(), request.public_key_jwk, request=request_id_of(request)
+        answer = await self._directory.publish_device(
+            current_caller(), request.statement, request.signature, request.endorsement
         )
-        return publish_response(published)
+        return publish_response(answer)
 
-    async def revoke_key(
-        self, request: directory_pb2.RevokeKeyRequest, ctx: RequestContext[Any, Any], /
-    ) -> directory_pb2.RevokeKeyResponse:
+    async def revoke_device(
+        self, request: directory_pb2.RevokeDeviceRequest, ctx: RequestContext[Any, Any], /
+    ) -> directory_pb2.RevokeDeviceResponse:
         _no_store(ctx)
-        return revoke_response(await self._directory.revoke(current_caller(), request.key_id))
+        answer = await self._directory.revoke_device(current_caller(), request.statement, request.signature)
+        return revoke_response(answer)
+
+    async def reset_principal(
+        self, request: directory_pb2.ResetPrincipalRequest, ctx: RequestContext[Any, Any], /
+    ) -> directory_pb2.ResetPrincipalResponse:
+        _no_store(ctx)
+        answer = await self._directory.reset_principal(current_caller(), request.principal_id, request_id_of(request))
+        return reset_response(answer)
 
     async def get_recipient_keys(
         self, request: directory_pb2.GetRecipientKeysRequest, ctx: RequestContext[Any, Any], /
     ) -> directory_pb2.GetRecipientKeysResponse:
         _no_store(ctx)
-        found = await self._directory.recipient_keys(current_caller(), request.principal_ids)
-        return recipient_keys_response(found)
+        page = await self._directory.recipient_devices(
+            current_caller(), request.principal_ids, request.page_size, request.page_token
+        )
+        return recipient_keys_response(page)
 
     async def list_key_log(
         self, request: directory_pb2.ListKeyLogRequest, ctx: RequestContext[Any, Any], /
     ) -> directory_pb2.ListKeyLogResponse:
         _no_store(ctx)
-        page = await self._directory.key_log(
-            current_caller(), request.since_index, request.page_size, request.page_token
+        page = await self._directory.key_log_page(
+            current_caller(), request.start_index, request.page_size, request.page_token
         )
         return key_log_response(page)

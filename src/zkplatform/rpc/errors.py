@@ -101,6 +101,7 @@ _DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]
     domain.InvalidArgument: (Code.INVALID_ARGUMENT, ErrorReason.FIELD_INVALID),
     domain.PageTokenInvalid: (Code.INVALID_ARGUMENT, ErrorReason.PAGE_TOKEN_INVALID),
     domain.RequestIdReused: (Code.INVALID_ARGUMENT, ErrorReason.REQUEST_ID_REUSED),
+    domain.SignatureInvalid: (Code.INVALID_ARGUMENT, ErrorReason.SIGNATURE_INVALID),
     domain.TokenMissing: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_MISSING),
     domain.TokenInvalid: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_INVALID),
     domain.TokenExpired: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_EXPIRED),
@@ -118,6 +119,7 @@ _DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]
     domain.ItemNotFound: (Code.NOT_FOUND, ErrorReason.ITEM_NOT_FOUND),
     domain.TokenNotFound: (Code.NOT_FOUND, ErrorReason.TOKEN_NOT_FOUND),
     domain.KeyNotFound: (Code.NOT_FOUND, ErrorReason.KEY_NOT_FOUND),
+    domain.PrincipalNotFound: (Code.NOT_FOUND, ErrorReason.PRINCIPAL_NOT_FOUND),
     domain.ItemExists: (Code.ALREADY_EXISTS, ErrorReason.ITEM_EXISTS),
     domain.KeyExists: (Code.ALREADY_EXISTS, ErrorReason.KEY_EXISTS),
     domain.TokenAlreadyMinted: (Code.ALREADY_EXISTS, ErrorReason.TOKEN_ALREADY_MINTED),
@@ -125,6 +127,9 @@ _DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]
     domain.WatchBehind: (Code.ABORTED, ErrorReason.WATCH_BEHIND),
     domain.ItemDeleted: (Code.FAILED_PRECONDITION, ErrorReason.ITEM_DELETED),
     domain.KeyRevoked: (Code.FAILED_PRECONDITION, ErrorReason.KEY_REVOKED),
+    domain.EndorsementRequired: (Code.FAILED_PRECONDITION, ErrorReason.ENDORSEMENT_REQUIRED),
+    domain.EndorserNotLive: (Code.FAILED_PRECONDITION, ErrorReason.ENDORSER_NOT_LIVE),
+    domain.RevokerNotLive: (Code.FAILED_PRECONDITION, ErrorReason.REVOKER_NOT_LIVE),
     domain.CursorExpired: (Code.FAILED_PRECONDITION, ErrorReason.CURSOR_EXPIRED),
     domain.ParentExpiresSoon: (Code.FAILED_PRECONDITION, ErrorReason.PARENT_EXPIRES_SOON),
     domain.CursorAhead: (Code.OUT_OF_RANGE, ErrorReason.CURSOR_AHEAD),
@@ -151,7 +156,7 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:
     )
 
 
-def _metadata(error: domain.DomainError) -> dict[str, str]:  # noqa: PLR0911 # one arm per kind with metadata
+def _metadata(error: domain.DomainError) -> dict[str, str]:  # noqa: C901, PLR0911 # one arm per kind with metadata
     match error:
         case domain.ScopeMissing():
             return {"requiredScope": error.scope}
@@ -168,6 +173,8 @@ def _metadata(error: domain.DomainError) -> dict[str, str]:  # noqa: PLR0911 # o
             # minSequence only below a purge horizon; the current epoch always (to start over in).
             below = {} if error.min_sequence is None else {"minSequence": str(error.min_sequence)}
             return {"epoch": error.epoch, **below}
+        case domain.EndorserNotLive() | domain.RevokerNotLive():
+            return {"deviceId": error.device_id}
         case domain.CursorAhead():
             return {"currentSequence": str(error.current_sequence)}
         case domain.WatchesExceeded():
