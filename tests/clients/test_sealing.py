@@ -13,9 +13,9 @@ import pytest
 from google.protobuf import json_format
 from joserfc import jwe, jwk
 
-from zkplatform_api.platform.v1.directory_pb2 import RecipientKey
 from zkplatform_api.platform.v1.vault_pb2 import Item, WrappedKey
 from zkplatform_client import (
+    RecipientKey,
     RecipientPrivateKey,
     SealContext,
     Sealed,

@@ -8,28 +8,40 @@ failed call says (`error_details`: its reason, to compare with the generated
 `ErrorReason`, metadata, field violations and retry delay), a vault sync that
 resumes from a saved state (`VaultSync`, `FileSyncStore`, `MemorySyncStore`),
 and end-to-end encryption (docs/sealing.md): items sealed for recipient keys and
-opened with one (`seal`, `open_item`, `share`, `unshare`, `RecipientPrivateKey`,
-`SealingError`), and recipient keys checked against the tenant's verified key
-log (`KeyDirectory`, `FileKeyLogStore`, `MemoryKeyLogStore`, `KeyLogError`).
+opened with one (`seal`, `open_item`, `share`, `unshare`, `RecipientKey`,
+`RecipientPrivateKey`, `SealingError`); devices' keys and statements
+(`DeviceKeyPair`, `endorse`); and the key directory verified against a server
+that may lie (docs/key-transparency.md): `KeyDirectory` over a `TrustPolicy` and
+a `FileKeyLogStore` (or, chosen knowingly, `MemoryKeyLogStore`), its alerts, and
+the pure checks under it (`verify_update`, `recipient_keys`, `KeyLogError`).
 """
 
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_client.auth import AuthInterceptor, TokenProvider, is_token_expired
 from zkplatform_client.client import Clients, HttpVersion, Protocol, clients, http_transport
+from zkplatform_client.devices import DeviceKeyPair, DeviceStatement, SignedRevocation, endorse
 from zkplatform_client.dpop import DPoPKey
 from zkplatform_client.errors import ERROR_DOMAIN, ErrorDetails, FieldViolation, error_details, error_reason
-from zkplatform_client.key_directory import (
-    FileKeyLogStore,
-    KeyDirectory,
+from zkplatform_client.key_directory import KeyDirectory
+from zkplatform_client.key_log import (
+    Alert,
+    AlertKind,
     KeyLogError,
+    KeyLogReason,
     KeyLogState,
-    KeyLogStore,
-    LoggedKey,
-    MemoryKeyLogStore,
-    check_recipient_keys,
-    extend_key_log,
+    LoggedDevice,
+    LogUpdate,
+    Me,
+    Reset,
+    TrustPolicy,
+    acknowledge_alert,
+    acknowledge_reset,
+    recipient_keys,
+    verify_update,
 )
+from zkplatform_client.key_log_store import FileKeyLogStore, KeyLogStore, MemoryKeyLogStore
 from zkplatform_client.sealing import (
+    RecipientKey,
     RecipientPrivateKey,
     SealContext,
     Sealed,
@@ -58,11 +70,15 @@ from zkplatform_client.sync import (
 
 __all__ = [
     "ERROR_DOMAIN",
+    "Alert",
+    "AlertKind",
     "AuthInterceptor",
     "Backoff",
     "Changes",
     "Clients",
     "DPoPKey",
+    "DeviceKeyPair",
+    "DeviceStatement",
     "ErrorDetails",
     "ErrorReason",
     "FieldViolation",
@@ -72,35 +88,45 @@ __all__ = [
     "HttpVersion",
     "KeyDirectory",
     "KeyLogError",
+    "KeyLogReason",
     "KeyLogState",
     "KeyLogStore",
-    "LoggedKey",
+    "LogUpdate",
+    "LoggedDevice",
+    "Me",
     "MemoryKeyLogStore",
     "MemorySyncStore",
     "Protocol",
+    "RecipientKey",
     "RecipientPrivateKey",
     "Reconnecting",
+    "Reset",
     "Restarting",
     "Resumed",
     "SealContext",
     "Sealed",
     "SealingError",
+    "SignedRevocation",
     "SyncEvent",
     "SyncState",
     "SyncStoppedError",
     "SyncStore",
     "Synced",
     "TokenProvider",
+    "TrustPolicy",
     "VaultSync",
-    "check_recipient_keys",
+    "acknowledge_alert",
+    "acknowledge_reset",
     "clients",
+    "endorse",
     "error_details",
     "error_reason",
-    "extend_key_log",
     "http_transport",
     "is_token_expired",
     "open_item",
+    "recipient_keys",
     "seal",
     "share",
     "unshare",
+    "verify_update",
 ]

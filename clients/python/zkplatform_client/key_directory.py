@@ -1,347 +1,285 @@
-"""Recipient keys a client can trust: the tenant's key log, verified (docs/sealing.md, "Trusting
-a recipient's key").
+"""The tenant's key directory, verified against a server that may lie (docs/key-transparency.md):
+key_log.py's pure checks run over DirectoryService calls, with the verified state kept in a
+KeyLogStore between runs.
 
-Every publication and revocation of a key is an entry of the tenant's key log, a SHA-256 hash
-chain (directory.proto, KeyLogEntry, has the canonical bytes). A client keeps the last head it
-verified and the keys the log holds up to it (`KeyLogState`, through a `KeyLogStore`); it
-accepts a longer log only when each new entry follows on from that head (`extend_key_log`),
-and a key GetRecipientKeys answers only when that log has its publication by its principal
-and no revocation (`check_recipient_keys`). A server that swaps, hides or rewrites a key then
-has to fork or rewrite the log, which `KeyLogError` reports; the state is saved only after a
-whole verification succeeded, so that the next call refuses the same log again.
-
-`extend_key_log` and `check_recipient_keys` are the pure core (no I/O); `KeyDirectory` runs
-them over DirectoryService calls. The first verification of a tenant's log can only trust what
-it is given: keep the store, so that every later one is checked against it.
+`KeyDirectory.verify()` reads ListKeyLog from the size it holds to the last page and verifies
+the update (`verify_update`); the state is saved only once a whole verification passed, so that
+a log refused once is refused again. `recipient_keys` answers from the verified state alone;
+GetRecipientKeys is asked too, but only to refuse (KEY_NOT_LIVE) an answer that names a device
+the verified log does not hold live. Publishing, endorsing and revoking sign statements with
+this device's keys (devices.py) and record them as this device's first (`Me`), so that its own
+changes raise no alert.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import inspect
-import json
-import os
-from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+from typing import Final
 
 from zkplatform_api.platform.v1.directory_connect import DirectoryServiceClient
 from zkplatform_api.platform.v1.directory_pb2 import (
+    Device,
     GetRecipientKeysRequest,
-    GetRecipientKeysResponse,
-    KeyLogAction,
-    KeyLogEntry,
-    KeyLogHead,
     ListKeyLogRequest,
-    PublishKeyRequest,
-    RecipientKey,
+    PublishDeviceRequest,
+    RevokeDeviceRequest,
 )
-from zkplatform_client.sealing import RecipientPrivateKey
-from zkplatform_client.state_files import read_state, replace_state
+from zkplatform_client.devices import DeviceKeyPair, DeviceStatement, endorse
+from zkplatform_client.key_log import (
+    Alert,
+    KeyLogError,
+    KeyLogState,
+    LoggedDevice,
+    LogUpdate,
+    Me,
+    TrustPolicy,
+    acknowledge_alert,
+    acknowledge_reset,
+    recipient_keys,
+    verify_update,
+)
+from zkplatform_client.key_log_store import KeyLogStore
+from zkplatform_client.sealing import RecipientKey
+from zkplatform_tlog.checkpoint import Checkpoint
+from zkplatform_tlog.errors import CheckpointError
+from zkplatform_tlog.statements import b64url
 
-__all__ = [
-    "EMPTY_LOG_HASH",
-    "FileKeyLogStore",
-    "KeyDirectory",
-    "KeyLogError",
-    "KeyLogReason",
-    "KeyLogState",
-    "KeyLogStore",
-    "LoggedKey",
-    "MemoryKeyLogStore",
-    "check_recipient_keys",
-    "extend_key_log",
-]
+__all__ = ["KeyDirectory"]
 
-KeyLogReason = Literal["LOG_TRUNCATED", "LOG_FORKED", "LOG_GAP", "THUMBPRINT_MISMATCH", "KEY_NOT_LIVE", "KEY_HIDDEN"]
+# The most entries or devices one page is asked for (the server's own maximum).
+PAGE_SIZE: Final = 1000
 
-# The hash an empty log's head carries (32 zero bytes), which the first entry's hash continues.
-EMPTY_LOG_HASH: Final = "A" * 43
-# The version of the file format FileKeyLogStore writes (the same as the TypeScript package's).
-STATE_FORMAT: Final = 1
-# A GetRecipientKeys answer read before a change the log then showed is asked again, this often.
-ANSWER_ATTEMPTS: Final = 3
-
-
-class KeyLogError(Exception):
-    """The key log, or an answer checked against it, is not one to trust; `reason` says how:
-
-    - LOG_TRUNCATED: a head below the verified one (or below a head the server answered);
-    - LOG_FORKED: an entry or the head does not continue the verified chain (rewritten);
-    - LOG_GAP: the entries do not follow on from the verified head, or stop before the answered head;
-    - THUMBPRINT_MISMATCH: a key whose key_id is not the SHA-256 of its JWK text;
-    - KEY_NOT_LIVE: a key the log does not have published by that principal, or has revoked
-      (or a key of a principal that was not asked for);
-    - KEY_HIDDEN: a live key of the principals asked for, left out of an answer at the verified head."""
-
-    def __init__(self, reason: KeyLogReason, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason: KeyLogReason = reason
-
-
-@dataclass(frozen=True)
-class LoggedKey:
-    """A key as the log has it: its principal and canonical JWK text, and whether it was revoked."""
-
-    principal_id: str
-    jwk: str
-    revoked: bool = False
-
-
-@dataclass(frozen=True)
-class KeyLogState:
-    """The last verified head of a tenant's key log (`size`, `hash` in base64url) and every key
-    the log holds up to it, by key id. `tenant_id` is "" until the first entry names it."""
-
-    tenant_id: str = ""
-    size: int = 0
-    hash: str = EMPTY_LOG_HASH
-    keys: Mapping[str, LoggedKey] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        """JSON that `from_json` reads back (and the TypeScript package's KeyLogState)."""
-        return json.dumps(
-            {
-                "version": STATE_FORMAT,
-                "tenantId": self.tenant_id,
-                "size": self.size,
-                "hash": self.hash,
-                "keys": {
-                    key_id: {"principalId": key.principal_id, "jwk": key.jwk, "revoked": key.revoked}
-                    for key_id, key in sorted(self.keys.items())
-                },
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> KeyLogState:
-        data: dict[str, Any] = json.loads(text)
-        if data.get("version") != STATE_FORMAT:
-            msg = f"not a key log state of version {STATE_FORMAT}"
-            raise ValueError(msg)
-        keys = {
-            str(key_id): LoggedKey(str(key["principalId"]), str(key["jwk"]), bool(key["revoked"]))
-            for key_id, key in data["keys"].items()
-        }
-        return cls(str(data["tenantId"]), int(data["size"]), str(data["hash"]), keys)
-
-
-def extend_key_log(state: KeyLogState, entries: Iterable[KeyLogEntry], head: KeyLogHead) -> KeyLogState:
-    """The state after `entries` (ListKeyLog's, after `state.size`, all pages) up to `head` (the
-    last page's), each checked to continue the chain; KeyLogError when they do not."""
-    if head.size < state.size:
-        raise KeyLogError("LOG_TRUNCATED", f"the log's head is at {head.size}, below the verified {state.size}")
-    tenant_id, size, previous = state.tenant_id, state.size, _b64decode(state.hash)
-    keys = dict(state.keys)
-    for entry in entries:
-        if entry.index != size + 1:
-            raise KeyLogError("LOG_GAP", f"entry {entry.index} where entry {size + 1} was due")
-        if tenant_id and entry.tenant_id != tenant_id:
-            raise KeyLogError("LOG_FORKED", f"entry {entry.index} is of tenant {entry.tenant_id}, not {tenant_id}")
-        previous = hashlib.sha256(previous + _canonical(entry)).digest()
-        if _b64encode(previous) != entry.hash:
-            raise KeyLogError("LOG_FORKED", f"entry {entry.index} does not continue the verified chain")
-        tenant_id, size = entry.tenant_id, entry.index
-        _record(keys, entry)
-    if size != head.size:
-        raise KeyLogError("LOG_GAP", f"the entries end at {size}, not at the log's head ({head.size})")
-    if _b64encode(previous) != head.hash:
-        raise KeyLogError("LOG_FORKED", f"the log's head ({head.size}) is not where the verified chain ends")
-    return KeyLogState(tenant_id, size, head.hash, keys)
-
-
-def check_recipient_keys(
-    state: KeyLogState, principal_ids: Iterable[str], answer: GetRecipientKeysResponse
-) -> list[RecipientKey]:
-    """The keys of `answer` (GetRecipientKeys for `principal_ids`), each checked against the
-    verified log `state` (which must reach the answer's head); KeyLogError when one is not
-    to trust, or, at the verified head, when a live key of those principals is left out."""
-    asked = set(principal_ids)
-    head = answer.log_head
-    if head.size > state.size:
-        raise KeyLogError("LOG_TRUNCATED", f"the answer's head is at {head.size}, the log shown stops at {state.size}")
-    at_head = head.size == state.size
-    if at_head and head.hash != state.hash:
-        raise KeyLogError("LOG_FORKED", f"the answer's head at {head.size} is not the verified one")
-    for key in answer.keys:
-        if _b64encode(hashlib.sha256(key.jwk.encode()).digest()) != key.key_id:
-            raise KeyLogError("THUMBPRINT_MISMATCH", f"key {key.key_id} is not the thumbprint of its JWK")
-        logged = state.keys.get(key.key_id)
-        if key.principal_id not in asked:
-            raise KeyLogError("KEY_NOT_LIVE", f"key {key.key_id} is of {key.principal_id}, who was not asked for")
-        if logged is None or logged.revoked or logged.principal_id != key.principal_id or logged.jwk != key.jwk:
-            raise KeyLogError("KEY_NOT_LIVE", f"the log has no live key {key.key_id} of {key.principal_id}")
-    if at_head:
-        answered = {key.key_id for key in answer.keys}
-        hidden = sorted(
-            key_id
-            for key_id, logged in state.keys.items()
-            if logged.principal_id in asked and not logged.revoked and key_id not in answered
-        )
-        if hidden:
-            raise KeyLogError(
-                "KEY_HIDDEN", f"the live key {hidden[0]} of {state.keys[hidden[0]].principal_id} is left out"
-            )
-    return list(answer.keys)
-
-
-def _record(keys: dict[str, LoggedKey], entry: KeyLogEntry) -> None:
-    """A publication adds the key (its first principal stays its principal); a revocation is for
-    good. An action this client does not know changes no key (its chain was checked all the same)."""
-    known = keys.get(entry.key_id)
-    if entry.action == KeyLogAction.KEY_LOG_ACTION_PUBLISHED and known is None:
-        keys[entry.key_id] = LoggedKey(entry.principal_id, entry.jwk)
-    elif entry.action == KeyLogAction.KEY_LOG_ACTION_REVOKED:
-        keys[entry.key_id] = replace(known or LoggedKey(entry.principal_id, entry.jwk), revoked=True)
-
-
-def _canonical(entry: KeyLogEntry) -> bytes:
-    """The entry's canonical bytes (directory.proto, KeyLogEntry): its members sorted, compact."""
-    try:
-        action = KeyLogAction.Name(entry.action)
-        jwk = json.loads(entry.jwk)
-    except ValueError:
-        # An action known only by its number (a newer server's, over the binary protocol) has no
-        # name to hash here; a JWK that is not JSON has no canonical form. Neither chains on.
-        raise KeyLogError("LOG_FORKED", f"entry {entry.index} cannot be put in canonical form") from None
-    document = {
-        "action": action,
-        "jwk": jwk,
-        "keyId": entry.key_id,
-        "principalId": entry.principal_id,
-        "tenantId": entry.tenant_id,
-        "time": entry.time.seconds,
-    }
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-class KeyLogStore(Protocol):
-    """Where a KeyDirectory keeps its verified state between runs. Either method may be async."""
-
-    def load(self) -> KeyLogState | Awaitable[KeyLogState | None] | None:
-        """The saved state, or None when there is none yet."""
-        ...
-
-    def save(self, state: KeyLogState) -> Awaitable[None] | None:
-        """Keep `state` in place of the one before, whole or not at all."""
-        ...
-
-
-class MemoryKeyLogStore:
-    """A state kept in memory: for one process, and tests."""
-
-    def __init__(self, state: KeyLogState | None = None) -> None:
-        self.state = state
-
-    def load(self) -> KeyLogState | None:
-        return self.state
-
-    def save(self, state: KeyLogState) -> None:
-        self.state = state
-
-
-class FileKeyLogStore:
-    """A state kept in a JSON file (`KeyLogState.to_json`), replaced atomically on each save: a
-    temporary file in the same directory, flushed to disk, renamed over the old one. It holds
-    public keys only, but what it says is what the client trusts: keep it where the app keeps
-    its own data."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    def load(self) -> KeyLogState | None:
-        text = read_state(self.path)
-        return None if text is None else KeyLogState.from_json(text)
-
-    def save(self, state: KeyLogState) -> None:
-        replace_state(self.path, state.to_json())
+AlertHandler = Callable[[Alert], Awaitable[object] | object]
 
 
 class KeyDirectory:
-    """The tenant's recipient keys, each checked against the verified key log before it is answered.
+    """A tenant's key directory as this client verified it.
 
-    `directory`: a DirectoryService client that authorizes its calls (`clients(...).directory`);
-    `store`: where the verified state is kept (in memory by default: keep a FileKeyLogStore
-    across runs, so that a rewritten log is caught against what was verified before)."""
+    `client`: a DirectoryService client that authorizes its calls (`clients(...).directory`);
+    `tenant_id`: the tenant whose log it is; `policy`: the log keys and witnesses to trust;
+    `store`: where the verified state is kept (`FileKeyLogStore(path)`; `MemoryKeyLogStore()`
+    forgets it on restart); `me`: this device (its principal; its device ids and statements are
+    kept in the store as it makes them), None for a client that is no device; `device`: this
+    device's keys, whose id is added to `me`; `on_alert`: called (and awaited, if async) with
+    each new alert once the verification that raised it is saved."""
 
-    def __init__(
-        self, directory: DirectoryServiceClient, store: KeyLogStore | None = None, *, page_size: int = 1000
+    def __init__(  # noqa: PLR0913 - what a directory is made of, each by name
+        self,
+        client: DirectoryServiceClient,
+        tenant_id: str,
+        policy: TrustPolicy,
+        store: KeyLogStore,
+        *,
+        me: Me | None = None,
+        device: DeviceKeyPair | None = None,
+        clock: Callable[[], float] = time.time,
+        on_alert: AlertHandler | None = None,
+        page_size: int = PAGE_SIZE,
     ) -> None:
-        self._directory = directory
-        self._store: KeyLogStore = store if store is not None else MemoryKeyLogStore()
+        if device is not None:
+            if me is None:
+                raise ValueError("a device is a principal's: give me=Me(principal_id) with it")
+            me = Me(me.principal_id, [*me.device_ids, device.device_id], me.statements)
+        self._client = client
+        self._tenant_id = tenant_id
+        self._policy = policy
+        self._store = store
+        self._me = me
+        self._device = device
+        self._clock = clock
+        self._on_alert = on_alert
         self._page_size = page_size
         self._lock = asyncio.Lock()
 
-    async def state(self) -> KeyLogState:
-        """The last verified state (an empty one before the first verification)."""
-        loaded = self._store.load()
-        state = await loaded if inspect.isawaitable(loaded) else loaded
-        return state if state is not None else KeyLogState()
+    @property
+    def me(self) -> Me | None:
+        return self._me
 
-    async def verify(self) -> KeyLogHead:
-        """Read the log after the verified head (ListKeyLog, every page), check it, save the new
-        state and answer its head; KeyLogError, with the state left as it was, when it does not check."""
+    async def state(self) -> KeyLogState | None:
+        """The last verified state (None before the first verification)."""
         async with self._lock:
-            state = await self._verify(await self.state())
-        return KeyLogHead(size=state.size, hash=state.hash)
+            return await self._load()
 
-    async def recipient_keys(self, principal_ids: Iterable[str]) -> list[RecipientKey]:
-        """The live keys of `principal_ids` (GetRecipientKeys), once the log is verified up to the
-        answer's head and each key checked against it: what `seal` may wrap for."""
+    async def verify(self) -> KeyLogState:
+        """Read the log from the held size (ListKeyLog, every page), verify it, save the new
+        state and answer it; KeyLogError, with the state left as it was, when it does not verify."""
+        async with self._lock:
+            return await self._verify()
+
+    async def recipient_keys(self, principal_ids: Iterable[str]) -> dict[str, list[RecipientKey]]:
+        """The agreement keys of each principal's live devices in the log, verified first: what
+        `seal` may wrap for. KeyLogError RESET_UNACKNOWLEDGED for a principal reset and not
+        acknowledged since (`acknowledge_reset`); KEY_NOT_LIVE when GetRecipientKeys answers a
+        device the verified log does not hold live (the server is lying)."""
         asked = list(dict.fromkeys(principal_ids))
         async with self._lock:
-            state = await self.state()
-            known = state.size
-            attempts = 0
-            while True:
-                attempts += 1
-                answer = await self._directory.get_recipient_keys(GetRecipientKeysRequest(principal_ids=asked))
-                head = answer.log_head
-                if head.size < known:  # behind a head verified before this call: the log was cut
-                    extend_key_log(state, [], head)
-                if head.size != state.size or head.hash != state.hash:
-                    state = await self._verify(state)
-                # An answer behind the verified head was read before a change the listing then
-                # showed (a key published or revoked meanwhile): one read at the new head can be
-                # checked whole, hidden keys included.
-                if head.size >= state.size or attempts == ANSWER_ATTEMPTS:
-                    return check_recipient_keys(state, asked, answer)
+            state = await self._verify()
+            answer = recipient_keys(state, asked)
+            size = await self._cross_check(state, asked)
+            if size > state.size:
+                # Answered at a checkpoint newer than the one verified a moment ago: a change landed
+                # in between. Verified up to it, the answer is checked again, once.
+                state = await self._verify()
+                answer = recipient_keys(state, asked)
+                await self._cross_check(state, asked)
+            return answer
 
-    async def publish(self, private_key: RecipientPrivateKey) -> RecipientKey:
-        """Publish the key's public half (PublishKey; a repeat changes nothing): the key as stored."""
-        answer = await self._directory.publish_key(PublishKeyRequest(public_key_jwk=private_key.public_jwk))
-        if answer.key.key_id != private_key.key_id or answer.key.jwk != private_key.public_jwk:
-            raise KeyLogError("THUMBPRINT_MISMATCH", f"the server stored {answer.key.key_id} for {private_key.key_id}")
-        return answer.key
+    async def publish_first_device(self, keys: DeviceKeyPair) -> Device:
+        """Publish `keys` as this principal's first device (PublishDevice, no endorser): the
+        device as the server stored it. The server refuses (ENDORSEMENT_REQUIRED) when the
+        principal has a live device; the statement is recorded as this device's before it is
+        sent, so a device the server published for the principal in its place alerts."""
+        me = self._require_me()
+        statement = keys.first_device_statement(self._tenant_id, me.principal_id, int(self._clock()))
+        await self._remember(statement.text, keys.device_id)
+        request = PublishDeviceRequest(statement=statement.text, signature=b64url(statement.signature))
+        return (await self._client.publish_device(request)).device
 
-    async def _verify(self, state: KeyLogState) -> KeyLogState:
-        entries: list[KeyLogEntry] = []
+    async def add_device(self, statement: DeviceStatement, endorser_keys: DeviceKeyPair) -> Device:
+        """Endorse a new device of this principal with `endorser_keys` (a live device's) and
+        publish it: `statement` is the new device's own (`DeviceKeyPair.device_statement` with
+        `endorser` this device's id), as it showed it. Recorded as endorsed by this device first."""
+        me = self._require_me()
+        keys = statement.statement
+        if (keys.tenant_id, keys.principal_id) != (self._tenant_id, me.principal_id):
+            raise ValueError("the statement is not of this tenant and principal")
+        endorsed = endorse(statement, endorser_keys)
+        await self._remember(endorsed.text, None)
+        request = PublishDeviceRequest(
+            statement=endorsed.text,
+            signature=b64url(endorsed.signature),
+            endorsement=b64url(endorsed.endorsement),
+        )
+        return (await self._client.publish_device(request)).device
+
+    async def revoke_device(self, device_id: str, revoker_keys: DeviceKeyPair) -> Device:
+        """Revoke a device of this principal (this one, or another), signed by `revoker_keys`
+        (a live device's): the device as revoked. Recorded as this device's first."""
+        me = self._require_me()
+        revocation = revoker_keys.revocation(self._tenant_id, me.principal_id, device_id, int(self._clock()))
+        await self._remember(revocation.text, None)
+        request = RevokeDeviceRequest(statement=revocation.text, signature=b64url(revocation.signature))
+        return (await self._client.revoke_device(request)).device
+
+    async def alerts(self) -> list[Alert]:
+        """The alerts not acknowledged yet, oldest first."""
+        state = await self.state()
+        return [] if state is None else list(state.alerts)
+
+    async def acknowledge_alert(self, index: int) -> None:
+        """The application has shown the alert of entry `index` (ValueError when none is pending)."""
+        async with self._lock:
+            state = await self._load()
+            if state is None:
+                raise ValueError(f"no pending alert of entry {index}")
+            await self._save(acknowledge_alert(state, index))
+
+    async def acknowledge_reset(self, principal_id: str, index: int) -> None:
+        """The application has accepted the reset of `principal_id` at entry `index`: its new
+        devices are sealed for from now on (ValueError when there is no such reset pending)."""
+        async with self._lock:
+            state = await self._load()
+            if state is None:
+                raise ValueError(f"no unacknowledged reset of {principal_id} at entry {index}")
+            await self._save(acknowledge_reset(state, principal_id, index))
+
+    async def _verify(self) -> KeyLogState:
+        state = await self._load()
+        start = state.size if state is not None else 0
+        entries: list[tuple[int, str]] = []
         page_token = ""
         while True:
-            page = await self._directory.list_key_log(
-                ListKeyLogRequest(since_index=state.size, page_size=self._page_size, page_token=page_token)
+            page = await self._client.list_key_log(
+                ListKeyLogRequest(start_index=start, page_size=self._page_size, page_token=page_token)
             )
-            if page.log_head.size < state.size:
-                # Said at once, whatever the pages after it would show.
-                extend_key_log(state, [], page.log_head)
-            entries.extend(page.entries)
+            entries.extend((entry.index, entry.data) for entry in page.entries)
             page_token = page.next_page_token
             if not page_token:
                 break
-        verified = extend_key_log(state, entries, page.log_head)
-        if verified != state:
-            saved = self._store.save(verified)
-            if inspect.isawaitable(saved):
-                await saved
+            if not page.entries:  # a server that pages forever is not followed
+                raise KeyLogError("LOG_GAP", "a page of the key log without entries that is not the last")
+        update = LogUpdate(page.checkpoint.note, start, entries, tuple(page.consistency_proof))
+        verified, alerts = verify_update(state, update, self._policy, self._tenant_id, self._clock(), self._me)
+        await self._save(verified)
+        for alert in alerts:
+            if self._on_alert is not None:
+                called = self._on_alert(alert)
+                if inspect.isawaitable(called):
+                    await called
         return verified
 
+    async def _cross_check(self, state: KeyLogState, asked: list[str]) -> int:
+        """Read GetRecipientKeys (every page) and refuse any device it answers that the verified
+        log does not hold live, with these keys, for a principal asked for; the size of the
+        checkpoint it was read at (beyond the verified size, nothing is refused yet)."""
+        if not asked:
+            return state.size
+        page_token = ""
+        while True:
+            page = await self._client.get_recipient_keys(
+                GetRecipientKeysRequest(principal_ids=asked, page_size=self._page_size, page_token=page_token)
+            )
+            size = _checkpoint_size(page.checkpoint.note)
+            if size > state.size:
+                return size
+            for device in page.devices:
+                logged = state.devices.get(device.device_id)
+                if device.principal_id not in asked or logged is None or not _same(logged, device, size):
+                    raise KeyLogError(
+                        "KEY_NOT_LIVE",
+                        f"the server answered device {device.device_id} of {device.principal_id}, "
+                        "which the verified log does not hold live",
+                    )
+            page_token = page.next_page_token
+            if not page_token or not page.devices:
+                return size
 
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    async def _load(self) -> KeyLogState | None:
+        loaded = self._store.load()
+        state = await loaded if inspect.isawaitable(loaded) else loaded
+        if state is not None and state.tenant_id != self._tenant_id:
+            raise ValueError(f"the store holds tenant {state.tenant_id}'s key log, not {self._tenant_id}'s")
+        if state is not None and state.me is not None:
+            self._me = state.me if self._me is None else state.me.merged(self._me)
+        return state
+
+    async def _save(self, state: KeyLogState) -> None:
+        saved = self._store.save(state)
+        if inspect.isawaitable(saved):
+            await saved
+
+    async def _remember(self, statement: str, device_id: str | None) -> None:
+        """Record `statement` (and `device_id`) as this device's, saved before it is sent: the
+        verified part of the state is left as it is."""
+        async with self._lock:
+            state = await self._load()
+            me = self._require_me().made(statement, device_id)
+            self._me = me
+            await self._save(replace(state if state is not None else KeyLogState(self._tenant_id), me=me))
+
+    def _require_me(self) -> Me:
+        if self._me is None:
+            raise ValueError("publishing, endorsing and revoking need this device's principal: KeyDirectory(me=...)")
+        return self._me
 
 
-def _b64decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+def _same(logged: LoggedDevice, device: Device, size: int) -> bool:
+    return (
+        logged.principal_id == device.principal_id
+        and logged.signing_jwk == device.signing_jwk
+        and logged.agreement_jwk == device.agreement_jwk
+        and logged.agreement_key_id == device.agreement_key_id
+        and logged.live_at(size)
+    )
+
+
+def _checkpoint_size(note: str) -> int:
+    """The size of an answer's checkpoint, parsed only (the cross-check refuses, never trusts)."""
+    try:
+        return Checkpoint.parse(note[: note.rfind("\n\n") + 1]).size
+    except CheckpointError:
+        raise KeyLogError("CHECKPOINT_MALFORMED", "the answer's checkpoint is not a checkpoint") from None

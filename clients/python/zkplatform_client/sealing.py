@@ -6,8 +6,9 @@ each recipient key in a compact JWE (ECDH-ES+A256KW); `open_item` undoes it with
 recipient's private key; `share` wraps the same content key for more recipients, `unshare`
 seals the content again, under a new content key, for fewer.
 
-Recipient keys come from the tenant's directory: take them from `KeyDirectory.recipient_keys`
-(key_directory.py), which checks them against the key log, never from an unchecked answer.
+Recipient keys come from the tenant's key directory: take them from `KeyDirectory.recipient_keys`
+(key_directory.py), the agreement keys of the live devices of the log it verified itself, never
+from an unchecked answer.
 
 Nothing here is a primitive made by hand: AES-GCM is cryptography's, the JWE joserfc's.
 """
@@ -29,7 +30,6 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from joserfc import jwe, jwk
 from joserfc.errors import JoseError
 
-from zkplatform_api.platform.v1.directory_pb2 import RecipientKey
 from zkplatform_api.platform.v1.vault_pb2 import EncryptedPayload, Item, WrappedKey
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "VERSION",
     "WRAP_ALG",
     "Curve",
+    "RecipientKey",
     "RecipientPrivateKey",
     "SealContext",
     "Sealed",
@@ -96,10 +97,21 @@ class SealingError(Exception):
         self.reason: SealingReason = reason
 
 
+@dataclass(frozen=True)
+class RecipientKey:
+    """A public key to seal for: its RFC 7638 thumbprint (`key_id`) and canonical JWK text, and
+    whose it is (a device of a principal, as the verified key log has it; "" when unknown)."""
+
+    key_id: str
+    jwk: str
+    principal_id: str = ""
+    device_id: str = ""
+
+
 class RecipientPrivateKey:
     """A recipient's key pair (X25519 or P-256): what items are opened with.
 
-    Publish its public half (`public_jwk`, or `KeyDirectory.publish`); keep `to_jwk()`, the
+    A device's agreement key (devices.py, `DeviceKeyPair.recipient_key()`); keep `to_jwk()`, the
     private key, where the app keeps its secrets, and load it again with `from_jwk()`."""
 
     def __init__(self, key: jwk.OKPKey | jwk.ECKey) -> None:
@@ -145,12 +157,12 @@ class RecipientPrivateKey:
 
     @property
     def public_jwk(self) -> str:
-        """The public key's canonical JWK text (RFC 7638): what PublishKey takes."""
+        """The public key's canonical JWK text (RFC 7638): a device statement's `agreementKey`."""
         return self._public_jwk
 
     @property
     def key_id(self) -> str:
-        """The RFC 7638 thumbprint, base64url: the directory's `key_id`, the JWE's `kid`."""
+        """The RFC 7638 thumbprint, base64url: a device's `agreement_key_id`, the JWE's `kid`."""
         return _b64encode(self._thumbprint)
 
     @property
@@ -209,8 +221,8 @@ class _Recipient:
 
 def seal(plaintext: bytes, recipients: Iterable[RecipientKey | str], context: SealContext) -> Sealed:
     """`plaintext` (at most MAX_PLAINTEXT bytes) sealed for the item `context` names, for each of
-    `recipients` (RecipientKey messages, or public JWK texts; the same key given twice is wrapped
-    for once): 1 to MAX_RECIPIENTS keys."""
+    `recipients` (RecipientKeys, as `KeyDirectory.recipient_keys` answers them, or public JWK
+    texts; the same key given twice is wrapped for once): 1 to MAX_RECIPIENTS keys."""
     if len(plaintext) > MAX_PLAINTEXT:
         raise SealingError("TOO_LARGE", f"the plaintext is {len(plaintext)} bytes, more than {MAX_PLAINTEXT}")
     keys = _recipients(recipients)

@@ -1,0 +1,241 @@
+"""A device's key material and the statements it signs (docs/key-transparency.md, "Devices").
+
+A device holds an Ed25519 signing key, whose RFC 7638 thumbprint is its device id, and an
+agreement key (X25519 or P-256) that items' keys are wrapped for. `DeviceKeyPair` makes them
+(cryptography's keys), exports and imports them as private JWKs, and signs the statements of
+zkplatform_tlog.statements: its publication as a principal's first device, its publication to
+be endorsed by a device the principal already has (`endorse`), and revocations.
+
+Keys live in memory here, and go to and from JWK dicts (`to_jwks`, `from_jwks`): keeping them
+on disk, encrypted under a passphrase, is for the application this release (the package
+writes no key file).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from zkplatform_client.sealing import RecipientPrivateKey
+from zkplatform_tlog.statements import (
+    DeviceKeys,
+    DeviceRevocation,
+    b64url,
+    b64url_decode,
+    canonical_public_jwk,
+    ed25519_jwk,
+    sign_statement,
+    thumbprint,
+    verify_statement,
+)
+
+__all__ = ["AgreementCurve", "DeviceKeyPair", "DeviceStatement", "SignedRevocation", "endorse"]
+
+AgreementCurve = Literal["X25519", "P-256"]
+AgreementPrivateKey = X25519PrivateKey | ec.EllipticCurvePrivateKey
+
+_P256_BYTES = 32
+
+
+@dataclass(frozen=True)
+class DeviceStatement:
+    """A `DeviceKeys` statement as PublishDevice takes it: the statement, the new device's
+    signature of it and, for a device that is not its principal's first, the endorser's."""
+
+    statement: DeviceKeys
+    signature: bytes
+    endorsement: bytes = b""
+
+    @property
+    def text(self) -> str:
+        """The statement's canonical JSON text: what was signed, and what PublishDevice takes."""
+        return self.statement.canonical().decode()
+
+    @property
+    def device_id(self) -> str:
+        return self.statement.device_id
+
+
+@dataclass(frozen=True)
+class SignedRevocation:
+    """A `DeviceRevocation` statement and its revoker's signature, as RevokeDevice takes them."""
+
+    statement: DeviceRevocation
+    signature: bytes
+
+    @property
+    def text(self) -> str:
+        return self.statement.canonical().decode()
+
+
+class DeviceKeyPair:
+    """A device's two private keys: Ed25519 to sign statements, X25519 or P-256 to open items.
+
+    `to_jwks()` is secret (both private keys): keep it where the application keeps its secrets.
+    The repr names the device id only."""
+
+    def __init__(self, signing: Ed25519PrivateKey, agreement: AgreementPrivateKey) -> None:
+        if isinstance(agreement, ec.EllipticCurvePrivateKey) and not isinstance(agreement.curve, ec.SECP256R1):
+            raise TypeError("an agreement key is X25519 or P-256")
+        self._signing = signing
+        self._agreement = agreement
+        self._signing_jwk = ed25519_jwk(signing.public_key())
+        self._agreement_private = _agreement_private_jwk(agreement)
+        public = {name: value for name, value in self._agreement_private.items() if name != "d"}
+        self._agreement_jwk = canonical_public_jwk(public, signing=False)
+
+    @classmethod
+    def generate(cls, agreement: AgreementCurve = "X25519") -> DeviceKeyPair:
+        if agreement == "X25519":
+            return cls(Ed25519PrivateKey.generate(), X25519PrivateKey.generate())
+        if agreement == "P-256":
+            return cls(Ed25519PrivateKey.generate(), ec.generate_private_key(ec.SECP256R1()))
+        raise ValueError(f"an agreement key is X25519 or P-256, not {agreement}")
+
+    @classmethod
+    def from_jwks(
+        cls, signing_key_jwk: str | Mapping[str, Any], private_key_jwk: str | Mapping[str, Any]
+    ) -> DeviceKeyPair:
+        """The keys `to_jwks()` exported (each a JWK dict or its JSON text, with `d`): an Ed25519
+        signing key and an X25519 or P-256 agreement key. ValueError when one is not usable or
+        its public members are not those of its private part."""
+        signing_members = _members(signing_key_jwk)
+        if (signing_members.get("kty"), signing_members.get("crv")) != ("OKP", "Ed25519"):
+            raise ValueError('a signing key is Ed25519 (kty "OKP", crv "Ed25519")')
+        signing = Ed25519PrivateKey.from_private_bytes(_decode(signing_members, "d", 32))
+        if ed25519_jwk(signing.public_key()) != _public_text(signing_members, signing=True):
+            raise ValueError("the signing key's public member x is not that of its private part")
+        agreement_members = _members(private_key_jwk)
+        agreement: AgreementPrivateKey
+        if (agreement_members.get("kty"), agreement_members.get("crv")) == ("OKP", "X25519"):
+            agreement = X25519PrivateKey.from_private_bytes(_decode(agreement_members, "d", 32))
+        elif (agreement_members.get("kty"), agreement_members.get("crv")) == ("EC", "P-256"):
+            scalar = int.from_bytes(_decode(agreement_members, "d", _P256_BYTES), "big")
+            agreement = ec.derive_private_key(scalar, ec.SECP256R1())
+        else:
+            raise ValueError('an agreement key is X25519 (kty "OKP") or P-256 (kty "EC")')
+        pair = cls(signing, agreement)
+        if pair.agreement_jwk != _public_text(agreement_members, signing=False):
+            raise ValueError("the agreement key's public members are not those of its private part")
+        return pair
+
+    def to_jwks(self) -> dict[str, dict[str, str]]:
+        """Both private keys as JWK dicts, under the names the development credentials file
+        uses: `signingKeyJwk` (Ed25519) and `privateKeyJwk` (the agreement key). Secret."""
+        signing = json.loads(self._signing_jwk)
+        signing["d"] = b64url(self._signing.private_bytes_raw())
+        return {"signingKeyJwk": dict(sorted(signing.items())), "privateKeyJwk": dict(self._agreement_private)}
+
+    @property
+    def device_id(self) -> str:
+        """The RFC 7638 thumbprint of the signing key: the device's id in the key log."""
+        return thumbprint(self._signing_jwk)
+
+    @property
+    def signing_jwk(self) -> str:
+        """The public signing key's canonical JWK text."""
+        return self._signing_jwk
+
+    @property
+    def agreement_jwk(self) -> str:
+        """The public agreement key's canonical JWK text: what items are sealed for."""
+        return self._agreement_jwk
+
+    @property
+    def agreement_key_id(self) -> str:
+        """The agreement key's RFC 7638 thumbprint: the recipient key id of sealed items."""
+        return thumbprint(self._agreement_jwk)
+
+    def recipient_key(self) -> RecipientPrivateKey:
+        """The agreement key as sealing.py opens items with it."""
+        return RecipientPrivateKey.from_jwk(self._agreement_private)
+
+    def device_statement(
+        self, tenant_id: str, principal_id: str, *, endorser: str = "", created: int | None = None
+    ) -> DeviceStatement:
+        """This device's `DeviceKeys` statement, signed by itself. With `endorser` (a live
+        device of the principal), `endorse` adds that device's signature; without, it is the
+        principal's first device."""
+        statement = DeviceKeys(tenant_id, principal_id, self._signing_jwk, self._agreement_jwk, _now(created), endorser)
+        return DeviceStatement(statement, sign_statement(self._signing, statement))
+
+    def first_device_statement(self, tenant_id: str, principal_id: str, created: int | None = None) -> DeviceStatement:
+        """The statement that publishes this device as the principal's first (no endorser)."""
+        return self.device_statement(tenant_id, principal_id, created=created)
+
+    def revocation(
+        self, tenant_id: str, principal_id: str, device_id: str, created: int | None = None
+    ) -> SignedRevocation:
+        """A `DeviceRevocation` of `device_id` (this device's own, or another of its principal's),
+        signed by this device as the revoker."""
+        statement = DeviceRevocation(tenant_id, principal_id, device_id, self.device_id, _now(created))
+        return SignedRevocation(statement, sign_statement(self._signing, statement))
+
+    def sign(self, statement: DeviceKeys | DeviceRevocation) -> bytes:
+        """This device's Ed25519 signature of a statement's canonical bytes."""
+        return sign_statement(self._signing, statement)
+
+    def __repr__(self) -> str:  # never a private part
+        return f"DeviceKeyPair(device_id={self.device_id!r})"
+
+    __str__ = __repr__
+
+
+def endorse(statement: DeviceStatement, endorser: DeviceKeyPair) -> DeviceStatement:
+    """`statement` (a new device's, naming `endorser` as its endorser) with the endorser's
+    signature added. Checks first that the statement is what it says: the new device's own
+    signature verifies, and it names this endorser (ValueError otherwise), so that a device
+    endorses only what the new device really signed."""
+    keys = statement.statement
+    if keys.endorser != endorser.device_id:
+        raise ValueError("the statement does not name this device as its endorser")
+    if not verify_statement(keys.signing_jwk, keys, statement.signature):
+        raise ValueError("the statement's signature is not the new device's")
+    return DeviceStatement(keys, statement.signature, endorser.sign(keys))
+
+
+def _now(created: int | None) -> int:
+    return int(time.time()) if created is None else created
+
+
+def _members(jwk: str | Mapping[str, Any]) -> dict[str, Any]:
+    members = json.loads(jwk) if isinstance(jwk, str) else dict(jwk)
+    if not isinstance(members, dict):
+        raise ValueError("a JWK is a JSON object")  # noqa: TRY004 - the text given, not its type
+    return members
+
+
+def _decode(members: Mapping[str, Any], name: str, length: int) -> bytes:
+    value = members.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"the JWK has no {name}")  # noqa: TRY004 - JSON given
+    return b64url_decode(value, length)
+
+
+def _public_text(members: Mapping[str, Any], *, signing: bool) -> str:
+    return canonical_public_jwk({name: value for name, value in members.items() if name != "d"}, signing=signing)
+
+
+def _agreement_private_jwk(key: AgreementPrivateKey) -> dict[str, str]:
+    if isinstance(key, X25519PrivateKey):
+        return {
+            "crv": "X25519",
+            "d": b64url(key.private_bytes_raw()),
+            "kty": "OKP",
+            "x": b64url(key.public_key().public_bytes_raw()),
+        }
+    numbers = key.private_numbers()
+    return {
+        "crv": "P-256",
+        "d": b64url(numbers.private_value.to_bytes(_P256_BYTES, "big")),
+        "kty": "EC",
+        "x": b64url(numbers.public_numbers.x.to_bytes(_P256_BYTES, "big")),
+        "y": b64url(numbers.public_numbers.y.to_bytes(_P256_BYTES, "big")),
+    }
