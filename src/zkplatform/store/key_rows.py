@@ -3,7 +3,6 @@ run, written once with `?` placeholders and rendered per dialect, and the rows' 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -108,11 +107,6 @@ def _among(count: int, placeholder: str) -> str:
 SQLITE = KeyLogStatements()
 # psycopg's placeholder; none of these texts holds a `?` or a `%` of its own.
 POSTGRESQL = KeyLogStatements(**{f.name: getattr(SQLITE, f.name).replace("?", "%s") for f in fields(KeyLogStatements)})
-
-
-def leaf_hash(entry: bytes) -> bytes:
-    """RFC 9162's leaf hash, SHA-256(0x00 || entry)."""
-    return hashlib.sha256(b"\x00" + entry).digest()
 
 
 def device_params(tenant_id: str, index: int, added: AddDevice) -> tuple[object, ...]:

@@ -49,8 +49,9 @@ from zkplatform.repository import (
     UnknownReference,
     UpdateOutcome,
 )
-from zkplatform.store.key_rows import leaf_hash, taken
+from zkplatform.store.key_rows import taken
 from zkplatform.store.notify import ChangeFeed
+from zkplatform_tlog.merkle import leaf_hash
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -76,6 +76,7 @@ from zkplatform.store.migrations import check_version, migrations
 from zkplatform.store.notify import CHANNEL, ChangeFeed, Listener
 from zkplatform.store.statements import POSTGRESQL as SQL
 from zkplatform.store.statements import token_listing
+from zkplatform_tlog.merkle import leaf_hash
 
 log = logging.getLogger(__name__)
 
@@ -781,7 +782,7 @@ class PostgresStore:
                 if request is not None:
                     await _settle(conn, actor, request, None)
                 return None
-            await conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, key_rows.leaf_hash(entry)))
+            await conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, leaf_hash(entry)))
             if isinstance(change, AddDevice):
                 await _add_device(conn, tenant_id, expected_size, change)
             else:

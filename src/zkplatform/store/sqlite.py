@@ -55,6 +55,7 @@ from zkplatform.store.notify import ChangeFeed, Marks, Poller
 from zkplatform.store.sqlite_engine import BUSY_TIMEOUT_MS, SQLiteEngine
 from zkplatform.store.statements import SQLITE as SQL
 from zkplatform.store.statements import token_listing
+from zkplatform_tlog.merkle import leaf_hash
 
 DIALECT = "sqlite"
 
@@ -655,7 +656,7 @@ class SQLiteStore:
                 conn.execute(KEYS.new_head, (tenant_id,))
             if conn.execute(KEYS.move_head, (tenant_id, expected_size)).fetchone() is None:
                 return None
-            conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, key_rows.leaf_hash(entry)))
+            conn.execute(KEYS.add_entry, (tenant_id, expected_size, entry, leaf_hash(entry)))
             if isinstance(change, AddDevice):
                 _add_device(conn, tenant_id, expected_size, change)
             else:
