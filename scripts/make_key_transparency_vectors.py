@@ -65,7 +65,10 @@ ABOUT = (
     'raised (index, kind, deviceId: "" for a reset), `live` (every principal the log names, with its '
     "live devices' agreement key ids in log order) and every unacknowledged reset, or the reason of the "
     "KeyLogError, after which the state is the one before the step. `acknowledgeReset` acknowledges a "
-    "reset; `recipientKeys` asks the agreement key ids to seal for, per principal, from the state."
+    "reset; `recipientKeys` asks the agreement key ids to seal for, per principal, from the state; `me` "
+    "replaces this device's record for the steps after it (as a device records a statement it is about "
+    "to send). Alerts follow docs/key-transparency.md, 'Owners are told: the alert rule': over the whole "
+    "log at each verification, an entry raising one alert at most."
 )
 
 
@@ -356,6 +359,20 @@ def owners_are_told() -> list[dict[str, Any]]:
                     inserted.update(0, AT),
                     ok(4, {"alice": [A1], "bob": [B1]}, [(1, "DEVICE_ADDED", M1), (2, "DEVICE_REVOKED", M1)]),
                 ),
+            ],
+        ),
+        case(
+            "owner: a first-device statement recorded after the log was verified: the next verification alerts",
+            me("bob", [B1], []),
+            [
+                step(NOW, Log(A1_FIRST, m1_first).update(0, AT), ok(2, {"alice": [A1], "bob": [M1]})),
+                {"me": pending_bob},
+                step(
+                    NOW + 10,
+                    Log(A1_FIRST, m1_first).update(2, AT + 10),
+                    ok(2, {"alice": [A1], "bob": [M1]}, [(1, "DEVICE_ADDED", M1)]),
+                ),
+                step(NOW + 20, Log(A1_FIRST, m1_first).update(2, AT + 20), ok(2, {"alice": [A1], "bob": [M1]})),
             ],
         ),
         case(

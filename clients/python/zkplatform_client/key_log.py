@@ -14,11 +14,23 @@ check that failed, in this order:
 2. the log: not shorter than the held one (LOG_TRUNCATED), the consistency proof from the held
    checkpoint (LOG_FORKED), the entries from the held size to the checkpoint's without a gap
    (LOG_GAP), the root of every entry the checkpoint's (LOG_FORKED);
-3. each new entry, replayed on the directory the entries before it made: well formed and of
-   this tenant (ENTRY_MALFORMED), of a known format and type (ENTRY_UNSUPPORTED), signed as
-   its statement requires (SIGNATURE_INVALID), endorsed or revoked by a live device of its
-   principal (NOT_ENDORSED);
-4. the alerts of this device (`Me`), and the resets of other principals, unacknowledged.
+3. each new entry, replayed on the directory the entries before it made: well formed
+   (ENTRY_MALFORMED) of a known format and type (ENTRY_UNSUPPORTED), of this tenant
+   (ENTRY_MALFORMED); then by type,
+   - DeviceKeys: a device id and an agreement key no device of the log has (ENTRY_MALFORMED:
+     a replayed entry would bring a revoked device back); signatures keyed exactly [the
+     device, then its endorser if it names one] (SIGNATURE_INVALID); the device's own
+     signature (SIGNATURE_INVALID); no endorser only while the principal has no live device,
+     an endorser only a live device of the principal (NOT_ENDORSED); the endorser's
+     signature (SIGNATURE_INVALID);
+   - DeviceRevocation: the device a live device of the principal (ENTRY_MALFORMED); one
+     signature, keyed by the revoker (SIGNATURE_INVALID); the revoker a live device of the
+     principal (NOT_ENDORSED); its signature (SIGNATURE_INVALID);
+   - PrincipalReset: every signature keyed by a pinned log key's hash verifies with it, and
+     there is one (SIGNATURE_INVALID); others are ignored (a key rotated out);
+4. the alerts of this device (`Me`, docs/key-transparency.md "Owners are told: the alert
+   rule", over the whole log as it stands, each entry raising one at most), and the resets
+   of other principals, unacknowledged.
 
 A failed update changes nothing: the caller keeps the state it had. `recipient_keys` answers
 the live devices' agreement keys of a verified state; `acknowledge_reset` and
@@ -57,6 +69,7 @@ __all__ = [
     "KeyLogError",
     "KeyLogReason",
     "KeyLogState",
+    "LogRecord",
     "LogUpdate",
     "LoggedDevice",
     "Me",
@@ -223,11 +236,23 @@ class LoggedDevice:
 
 
 @dataclass(frozen=True)
+class LogRecord:
+    """What an entry did, for the alerts: its kind, the device (or "" for a reset) and the
+    canonical text of its statement."""
+
+    index: int
+    principal_id: str
+    kind: AlertKind
+    device_id: str
+    statement: str
+
+
+@dataclass(frozen=True)
 class KeyLogState:
     """A tenant's key log as this client verified it: the checkpoint (size, root, note), every
     entry's data, the devices they made and the resets among them; the alerts not yet
-    acknowledged, the resets of other principals not yet acknowledged and those that were;
-    and this device (`me`)."""
+    acknowledged and the entries whose alerts were, the resets of other principals not yet
+    acknowledged and those that were; and this device (`me`)."""
 
     tenant_id: str
     size: int = 0
@@ -237,10 +262,12 @@ class KeyLogState:
     devices: Mapping[str, LoggedDevice] = field(default_factory=dict)  # by device id, in log order
     resets: tuple[Reset, ...] = ()
     alerts: tuple[Alert, ...] = ()
+    acknowledged_alerts: tuple[int, ...] = ()
     unacknowledged_resets: tuple[Reset, ...] = ()
     acknowledged_resets: tuple[Reset, ...] = ()
     me: Me | None = None
     leaf_hashes: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
+    records: tuple[LogRecord, ...] = field(default=(), repr=False, compare=False)  # one an entry
 
     def principals(self) -> list[str]:
         """Every principal the log names (a device's, or a reset's), in the order it first does."""
@@ -280,7 +307,9 @@ def verify_update(  # noqa: PLR0913, PLR0917 - the signature both packages share
 
     log = _Directory(dict(held.devices), list(held.resets))
     replayed = [log.replay(index, data, tenant_id, policy) for index, data in update.entries]
-    alerts = _alerts(me, replayed, log, checkpoint.size)
+    records = held.records + tuple(replayed)
+    raised = {alert.index for alert in held.alerts} | set(held.acknowledged_alerts)
+    alerts = [alert for alert in _alerts(me, records, log, checkpoint.size) if alert.index not in raised]
     others = [
         Reset(r.principal_id, r.index)
         for r in replayed
@@ -295,10 +324,12 @@ def verify_update(  # noqa: PLR0913, PLR0917 - the signature both packages share
         devices=log.devices,
         resets=tuple(log.resets),
         alerts=held.alerts + tuple(alerts),
+        acknowledged_alerts=held.acknowledged_alerts,
         unacknowledged_resets=held.unacknowledged_resets + tuple(others),
         acknowledged_resets=held.acknowledged_resets,
         me=me,
         leaf_hashes=hashes,
+        records=records,
     )
     return verified, alerts
 
@@ -365,17 +396,6 @@ def _check_extends(held: KeyLogState, checkpoint: Checkpoint, update: LogUpdate)
         raise KeyLogError("LOG_GAP", f"the entries end at {end}, not at the checkpoint's size {checkpoint.size}")
 
 
-@dataclass(frozen=True)
-class _Replayed:
-    """What an entry did, for the alerts: its kind, the device (or "" for a reset) and statement."""
-
-    index: int
-    principal_id: str
-    kind: AlertKind
-    device_id: str
-    statement: str
-
-
 @dataclass
 class _Directory:
     """The devices and resets of the log, as entries are replayed onto it."""
@@ -386,7 +406,7 @@ class _Directory:
     def live(self, principal_id: str) -> list[LoggedDevice]:
         return [d for d in self.devices.values() if d.principal_id == principal_id and d.live]
 
-    def replay(self, index: int, data: str, tenant_id: str, policy: TrustPolicy | None) -> _Replayed:
+    def replay(self, index: int, data: str, tenant_id: str, policy: TrustPolicy | None) -> LogRecord:
         """Apply entry `index`, checked first (step 3) against `policy`; unchecked without one (a
         state read back from its store, verified when it was saved)."""
         try:
@@ -409,18 +429,18 @@ class _Directory:
                 statement.endorser,
                 index,
             )
-            return _Replayed(index, statement.principal_id, "DEVICE_ADDED", statement.device_id, text)
+            return LogRecord(index, statement.principal_id, "DEVICE_ADDED", statement.device_id, text)
         if isinstance(statement, DeviceRevocation):
             if policy is not None:
                 self._check_revocation(index, entry, statement)
             self.devices[statement.device] = replace(self.devices[statement.device], revoked_index=index)
-            return _Replayed(index, statement.principal_id, "DEVICE_REVOKED", statement.device, text)
+            return LogRecord(index, statement.principal_id, "DEVICE_REVOKED", statement.device, text)
         if policy is not None:
             _check_reset(index, entry, statement, policy)
         for device in self.live(statement.principal_id):
             self.devices[device.device_id] = replace(device, revoked_index=index)
         self.resets.append(Reset(statement.principal_id, index))
-        return _Replayed(index, statement.principal_id, "PRINCIPAL_RESET", "", text)
+        return LogRecord(index, statement.principal_id, "PRINCIPAL_RESET", "", text)
 
     def _check_device(self, index: int, entry: Entry, statement: DeviceKeys) -> None:
         device_id, endorser = statement.device_id, statement.endorser
@@ -484,8 +504,9 @@ def _check_reset(index: int, entry: Entry, statement: PrincipalReset, policy: Tr
         raise KeyLogError("SIGNATURE_INVALID", f"entry {index}: a reset that no pinned log key signed")
 
 
-def _alerts(me: Me | None, replayed: Sequence[_Replayed], log: _Directory, size: int) -> list[Alert]:
-    """The alerts of docs/key-transparency.md, "Owners are told", among the new entries."""
+def _alerts(me: Me | None, records: Sequence[LogRecord], log: _Directory, size: int) -> list[Alert]:
+    """The entries of the whole log that the rule of docs/key-transparency.md, "Owners are told",
+    makes alerts of, as it stands now (the caller leaves out those that raised one before)."""
     if me is None:
         return []
     boundary = _exempt_through(me, log, size)
@@ -493,7 +514,7 @@ def _alerts(me: Me | None, replayed: Sequence[_Replayed], log: _Directory, size:
     made = set(me.statements)
     return [
         Alert(r.index, r.kind, r.device_id)
-        for r in replayed
+        for r in records
         if r.principal_id == me.principal_id
         and r.index > boundary
         and r.statement not in made
@@ -559,11 +580,12 @@ def acknowledge_reset(state: KeyLogState, principal_id: str, index: int) -> KeyL
 
 
 def acknowledge_alert(state: KeyLogState, index: int) -> KeyLogState:
-    """The state without the alert of entry `index` (ValueError when none is pending)."""
+    """The state without the alert of entry `index`, which raises none again (ValueError when
+    none is pending)."""
     remaining = tuple(alert for alert in state.alerts if alert.index != index)
     if len(remaining) == len(state.alerts):
         raise ValueError(f"no pending alert of entry {index}")
-    return replace(state, alerts=remaining)
+    return replace(state, alerts=remaining, acknowledged_alerts=(*state.acknowledged_alerts, index))
 
 
 def restore_state(document: Mapping[str, Any]) -> KeyLogState:
@@ -579,8 +601,7 @@ def restore_state(document: Mapping[str, Any]) -> KeyLogState:
         raise ValueError("the key log state's entries do not make its checkpoint")
     log = _Directory({}, [])
     try:
-        for index, data in enumerate(entries):
-            log.replay(index, data, tenant_id, None)
+        records = tuple(log.replay(index, data, tenant_id, None) for index, data in enumerate(entries))
     except (KeyLogError, KeyError) as error:
         raise ValueError(f"the key log state holds an entry that does not replay: {error}") from None
     me = document.get("me")
@@ -593,10 +614,12 @@ def restore_state(document: Mapping[str, Any]) -> KeyLogState:
         devices=log.devices,
         resets=tuple(log.resets),
         alerts=tuple(Alert(int(a["index"]), a["kind"], str(a["deviceId"])) for a in document["alerts"]),
+        acknowledged_alerts=tuple(int(index) for index in document["acknowledgedAlerts"]),
         unacknowledged_resets=_resets(document["unacknowledgedResets"]),
         acknowledged_resets=_resets(document["acknowledgedResets"]),
         me=None if me is None else Me(str(me["principalId"]), me["deviceIds"], me["statements"]),
         leaf_hashes=hashes,
+        records=records,
     )
 
 
@@ -608,6 +631,7 @@ def state_document(state: KeyLogState) -> dict[str, Any]:
         "checkpoint": {"size": state.size, "rootHex": state.root.hex(), "note": state.note},
         "entries": list(state.entries),
         "alerts": [{"index": a.index, "kind": a.kind, "deviceId": a.device_id} for a in state.alerts],
+        "acknowledgedAlerts": list(state.acknowledged_alerts),
         "unacknowledgedResets": [_reset(r) for r in state.unacknowledged_resets],
         "acknowledgedResets": [_reset(r) for r in state.acknowledged_resets],
         "me": None
