@@ -408,19 +408,21 @@ def test_the_sealing_example(client: str, request: pytest.FixtureRequest, server
     """At the newest dependencies and at the lowest bounds (joserfc's JWEs, cryptography's AES-GCM)."""
     python: str = request.getfixturevalue("lowest_venv" if client == "python-lowest" else "venv")
     alice, bob = tokens(server)["alice"], tokens(server)["bob"]
-    key_log = tmp_path / "key-log.json"
+    credentials = server.log_path.parent / "var" / "dev-credentials.json"
 
-    result = run(
-        [python, "-I", str(PY_EXAMPLES / "sealing.py"), server.base_url, alice, bob, f"sealed-{client}", str(key_log)]
-    )
+    result = run([python, "-I", str(PY_EXAMPLES / "sealing.py"), str(credentials), f"sealed-{client}", str(tmp_path)])
 
-    assert json.loads(result.stdout) == {"recipients": ["alice", "bob"], "opened": "the wifi password is hunter2"}
+    report = json.loads(result.stdout)
+    assert report["opened"] == "the wifi password is hunter2"
+    assert report["alerts"] == 0
+    assert report["devices"]["alice"] == 1
+    assert report["devices"]["bob"] >= 2  # his demo device and the laptop it endorsed (and earlier runs')
     assert result.stderr == ""
     assert alice not in result.stdout
     assert bob not in result.stdout
-    state = json.loads(key_log.read_text())
-    assert (state["version"], state["tenantId"]) == (1, "acme")
-    assert state["size"] >= 2  # alice's and bob's publications at least
+    state = json.loads((tmp_path / "alice.json").read_text())
+    assert (state["version"], state["tenantId"]) == (2, "acme")
+    assert state["checkpoint"]["size"] >= 3  # the demo devices and bob's laptop at least
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -1,6 +1,7 @@
 """Open an item of the development data set (`zkplatform serve --dev`) as one of its principals:
-read it with the principal's token, check the tenant's key log, name the principals it is
-sealed for, and open it with the principal's demo private key (from the credentials file).
+read it with the principal's token, verify the tenant's key log against the log key and the
+witness the credentials file pins, name the principals it is sealed for, and open it with the
+principal's demo device key (from the credentials file).
 
 python open_dev_item.py CREDENTIALS_FILE PRINCIPAL VAULT_ID ITEM_ID
 """
@@ -14,24 +15,41 @@ from pathlib import Path
 from typing import Any
 
 from zkplatform_api.platform.v1.vault_pb2 import GetItemRequest
-from zkplatform_client import KeyDirectory, RecipientPrivateKey, clients, open_item
+from zkplatform_client import (
+    DeviceKeyPair,
+    KeyDirectory,
+    Me,
+    MemoryKeyLogStore,
+    TrustPolicy,
+    clients,
+    open_item,
+)
 
 
 async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, item_id: str) -> None:
-    (principal,) = [p for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id]
-    private_key = RecipientPrivateKey.from_jwk(principal["privateKeyJwk"])
+    ((tenant_id, principal),) = [
+        (t["tenantId"], p) for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id
+    ]
+    device = DeviceKeyPair.from_jwks(principal["signingKeyJwk"], principal["privateKeyJwk"])
+    # What the operator gives every client out of band: the log key and the witnesses to trust.
+    policy = TrustPolicy(credentials["logKeys"], credentials["witnesses"], credentials["witnessQuorum"])
 
     async with clients(credentials["baseUrl"], token=principal["token"]) as platform:
         item = (await platform.vault.get_item(GetItemRequest(vault_id=vault_id, item_id=item_id))).item
-        directory = KeyDirectory(platform.directory)
-        await directory.verify()  # the whole key log, its chain recomputed
-        logged = (await directory.state()).keys
+        # In memory here, on purpose: a development server's log starts over each time it starts.
+        # An application keeps FileKeyLogStore(path), so that a log rewritten behind its back is refused.
+        directory = KeyDirectory(
+            platform.directory, tenant_id, policy, MemoryKeyLogStore(), me=Me(principal_id), device=device
+        )
+        state = await directory.verify()  # every entry replayed, every signature checked
 
-    # A wrapped key names its recipient key by the key's thumbprint in hex; the verified log
-    # says whose key that is.
+    # A wrapped key names its recipient by the agreement key's thumbprint in hex; the verified
+    # log says whose device holds that key.
+    owners = {device.agreement_key_id: device.principal_id for device in state.devices.values()}
+
     def owner(recipient_id: str) -> str:
         key_id = base64.urlsafe_b64encode(bytes.fromhex(recipient_id)).rstrip(b"=").decode()
-        return logged[key_id].principal_id if key_id in logged else "(a key the log does not have)"
+        return owners.get(key_id, "(a key the log does not have)")
 
     print(
         json.dumps(
@@ -39,7 +57,7 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
                 "item": f"{vault_id}/{item_id}",
                 "kind": item.kind,
                 "sealedFor": sorted(owner(k.recipient_id) for k in item.wrapped_keys),
-                "content": json.loads(open_item(item, private_key)),
+                "content": json.loads(open_item(item, device.recipient_key())),
             }
         )
     )

@@ -1,44 +1,65 @@
-"""End-to-end encryption: bob publishes his key; alice seals a note for both of them with the
-keys the verified key log vouches for, and creates the item; bob reads it and opens it.
+"""End-to-end encryption with a verified key directory, on `zkplatform serve --dev`: bob's phone
+(his demo device) endorses his new laptop; alice seals a note for every live device of alice
+and bob that the key log she verified holds, and creates the item; bob's laptop opens it.
 
-python sealing.py BASE_URL ALICE_TOKEN BOB_TOKEN ITEM_ID KEY_LOG_FILE
+python sealing.py CREDENTIALS_FILE ITEM_ID STATE_DIR
 """
 
 import asyncio
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from zkplatform_api.platform.v1.vault_pb2 import CreateItemRequest, GetItemRequest
 from zkplatform_client import (
+    DeviceKeyPair,
     FileKeyLogStore,
     KeyDirectory,
-    RecipientPrivateKey,
+    Me,
     SealContext,
+    TrustPolicy,
     clients,
     open_item,
     seal,
 )
 
 
-async def main(base_url: str, alice_token: str, bob_token: str, item_id: str, key_log_file: str) -> None:
-    # Each device makes its key pair once, keeps key.to_jwk() (the private key: a secret) and
-    # loads it again with RecipientPrivateKey.from_jwk(saved). Only the public half is published.
-    alice_key = RecipientPrivateKey.generate("X25519")
-    bob_key = RecipientPrivateKey.generate("P-256")
-    async with clients(base_url, token=bob_token) as bob:
-        await KeyDirectory(bob.directory).publish(bob_key)
+async def main(credentials: dict[str, Any], item_id: str, state_dir: Path) -> None:
+    principals = {p["principalId"]: p for t in credentials["tenants"] for p in t["principals"]}
+    alice, bob = principals["alice"], principals["bob"]
+    # The log key and witnesses every client trusts, from the operator, out of band.
+    policy = TrustPolicy(credentials["logKeys"], credentials["witnesses"], credentials["witnessQuorum"])
+    # Each device makes its keys once and keeps to_jwks() (its private keys: secrets); the
+    # demo devices' are in the credentials file.
+    phone = DeviceKeyPair.from_jwks(bob["signingKeyJwk"], bob["privateKeyJwk"])
+    laptop = DeviceKeyPair.generate("P-256")
 
-    async with clients(base_url, token=alice_token) as alice:
-        # The verified head of the tenant's key log is kept in a file: every later call checks
-        # that the log still extends it (KeyLogError when it was rewritten or forked).
-        directory = KeyDirectory(alice.directory, FileKeyLogStore(key_log_file))
-        await directory.publish(alice_key)
-        recipients = await directory.recipient_keys(["alice", "bob"])
+    async with clients(credentials["baseUrl"], token=bob["token"]) as platform:
+        # The laptop shows its statement to the phone (a QR code, say), which endorses it.
+        shown = laptop.device_statement("acme", "bob", endorser=phone.device_id)
+        phone_state = FileKeyLogStore(state_dir / "bob-phone.json")
+        bobs_phone = KeyDirectory(platform.directory, "acme", policy, phone_state, me=Me("bob"), device=phone)
+        await bobs_phone.add_device(shown, phone)
+        await bobs_phone.verify()  # its own endorsement raises no alert; anything else of bob's would
+
+    async with clients(credentials["baseUrl"], token=alice["token"]) as platform:
+        # What alice's client verified is kept in a file: every later verification checks that
+        # the log still extends it (KeyLogError when it was rewritten, forked or rolled back).
+        directory = KeyDirectory(
+            platform.directory,
+            "acme",
+            policy,
+            FileKeyLogStore(state_dir / "alice.json"),
+            me=Me("alice"),
+            device=DeviceKeyPair.from_jwks(alice["signingKeyJwk"], alice["privateKeyJwk"]),
+        )
+        found = await directory.recipient_keys(["alice", "bob"])
 
         context = SealContext(tenant_id="acme", vault_id="acme-shared", item_id=item_id, kind="note")
-        sealed = seal(b"the wifi password is hunter2", recipients, context)
-        await alice.vault.create_item(
+        sealed = seal(b"the wifi password is hunter2", [key for keys in found.values() for key in keys], context)
+        await platform.vault.create_item(
             CreateItemRequest(
                 vault_id=context.vault_id,
                 item_id=context.item_id,
@@ -48,21 +69,22 @@ async def main(base_url: str, alice_token: str, bob_token: str, item_id: str, ke
             )
         )
 
-    async with clients(base_url, token=bob_token) as bob:
-        item = (await bob.vault.get_item(GetItemRequest(vault_id="acme-shared", item_id=item_id))).item
-        opened = open_item(item, bob_key)  # SealingError when it is not for this key, or was tampered with
+    async with clients(credentials["baseUrl"], token=bob["token"]) as platform:
+        item = (await platform.vault.get_item(GetItemRequest(vault_id="acme-shared", item_id=item_id))).item
+        opened = open_item(item, laptop.recipient_key())  # SealingError if not for this key, or tampered with
 
     print(
         json.dumps(
             {
-                "recipients": sorted({key.principal_id for key in recipients}),
+                "devices": {principal: len(keys) for principal, keys in found.items()},
                 "opened": opened.decode(),
+                "alerts": len(await bobs_phone.alerts()),
             }
         )
     )
 
 
-asyncio.run(main(*sys.argv[1:]))
+asyncio.run(main(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2], Path(sys.argv[3])))
 # pyqwest 0.12 (connectrpc's HTTP client) can abort while Python 3.11 to 3.13 shut down, after
 # everything ran; a script whose exit code matters leaves without that shutdown.
 sys.stdout.flush()
