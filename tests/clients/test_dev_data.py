@@ -1,7 +1,7 @@
 """The development data set is really sealed: against `zkplatform serve --dev`, every item opens
-with the demo key of each member of its vault and with no other, its wrapped keys are for keys
-the verified key log has (those of the vault's members), and the README's walk-through opens
-one of bob's shared items as it says."""
+with the demo device key of each member of its vault and with no other, its wrapped keys are for
+the agreement keys of devices the verified key log holds (those of the vault's members), and the
+README's walk-through opens one of bob's shared items as it says."""
 
 from __future__ import annotations
 
@@ -16,10 +16,18 @@ from typing import Any
 
 import pytest
 
-from tests.clients.conftest import dev_principals
+from tests.clients.conftest import dev_device, dev_policy, dev_principals
 from tests.e2e.server import Server, serving
 from zkplatform_api.platform.v1.vault_pb2 import GetItemRequest, Item, ListItemsRequest, UpdateItemRequest
-from zkplatform_client import KeyDirectory, RecipientPrivateKey, SealingError, clients, open_item
+from zkplatform_client import (
+    KeyDirectory,
+    Me,
+    MemoryKeyLogStore,
+    RecipientPrivateKey,
+    SealingError,
+    clients,
+    open_item,
+)
 
 pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tests/e2e by place)
 
@@ -32,16 +40,26 @@ def principals(dev_credentials: Path) -> dict[str, dict[str, Any]]:
     return dev_principals(dev_credentials)
 
 
-async def test_every_item_opens_for_its_vaults_members_only(dev_server: Server, principals: dict[str, Any]) -> None:
-    keys = {name: RecipientPrivateKey.from_jwk(p["privateKeyJwk"]) for name, p in principals.items()}
+async def test_every_item_opens_for_its_vaults_members_only(
+    dev_server: Server, dev_credentials: Path, principals: dict[str, Any]
+) -> None:
+    keys = {name: dev_device(p).recipient_key() for name, p in principals.items()}
     opened: dict[str, list[str]] = {}
     refused: dict[str, set[str]] = {}
     for vault_id, members in MEMBERS.items():
-        async with clients(dev_server.base_url, token=principals[members[0]]["token"]) as platform:
+        member = principals[members[0]]
+        async with clients(dev_server.base_url, token=member["token"]) as platform:
             items = (await platform.vault.list_items(ListItemsRequest(vault_id=vault_id))).items
-            directory = KeyDirectory(platform.directory)
-            await directory.verify()
-            logged = (await directory.state()).keys
+            directory = KeyDirectory(
+                platform.directory,
+                member["tenantId"],
+                dev_policy(dev_credentials),
+                MemoryKeyLogStore(),
+                me=Me(members[0]),
+                device=dev_device(member),
+            )
+            state = await directory.verify()
+            logged = {d.agreement_key_id: d.principal_id for d in state.devices.values() if d.live}
         for item in items:
             for name, key in keys.items():
                 try:
@@ -52,7 +70,7 @@ async def test_every_item_opens_for_its_vaults_members_only(dev_server: Server, 
                     assert content["title"]
                     opened.setdefault(vault_id, []).append(name)
             recipients = {k.recipient_id for k in item.wrapped_keys}
-            sealed_for = {logged[key_id].principal_id for key_id in logged if _hex(key_id) in recipients}
+            sealed_for = {principal for key_id, principal in logged.items() if _hex(key_id) in recipients}
             assert sealed_for == set(members)
             assert len(item.wrapped_keys) == len(members)
 
@@ -67,10 +85,12 @@ async def test_every_item_opens_for_its_vaults_members_only(dev_server: Server, 
     }
 
 
-def test_the_credentials_name_the_published_keys(principals: dict[str, Any]) -> None:
+def test_the_credentials_name_the_published_devices(principals: dict[str, Any]) -> None:
     for principal in principals.values():
-        key = RecipientPrivateKey.from_jwk(principal["privateKeyJwk"])
-        assert key.key_id == principal["keyId"]
+        device = dev_device(principal)
+        assert device.device_id == principal["deviceId"]
+        assert device.agreement_key_id == principal["keyId"]
+        assert RecipientPrivateKey.from_jwk(principal["privateKeyJwk"]).key_id == principal["keyId"]
 
 
 def test_the_readme_walk_through_opens_bobs_shared_item(dev_credentials: Path, dev_server: Server) -> None:
@@ -88,6 +108,7 @@ def test_the_readme_walk_through_opens_bobs_shared_item(dev_credentials: Path, d
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == json.loads(shown.group(1))
     assert "privateKeyJwk" not in result.stdout
+    assert "signingKeyJwk" not in result.stdout
     assert '"d"' not in dev_server.log()
 
 

@@ -1,7 +1,7 @@
 """The two client packages interoperate over a real server: what the npm package seals the Python
 package opens, and the reverse; a share made in one language opens in the other, and an unshare
 made in one shuts the other out. Each side is a principal of the development data set with its
-demo key from the credentials file, and checks the key log before it seals; the TypeScript side
+demo device from the credentials file, and verifies the key log before it seals; the TypeScript side
 is tests/e2e/clients/sealing_interop.ts, from the npm tarball installed as a consumer would."""
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from typing import Any
 import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from tests.clients.conftest import dev_principals
+from tests.clients.conftest import dev_device, dev_policy, dev_principals
 from tests.e2e.server import Server
 from tests.e2e.test_client_packages import packages, project, run  # noqa: F401 # fixtures
 from zkplatform_api.platform.v1.vault_pb2 import CreateItemRequest, GetItemRequest, UpdateItemRequest
 from zkplatform_client import (
     KeyDirectory,
+    Me,
+    MemoryKeyLogStore,
+    RecipientKey,
     RecipientPrivateKey,
     SealContext,
     SealingError,
@@ -44,10 +47,24 @@ def node(project: Path, *args: str) -> dict[str, Any]:  # noqa: F811
     return report
 
 
+async def verified_keys(platform: Any, credentials: Path, me: dict[str, Any], asked: list[str]) -> list[RecipientKey]:
+    """The agreement keys of the asked principals' live devices, from the log `me`'s demo device
+    verified (in memory: each call is a new client of this module's server)."""
+    directory = KeyDirectory(
+        platform.directory,
+        me["tenantId"],
+        dev_policy(credentials),
+        MemoryKeyLogStore(),
+        me=Me(me["principalId"]),
+        device=dev_device(me),
+    )
+    return [key for keys in (await directory.recipient_keys(asked)).values() for key in keys]
+
+
 async def python_seal(server: Server, credentials: Path, principal_id: str, item_id: str, text: str) -> int:
     me = principal(credentials, principal_id)
     async with clients(server.base_url, token=me["token"]) as platform:
-        recipients = await KeyDirectory(platform.directory).recipient_keys(["alice", "bob"])
+        recipients = await verified_keys(platform, credentials, me, ["alice", "bob"])
         sealed = seal(text.encode(), recipients, SealContext("acme", VAULT, item_id, "note"))
         request = CreateItemRequest(
             vault_id=VAULT,
@@ -73,7 +90,7 @@ async def python_unshare(server: Server, credentials: Path, principal_id: str, i
     me = principal(credentials, principal_id)
     async with clients(server.base_url, token=me["token"]) as platform:
         item = (await platform.vault.get_item(GetItemRequest(vault_id=VAULT, item_id=item_id))).item
-        recipients = await KeyDirectory(platform.directory).recipient_keys(keep)
+        recipients = await verified_keys(platform, credentials, me, keep)
         sealed = unshare(item, RecipientPrivateKey.from_jwk(me["privateKeyJwk"]), recipients)
         await platform.vault.update_item(
             UpdateItemRequest(
