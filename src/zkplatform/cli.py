@@ -268,6 +268,10 @@ def _parser() -> argparse.ArgumentParser:
     admin.add_argument(
         "arguments", nargs=argparse.REMAINDER, help="an operator command and its arguments (zkplatform admin --help)"
     )
+    witness = commands.add_parser(
+        "witness", help="a witness of the key logs (zkplatform witness --help)", add_help=False, prefix_chars="\0"
+    )
+    witness.add_argument("arguments", nargs=argparse.REMAINDER, help="keygen or serve (zkplatform witness --help)")
     return parser
 
 
@@ -388,6 +392,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return admin_main(args.arguments)
     if args.command == "log-key":
         return _generate_log_key(args)
+    if args.command == "witness":
+        from zkplatform.witness.command import main as witness_main  # noqa: PLC0415 # the server never loads it
+
+        return witness_main(args.arguments)
     return _run_serve(args)
 
 
