@@ -57,6 +57,7 @@ class LyingDirectory:
         self.recipient_size: int | None = None
         self.calls: list[str] = []
         self.after_list: Callable[[], None] | None = None  # a change that lands right after a listing
+        self.list_past_size = False  # pages that run on past the checkpoint, to the last entry
 
     # What the test does to it
 
@@ -104,7 +105,8 @@ class LyingDirectory:
         self.calls.append("ListKeyLog")
         size, start = self.size, request.start_index
         offset = int(request.page_token or start)
-        end = min(size, offset + self.page_size)
+        last = len(self.entries) if self.list_past_size else size
+        end = min(last, offset + self.page_size)
         page = [directory_pb2.KeyLogEntry(index=i, data=self.entries[i]) for i in range(offset, end)]
         hashes = [leaf_hash(data.encode()) for data in self.entries[:size]]
         proof = consistency_proof(hashes, start) if start <= size else []
@@ -114,7 +116,7 @@ class LyingDirectory:
             entries=page,
             checkpoint=directory_pb2.Checkpoint(note=self.note(size)),
             consistency_proof=proof,
-            next_page_token=str(end) if end < size else "",
+            next_page_token=str(end) if end < last else "",
         )
 
     async def get_recipient_keys(

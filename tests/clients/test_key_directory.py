@@ -176,6 +176,17 @@ async def test_a_page_without_entries_that_is_not_the_last_is_refused(server: Ly
     assert await refused(directory(server, MemoryKeyLogStore()).verify()) == "LOG_GAP"
 
 
+async def test_pages_that_run_past_their_checkpoint_are_not_followed(server: LyingDirectory) -> None:
+    for _ in range(3):
+        server.append(first(DeviceKeyPair.generate(), "alice"))
+    server.served_size = 1
+    server.page_size = 1
+    server.list_past_size = True
+
+    assert await refused(directory(server, MemoryKeyLogStore()).verify()) == "LOG_GAP"
+    assert server.calls == ["ListKeyLog", "ListKeyLog"]
+
+
 # This device's own changes, and another's
 
 
@@ -264,6 +275,7 @@ async def test_recipient_keys_come_from_the_verified_log_and_made_up_answers_are
         "a revoked device": [*live, _device(bob2, "bob")],
         "bob's device as alice's": [_device(bob, "alice")],
         "a principal not asked for": [_device(alice, "alice")],
+        "a device answered twice": [*live, *live],
     }
     reasons = {}
     for lie, answer in lies.items():

@@ -200,8 +200,12 @@ class KeyDirectory:
             page_token = page.next_page_token
             if not page_token:
                 break
-            if not page.entries:  # a server that pages forever is not followed
+            # A server that pages forever is not followed: every page brings entries, and no more
+            # than its checkpoint holds.
+            if not page.entries:
                 raise KeyLogError("LOG_GAP", "a page of the key log without entries that is not the last")
+            if start + len(entries) > _checkpoint_size(page.checkpoint.note):
+                raise KeyLogError("LOG_GAP", "the pages hold entries past their checkpoint's size")
         update = LogUpdate(page.checkpoint.note, start, entries, tuple(page.consistency_proof))
         verified, alerts = verify_update(state, update, self._policy, self._tenant_id, self._clock(), self._me)
         await self._save(verified)
@@ -219,6 +223,7 @@ class KeyDirectory:
         if not asked:
             return state.size
         page_token = ""
+        seen: set[str] = set()  # each device answered once: with every one live, the pages end
         while True:
             page = await self._client.get_recipient_keys(
                 GetRecipientKeysRequest(principal_ids=asked, page_size=self._page_size, page_token=page_token)
@@ -228,7 +233,9 @@ class KeyDirectory:
                 return size
             for device in page.devices:
                 logged = state.devices.get(device.device_id)
-                if device.principal_id not in asked or logged is None or not _same(logged, device, size):
+                again = device.device_id in seen
+                seen.add(device.device_id)
+                if again or device.principal_id not in asked or logged is None or not _same(logged, device, size):
                     raise KeyLogError(
                         "KEY_NOT_LIVE",
                         f"the server answered device {device.device_id} of {device.principal_id}, "
