@@ -270,10 +270,10 @@ class KeyLogState:
     records: tuple[LogRecord, ...] = field(default=(), repr=False, compare=False)  # one an entry
 
     def principals(self) -> list[str]:
-        """Every principal the log names (a device's, or a reset's), in the order it first does."""
+        """Every principal the log names: those of devices, in log order, then those of resets only."""
         named = [device.principal_id for device in self.devices.values()]
         named += [reset.principal_id for reset in self.resets]
-        return sorted(set(named), key=named.index)
+        return list(dict.fromkeys(named))
 
     def devices_of(self, principal_id: str) -> list[LoggedDevice]:
         """The principal's devices, live and revoked, in log order."""
