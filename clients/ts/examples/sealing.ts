@@ -1,39 +1,48 @@
-// Seal an item for the members of a vault and open it as one of them: each key published to the
-// tenant's directory, and checked against its key log before anything is wrapped for it. Then
-// take a member off (unshare): sealed again for the others, under a new content key.
-//   node sealing.js BASE_URL ALICE_TOKEN BOB_TOKEN STATE_DIR
+// Seal an item for the members of a vault and open it as one of them, for the devices the tenant's
+// key log holds as alice's device verified it itself: signed by the log key and cosigned by the
+// witnesses the operator named, kept in a file between runs. Then take a member off (unshare):
+// sealed again for the others, under a new content key.
+//   node sealing.js CREDENTIALS_FILE STATE_DIR    (the credentials file of `zkplatform serve --dev`)
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FileKeyLogStore, KeyDirectory, SealingError, clients, generateRecipientKey, openItem, seal, unshare } from "zkplatform-client";
+import { DeviceKeyPair, FileKeyLogStore, KeyDirectory, Me, SealingError, clients, openItem, seal, unshare } from "zkplatform-client";
 
-const [baseUrl, aliceToken, bobToken, stateDir] = process.argv.slice(2);
-const alice = clients(baseUrl, "connect-binary", { token: aliceToken });
-const bob = clients(baseUrl, "connect-binary", { token: bobToken });
+type Principal = { principalId: string; token: string; signingKeyJwk: string; privateKeyJwk: string };
+type Credentials = { baseUrl: string; logKeys: string[]; witnesses: string[]; witnessQuorum: number; tenants: { tenantId: string; principals: Principal[] }[] };
+const [credentialsFile, stateDir] = process.argv.slice(2) as [string, string];
+const credentials = JSON.parse(readFileSync(credentialsFile, "utf8")) as Credentials;
+const principal = (id: string) => credentials.tenants.flatMap((tenant) => tenant.principals).find((p) => p.principalId === id)!;
 
-// A device makes its key pair once and keeps `await key.exportPrivateJwk()` as it keeps its
-// secrets (importRecipientKey reads it back). Each directory keeps the key log head it verified.
-const aliceKey = await generateRecipientKey("X25519");
-const bobKey = await generateRecipientKey("P-256");
-const aliceDirectory = new KeyDirectory(alice.directory, new FileKeyLogStore(join(stateDir, "alice-key-log.json")));
-await aliceDirectory.publish(aliceKey);
-await new KeyDirectory(bob.directory, new FileKeyLogStore(join(stateDir, "bob-key-log.json"))).publish(bobKey);
+// What the operator gives every client out of band: the log key, the witnesses, how many must cosign.
+const policy = { logKeys: credentials.logKeys, witnesses: credentials.witnesses, quorum: credentials.witnessQuorum };
+// Each device keeps its two private keys (DeviceKeyPair.toJwks()) as it keeps its secrets: here,
+// the demo devices' keys the credentials file holds.
+const aliceDevice = await DeviceKeyPair.fromJwks(principal("alice").signingKeyJwk, principal("alice").privateKeyJwk);
+const bobDevice = await DeviceKeyPair.fromJwks(principal("bob").signingKeyJwk, principal("bob").privateKeyJwk);
+const alice = clients(credentials.baseUrl, "connect-binary", { token: principal("alice").token });
+const bob = clients(credentials.baseUrl, "connect-binary", { token: principal("bob").token });
 
-// alice seals for every live key of alice and bob, as the verified key log has them.
-const recipients = await aliceDirectory.recipientKeys(["alice", "bob"]);
+// alice's directory: the key log as her device verified it, in a file (what it trusts from then on).
+const store = new FileKeyLogStore(join(stateDir, "alice-key-log.json"));
+const directory = new KeyDirectory(alice.directory, "acme", policy, store, { me: new Me("alice"), device: aliceDevice });
+
+// alice seals for every live device of alice and bob in the log she verified.
+const recipients = [...(await directory.recipientKeys(["alice", "bob"])).values()].flat();
 const context = { tenantId: "acme", vaultId: "acme-shared", itemId: "door-code", kind: "note" };
 const sealed = await seal(new TextEncoder().encode("door code: 4711"), recipients, context);
 const { item } = await alice.vault.createItem({ vaultId: context.vaultId, itemId: context.itemId, kind: context.kind, ...sealed });
 
-// bob reads it and opens it with his key.
+// bob reads it and opens it with his device's agreement key.
 const read = async () => (await bob.vault.getItem({ vaultId: context.vaultId, itemId: context.itemId })).item!;
-const opened = new TextDecoder().decode(await openItem(await read(), bobKey));
+const opened = new TextDecoder().decode(await openItem(await read(), bobDevice.recipientKey()));
 
-// alice takes bob off: the content sealed again for her key alone.
-const resealed = await unshare(item!, aliceKey, [aliceKey]);
+// alice takes bob off: the content sealed again for her device alone.
+const resealed = await unshare(item!, aliceDevice.recipientKey(), [aliceDevice.recipientKey()]);
 const updateMask = { paths: ["encrypted_payload", "wrapped_keys"] };
 await alice.vault.updateItem({ vaultId: context.vaultId, itemId: context.itemId, baseVersion: item!.version, updateMask, ...resealed });
 let afterwards = "opened";
 try {
-  await openItem(await read(), bobKey);
+  await openItem(await read(), bobDevice.recipientKey());
 } catch (error) {
   if (!(error instanceof SealingError)) throw error;
   afterwards = error.reason; // NOT_A_RECIPIENT

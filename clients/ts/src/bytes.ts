@@ -1,4 +1,4 @@
-// base64url without padding and SHA-256, as the sealed item format and the key log write them
+// base64url without padding and SHA-256, as the sealed item format writes them
 // (docs/sealing.md); the hashing is WebCrypto's.
 import { webcrypto } from "node:crypto";
 

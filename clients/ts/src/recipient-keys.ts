@@ -1,6 +1,6 @@
 // Recipient keys (docs/sealing.md, "Recipient keys"): X25519 or P-256 key agreement key pairs,
-// named by their RFC 7638 thumbprint. The public half is what DirectoryService publishes and what
-// items are sealed for; the private half opens them and never leaves the client. Key generation
+// named by their RFC 7638 thumbprint: a device's agreement key (devices.ts). The public half is
+// what a device's statement publishes and what items are sealed for; the private half opens them and never leaves the client. Key generation
 // and import are WebCrypto's, which also checks that a private JWK's `d` and public members agree.
 import { webcrypto } from "node:crypto";
 import { base64url, sha256 } from "./bytes.js";
@@ -25,7 +25,7 @@ const ALGORITHMS: Record<Curve, webcrypto.EcKeyImportParams | webcrypto.Algorith
   "P-256": { name: "ECDH", namedCurve: "P-256" },
 };
 const COORDINATE = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url without padding
-// The members a JWK may carry besides its key: what PublishKey accepts too.
+// The members a JWK may carry besides its key.
 const OPTIONAL_MEMBERS = new Set(["kid", "use", "alg", "key_ops", "ext"]);
 const INSPECT = Symbol.for("nodejs.util.inspect.custom");
 
@@ -73,9 +73,9 @@ function parsed(jwk: string | object): unknown {
 export class RecipientPublicKey {
   private constructor(
     readonly curve: Curve,
-    /** The canonical JWK text, as PublishKey stores it: `{"crv":"X25519","kty":"OKP","x":"..."}`. */
+    /** The canonical JWK text, as a device's statement holds it: `{"crv":"X25519","kty":"OKP","x":"..."}`. */
     readonly jwk: string,
-    /** The RFC 7638 thumbprint, base64url (43 characters): DirectoryService's `key_id`, the JWE's `kid`. */
+    /** The RFC 7638 thumbprint, base64url (43 characters): a device's `agreement_key_id`, the JWE's `kid`. */
     readonly keyId: string,
     /** The same thumbprint as 64 lowercase hexadecimal digits: a wrapped key's `recipient_id`. */
     readonly recipientId: string,
@@ -108,7 +108,7 @@ export class RecipientKeyPair {
   get curve(): Curve {
     return this.publicKey.curve;
   }
-  /** The public half's canonical JWK text: what PublishKey publishes, and what seal() takes. */
+  /** The public half's canonical JWK text: what a device publishes, and what seal() takes. */
   get jwk(): string {
     return this.publicKey.jwk;
   }
