@@ -200,8 +200,8 @@ class WitnessPusher:
         except TimeoutError:
             msg = f"no answer within {self._timeout:g} s"
             raise _Skip(msg) from None
-        except Exception as error:  # noqa: BLE001 # the transport's: refused, reset, a bad URL
-            msg = f"unreachable ({type(error).__name__})"
+        except Exception as error:  # noqa: BLE001 # the transport's: refused, reset, a bad URL, too long an answer
+            msg = f"the call failed ({type(error).__name__})"
             raise _Skip(msg) from None
 
     def _verified(self, witness: Witness, tenant_id: str, latest: LatestCheckpoint, answer: bytes) -> Cosignature:

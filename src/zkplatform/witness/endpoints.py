@@ -28,7 +28,9 @@ class HttpWitness:
         self, url: str, *, client: httpx.AsyncClient | None = None, timeout: float = DEFAULT_TIMEOUT_S
     ) -> None:
         self._url = url.rstrip("/") + ADD_CHECKPOINT_PATH
-        self._name = url
+        parts = httpx.URL(url)
+        # For log lines: never a userinfo or a query, where a credential could hide.
+        self._name = str(parts.copy_with(userinfo=b"", query=None, fragment=None))
         self._owned = client is None
         # Redirects are not followed: a witness's submission URL is configured, not discovered.
         self._client = client or httpx.AsyncClient(follow_redirects=False)
