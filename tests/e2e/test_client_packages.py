@@ -341,7 +341,7 @@ def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> N
     manifest = json.loads((project / "node_modules" / "zkplatform-client" / "package.json").read_text())
 
     assert manifest["types"] == "./dist/index.d.ts"
-    assert manifest["version"] == "1.1.0"
+    assert manifest["version"] == "1.2.0"
     assert "private" not in manifest  # publishable
     assert manifest["engines"] == {"node": ">=20"}
     # Direct dependencies: a consumer's own transport comes from the versions the package uses.

@@ -1,23 +1,31 @@
-"""The TypeScript package's sealing and key directory as a consumer installs them (the npm tarball in
-an empty project, tests/e2e/test_client_packages.py's `project`): tests/e2e/clients/sealing_checks.ts
-offline (the format of docs/sealing.md, the limits, share and unshare, every clients/testdata
-sealed-*.json vector whichever package sealed it, every key-log.json case and answer, the file
-store, no private key in what a key pair or an error shows) and against a --dev server (publish,
-recipientKeys, seal and CreateItem by alice, GetItem and open by bob, share, unshare, a revoked key,
-a forked or truncated log, another tenant); and the sealing example docs/clients.md shows."""
+"""The TypeScript package's sealing, devices and key directory as a consumer installs them (the npm
+tarball in an empty project, tests/e2e/test_client_packages.py's `project`):
+tests/e2e/clients/sealing_checks.ts offline (the format of docs/sealing.md, the limits, share and
+unshare, every clients/testdata sealed-*.json vector whichever package sealed it, devices' keys and
+statements, the key log state file both packages read, no private key in what a key or an error
+shows) and against a --dev server (the cosigned log verified; seal by alice for the verified
+devices, open by bob; an endorsed second device shared with, then revoked; a reset surfaced,
+alerted and refused until acknowledged; a server that lies: a forked, truncated, gapped or
+rewritten log, a device the log does not hold, a stale checkpoint, an unknown witness or log key,
+another tenant's log); and the sealing example docs/clients.md shows."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clients.conftest import PY_CLIENT  # noqa: F401 # the Python package's sources on the path
 from tests.e2e.server import serving
 from tests.e2e.test_client_packages import packages, project, run, tokens  # noqa: F401 # fixtures
+from zkplatform_client.key_log import LogUpdate, Me, TrustPolicy, state_document, verify_update
+from zkplatform_client.key_log_store import format_state, parse_state
 
 TESTDATA = Path(__file__).resolve().parents[2] / "clients" / "testdata"
+VECTORS = json.loads((TESTDATA / "key-transparency.json").read_text())
 
 
 def checks(project: Path, *args: str) -> dict[str, Any]:  # noqa: F811
@@ -33,10 +41,35 @@ def expected_openings(path: Path) -> dict[str, str]:
     return {v["name"]: "ok" if "plaintext" in v else v["error"] for v in vectors}
 
 
+def python_state() -> str:
+    """A key log state file the Python package writes: the vectors' first case in one update, as
+    bob's device verified it (the TypeScript checks read it)."""
+    case = next(c for c in VECTORS["cases"] if c["name"].startswith("happy: the same log in one update"))
+    step = case["steps"][0]
+    update = LogUpdate(
+        step["update"]["checkpoint"],
+        step["update"]["startIndex"],
+        [(entry["index"], entry["data"]) for entry in step["update"]["entries"]],
+        [base64.b64decode(proof) for proof in step["update"]["consistencyProof"]],
+    )
+    document = VECTORS["policy"]
+    policy = TrustPolicy(document["logKeys"], document["witnesses"], document["quorum"], document["maxAgeSeconds"])
+    state, _ = verify_update(None, update, policy, VECTORS["tenantId"], step["now"], Me("bob", ["an id"], []))
+    return format_state(state)
+
+
 @pytest.fixture(scope="module")
-def offline(project: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    """The offline checks' report (they write the file store's state in a directory of their own)."""
-    return checks(project, "offline", str(TESTDATA), str(tmp_path_factory.mktemp("offline")))
+def offline_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline checks' directory: the Python package's state file in it; theirs written to it."""
+    work = tmp_path_factory.mktemp("offline")
+    (work / "python-state.json").write_text(python_state())
+    return work
+
+
+@pytest.fixture(scope="module")
+def offline(project: Path, offline_work: Path) -> dict[str, Any]:  # noqa: F811
+    """The offline checks' report."""
+    return checks(project, "offline", str(TESTDATA), str(offline_work))
 
 
 def test_sealing_offline(offline: dict[str, Any]) -> None:
@@ -105,82 +138,144 @@ def test_every_sealed_vector_opens_as_it_says(offline: dict[str, Any]) -> None:
     assert reasons >= {"ok", "UNSUPPORTED", "BINDING_MISMATCH", "NOT_A_RECIPIENT", "DECRYPTION_FAILED"}
 
 
-def test_the_key_log_vectors_and_the_file_store(offline: dict[str, Any]) -> None:
-    vectors = json.loads((TESTDATA / "key-log.json").read_text())
+def test_devices_keys_and_statements(offline: dict[str, Any]) -> None:
+    report = offline["devices"]
 
-    report = offline
-
-    assert report["keyLog"]["cases"] == {c["name"]: c["expect"] for c in vectors["cases"]}
-    assert report["keyLog"]["answers"] == {
-        a["name"]: a["keyIds"] if a["expect"] == "ok" else a["expect"] for a in vectors["answers"]
-    }
-    verified = report["keyLog"]["verified"]
-    assert (verified["size"], verified["hash"]) == (int(vectors["log"]["head"]["size"]), vectors["log"]["head"]["hash"])
-    assert {k: v["revoked"] for k, v in verified["keys"].items()} == {
-        "tZsee3qIMrOJPFQ9SPHRunnC23pe8zhCleNWHPULEu4": False,
-        "JGw1ZdBbYWl02letXRsallKweSjVJec4X9XcN_9teEs": True,
-        "5EY5HM2l5_0VGQO-oARcd6WCUtYB7caNuhm1ywjfYZ0": False,
-        "QUWDnb4NHoty7E_G8YNTT1uv0i43tnWUDg1zZ1RTdtU": False,
-    }
-    revoked = vectors["log"]["entries"][3]["keyId"]  # entry 4 revokes bob's X25519 key
-    store = report["fileStore"]
-    assert store["emptyBefore"]
-    assert store["sameJson"]
-    assert store["leftovers"] == []
-    assert store["loadedSize"] == "5"
-    assert store["otherVersion"] == "Error"
-    # The file both packages read and write.
-    assert store["file"] == {
-        "version": 1,
-        "tenantId": "acme",
-        "size": 5,
-        "hash": vectors["log"]["head"]["hash"],
-        "keys": {
-            entry["keyId"]: {
-                "principalId": entry["principalId"],
-                "jwk": entry["jwk"],
-                "revoked": entry["keyId"] == revoked,
-            }
-            for entry in vectors["log"]["entries"]
+    device_keys = ["agreementKey", "created", "endorser", "format", "principalId", "signingKey", "tenantId", "type"]
+    assert report == {
+        "readBack": True,
+        "signingKeyJwk": ["crv", "d", "kty", "x"],  # the names and order of the credentials file's
+        "privateKeyJwk": ["crv", "d", "kty", "x", "y"],
+        "first": {"members": device_keys, "endorser": "", "verifies": True, "parsesToItself": True, "request": True},
+        "endorsed": {"endorser": True, "byDevice": True, "byEndorser": True, "endorsementLength": 86},
+        "endorsedByAnother": "TypeError",  # the statement names another endorser
+        "endorsedNotSigned": "TypeError",  # the new device's signature is not of this statement
+        "revocation": {
+            "members": ["created", "device", "format", "principalId", "revoker", "tenantId", "type"],
+            "revoker": True,
+            "verifies": True,
         },
+        "mismatchedSigningKey": "TypeError",
+        "notCanonical": "ENTRY_MALFORMED",
+        "unknownType": "ENTRY_UNSUPPORTED",
     }
 
 
-def test_sealing_over_a_server(project: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_key_log_state_file_is_the_python_packages(offline: dict[str, Any], offline_work: Path) -> None:
+    report = offline["stateFile"]
+    written = (offline_work / "ts-state.json").read_text()
+
+    read_by_python = parse_state(written)
+
+    assert report["emptyBefore"]
+    assert report["sameState"]
+    assert (report["loadedSize"], report["loadedLive"]) == (4, 1)  # bob's endorsed device, then revoked
+    assert report["leftovers"] == []
+    assert report["file"]["format"] == "zkplatform.key-log-state"
+    assert report["file"]["version"] == 2
+    # Each package reads the other's file as the other wrote it.
+    assert report["python"] == state_document(parse_state((offline_work / "python-state.json").read_text()))
+    assert {k: v for k, v in json.loads(written).items() if k not in {"format", "version"}} == state_document(
+        read_by_python
+    )
+    assert read_by_python.me is not None
+    assert (read_by_python.size, read_by_python.me.principal_id, read_by_python.me.statements) == (
+        4,
+        "alice",
+        ("a statement alice made",),
+    )
+    # Another version (1: the hash chain of packages 1.1), another format, entries that do not
+    # make the checkpoint, and what is not JSON are refused, not read as an empty state.
+    refusals = ("versionOne", "otherFormat", "rewritten", "notJson")
+    assert [report[name] for name in refusals] == ["Error"] * len(refusals)
+
+
+def test_the_key_directory_over_a_server(project: Path, tmp_path: Path) -> None:  # noqa: F811
+    work = tmp_path / "work"
+    work.mkdir()
     with serving(tmp_path, "--dev") as server:
         credentials = server.log_path.parent / "var" / "dev-credentials.json"
-        report = checks(project, "server", server.base_url, str(credentials), str(tmp_path))
+        report = checks(project, "server", str(credentials), str(work))
         log = server.log()
+    document = json.loads(credentials.read_text())
+    demo = {p["principalId"]: p for t in document["tenants"] for p in t["principals"]}
+    ids = report["ids"]
 
-    assert report == {
-        "published": {"alice": True, "bob": True},
-        "found": True,  # alice's key, then bob's: the live keys of both, checked against the log
-        "bobOpens": True,
-        "phoneOpens": True,  # shared with bob's second key by wrapped_keys alone
-        "afterUnshare": {"bob": "NOT_A_RECIPIENT", "phone": "NOT_A_RECIPIENT", "alice": True, "version": "3"},
-        "revoked": {"offered": False, "stillOffered": True, "logged": True},
-        # the development data set's two publications, then three, and one revocation
-        "aliceLog": {"tenantId": "acme", "size": 6, "savedSize": 6},
-        "reloaded": True,
-        "forked": "LOG_FORKED",
-        "forkedKept": True,
-        "truncated": "LOG_TRUNCATED",
-        "carol": {"acmeKeys": 0, "logSize": 1},  # globex's log: carol's development key only
+    assert (ids["alice"], ids["bob"]) == (demo["alice"]["deviceId"], demo["bob"]["deviceId"])
+    # The development data set's log: alice's and bob's demo devices, cosigned by the witness.
+    assert report["demo"] == {"size": 2, "alice": [ids["alice"]], "devices": ["alice", "bob"]}
+    assert report["found"] == {"alice": [ids["alice"]], "bob": [ids["bob"]]}
+    assert report["bobOpens"]
+    # bob's phone, endorsed by his demo device: in the log alice verifies, shared with, opens.
+    assert report["added"]
+    assert report["phone"] == {"found": 1, "opens": True, "live": True}
+    assert report["afterUnshare"] == {
+        "bob": "NOT_A_RECIPIENT",
+        "phone": "NOT_A_RECIPIENT",
+        "alice": True,
+        "version": "3",
     }
+    assert report["afterRevocation"] == [ids["bob"]]
+    # Entries: 0 alice, 1 bob, 2 the phone, 3 its revocation, 4 bob's reset, 5 his laptop.
+    assert report["reset"] == {
+        "index": 4,
+        "afterReset": [],  # no live device of bob's: nothing to seal for, nothing refused
+        "republished": True,
+        "refusedBeforeAcknowledged": "RESET_UNACKNOWLEDGED",
+        "aliceAloneMeanwhile": [ids["alice"]],
+        "pendingResets": [{"principalId": "bob", "index": 4}],
+        "afterAcknowledged": [ids["laptop"]],
+    }
+    assert report["alerts"] == {
+        # bob's demo device: the reset, then the laptop it did not endorse (not the phone it did)
+        "bob": [
+            {"index": 4, "kind": "PRINCIPAL_RESET", "deviceId": ""},
+            {"index": 5, "kind": "DEVICE_ADDED", "deviceId": ids["laptop"]},
+        ],
+        "phone": [{"index": 3, "kind": "DEVICE_REVOKED", "deviceId": ids["phone"]}],  # not what came before it
+        "laptop": [],  # a first device after a reset: not the history it starts over from
+    }
+    assert report["aliceAlerts"] == []  # another principal's devices and resets are not alice's alerts
+    assert report["reloaded"] == {"size": 6, "sameAsSaved": True}
+    assert report["savedFile"] == {
+        "format": "zkplatform.key-log-state",
+        "version": 2,
+        "size": 6,
+        "me": {"principalId": "alice", "deviceIds": [ids["alice"]], "statements": []},
+    }
+    assert report["lies"] == {
+        "forked": {"reason": "LOG_FORKED", "kept": True},  # the held root is not the server's
+        "truncated": {"reason": "LOG_TRUNCATED", "kept": True},  # the held size is past the server's
+        "entryDropped": {"reason": "LOG_GAP", "kept": True},
+        "entryRewritten": {"reason": "LOG_FORKED", "kept": True},
+        "deviceAdded": {"reason": "KEY_NOT_LIVE", "kept": False},  # the log verified (and kept) first
+        "stale": {"reason": "CHECKPOINT_STALE", "kept": True},  # two hours on, no fresh cosignature
+        "unknownWitness": {"reason": "BELOW_QUORUM", "kept": True},
+        "unknownLogKey": {"reason": "CHECKPOINT_UNSIGNED", "kept": True},
+        "otherTenant": {"reason": "CHECKPOINT_ORIGIN", "kept": True},
+    }
+    # globex's log: carol's demo device only; acme's principals have none there.
+    assert report["carol"] == {"keys": {"alice": [], "bob": [], "carol": [demo["carol"]["keyId"]]}, "size": 1}
     assert not [token for token in tokens(server).values() if token in log]
 
 
 def test_the_sealing_example(project: Path, tmp_path: Path) -> None:  # noqa: F811
+    state = tmp_path / "state"
+    state.mkdir()
     with serving(tmp_path, "--dev") as server:
-        alice, bob = tokens(server)["alice"], tokens(server)["bob"]
-        state = tmp_path / "state"
-        state.mkdir()
-        result = run(["node", str(project / "out" / "sealing.js"), server.base_url, alice, bob, str(state)], project)
+        credentials = server.log_path.parent / "var" / "dev-credentials.json"
+        result = run(["node", str(project / "out" / "sealing.js"), str(credentials), str(state)], project)
+        principals = [p for t in json.loads(credentials.read_text())["tenants"] for p in t["principals"]]
+    secrets = [p["token"] for p in principals]
+    secrets += [json.loads(p[name])["d"] for p in principals for name in ("signingKeyJwk", "privateKeyJwk")]
 
     assert result.stderr == ""
-    # alice's and bob's keys: the example's and the development data set's
-    assert json.loads(result.stdout) == {"recipients": 4, "opened": "door code: 4711", "afterwards": "NOT_A_RECIPIENT"}
-    assert alice not in result.stdout
-    assert bob not in result.stdout
-    saved = json.loads((state / "alice-key-log.json").read_text())
-    assert (saved["tenantId"], saved["size"], len(saved["keys"])) == ("acme", 4, 4)
+    # alice's and bob's demo devices, as alice's device verified the log
+    assert json.loads(result.stdout) == {"recipients": 2, "opened": "door code: 4711", "afterwards": "NOT_A_RECIPIENT"}
+    assert not [secret for secret in secrets if secret in result.stdout]
+    saved = parse_state((state / "alice-key-log.json").read_text())
+    assert (saved.tenant_id, saved.size, [d.principal_id for d in saved.devices.values()]) == (
+        "acme",
+        2,
+        ["alice", "bob"],
+    )

@@ -1,31 +1,32 @@
-// Sealing and the key directory of the npm package, as a consumer imports them; prints a JSON
-// report that tests/e2e/test_ts_sealing.py reads.
+// Sealing, devices and the key directory of the npm package, as a consumer imports them; prints a
+// JSON report that tests/e2e/test_ts_sealing.py reads.
 //   node sealing_checks.js offline TESTDATA_DIR WORK_DIR    the format, the limits, every
-//       clients/testdata/sealed-*.json vector, every key-log.json case and answer, the file store
-//   node sealing_checks.js server BASE_URL CREDENTIALS_FILE WORK_DIR    against a --dev server
-import { readFileSync, readdirSync } from "node:fs";
+//       clients/testdata/sealed-*.json vector, devices' keys and statements, the state file (the
+//       Python package's WORK_DIR/python-state.json read, and one written for it to read)
+//   node sealing_checks.js server CREDENTIALS_FILE WORK_DIR    against a --dev server: the
+//       cosigned log verified, sealing for verified devices, an endorsed second device, a
+//       revocation, a reset surfaced and refused until acknowledged, and a server that lies
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { clone, create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
-import {
-  GetRecipientKeysResponseSchema,
-  ItemSchema,
-  KeyLogEntrySchema,
-  KeyLogHeadSchema,
-  WrappedKeySchema,
-  clients,
-  type Item,
-  type WrappedKey,
-} from "zkplatform-client";
+import { DeviceSchema, ItemSchema, WrappedKeySchema, clients, type Interceptor, type Item, type WrappedKey } from "zkplatform-client";
+import { DeviceKeyPair, DeviceStatement, endorse } from "zkplatform-client/devices";
 import {
   FileKeyLogStore,
   KeyDirectory,
   KeyLogError,
   KeyLogState,
+  Me,
   MemoryKeyLogStore,
-  checkRecipientKeys,
-  extendKeyLog,
+  formatState,
+  parseState,
+  stateDocument,
+  verifyUpdate,
+  type Alert,
+  type RecipientKey,
+  type TrustPolicyInit,
 } from "zkplatform-client/key-directory";
 import {
   MAX_PLAINTEXT_BYTES,
@@ -39,6 +40,8 @@ import {
   unshare,
   type SealContext,
 } from "zkplatform-client/sealing";
+import { StatementError, parseStatement, verifyStatement } from "zkplatform-client/statements";
+import { generateCosignerKey, generateNoteKey } from "zkplatform-client/tlog";
 
 type Report = Record<string, unknown>;
 const [mode, ...args] = process.argv.slice(2);
@@ -46,13 +49,13 @@ const CONTEXT: SealContext = { tenantId: "acme", vaultId: "acme-shared", itemId:
 const text = (value: string) => new Uint8Array(Buffer.from(value, "utf8"));
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
 
-// What a call ended with: "ok", a SealingError's or KeyLogError's reason, or the error's class.
-async function outcome(call: () => Promise<unknown>): Promise<string> {
+// What a call ended with: "ok", a SealingError's, KeyLogError's or StatementError's reason, or the error's class.
+async function outcome(call: () => unknown): Promise<string> {
   try {
     await call();
     return "ok";
   } catch (error) {
-    if (error instanceof SealingError || error instanceof KeyLogError) return error.reason;
+    if (error instanceof SealingError || error instanceof KeyLogError || error instanceof StatementError) return error.reason;
     return error instanceof Error ? error.name : String(error);
   }
 }
@@ -176,48 +179,84 @@ async function vectors(testdata: string): Promise<Report> {
   return report;
 }
 
-async function keyLog(testdata: string): Promise<Report> {
-  type Head = { size: string; hash: string };
-  const data = JSON.parse(readFileSync(join(testdata, "key-log.json"), "utf8")) as {
-    tenantId: string;
-    log: { entries: JsonValue[]; head: Head };
-    cases: { name: string; known: Head; entries: JsonValue[]; head: Head }[];
-    answers: { name: string; principalIds: string[]; answer: JsonValue }[];
+// A device's keys: exported and read back, its statements signed and parsed as the log's readers
+// parse them, an endorsement only of what names the endorser and the new device signed.
+async function devices(): Promise<Report> {
+  const [phone, laptop] = [await DeviceKeyPair.generate("P-256"), await DeviceKeyPair.generate("X25519")];
+  const jwks = await phone.toJwks();
+  const again = await DeviceKeyPair.fromJwks(JSON.stringify(jwks.signingKeyJwk), jwks.privateKeyJwk);
+  const first = laptop.firstDeviceStatement("acme", "bob", 1_800_000_000);
+  const asked = phone.deviceStatement("acme", "bob", { endorser: laptop.deviceId, created: 1_800_000_001 });
+  const endorsed = endorse(asked, laptop);
+  const revocation = laptop.revocation("acme", "bob", phone.deviceId, 1_800_000_002);
+  const other = (await laptop.toJwks()).signingKeyJwk;
+  const members = (text: string) => Object.keys(JSON.parse(text) as object);
+  return {
+    readBack: again.deviceId === phone.deviceId && again.agreementKeyId === phone.agreementKeyId && again.signingJwk === phone.signingJwk,
+    signingKeyJwk: Object.keys(jwks.signingKeyJwk),
+    privateKeyJwk: Object.keys(jwks.privateKeyJwk),
+    first: {
+      members: members(first.text),
+      endorser: first.statement.endorser,
+      verifies: verifyStatement(laptop.signingJwk, first.statement, first.signature),
+      parsesToItself: parseStatement(first.text).canonical() === first.text,
+      request: first.request().endorsement === "" && first.request().signature.length === 86,
+    },
+    endorsed: {
+      endorser: endorsed.statement.endorser === laptop.deviceId,
+      byDevice: verifyStatement(phone.signingJwk, endorsed.statement, endorsed.signature),
+      byEndorser: verifyStatement(laptop.signingJwk, endorsed.statement, endorsed.endorsement),
+      endorsementLength: endorsed.request().endorsement.length,
+    },
+    endorsedByAnother: await outcome(() => endorse(asked, phone)),
+    endorsedNotSigned: await outcome(() => endorse(new DeviceStatement(asked.statement, first.signature), laptop)),
+    revocation: {
+      members: members(revocation.text),
+      revoker: revocation.statement.revoker === laptop.deviceId,
+      verifies: verifyStatement(laptop.signingJwk, revocation.statement, revocation.signature),
+    },
+    mismatchedSigningKey: await outcome(() => DeviceKeyPair.fromJwks({ ...jwks.signingKeyJwk, x: other.x }, jwks.privateKeyJwk)),
+    notCanonical: await outcome(() => parseStatement(JSON.stringify(JSON.parse(first.text), null, 1))),
+    unknownType: await outcome(() => parseStatement(first.text.replace('"zkplatform.device-keys"', '"zkplatform.device-kays"'))),
   };
-  const entries = (list: JsonValue[]) => list.map((entry) => fromJson(KeyLogEntrySchema, entry));
-  const head = (value: Head) => fromJson(KeyLogHeadSchema, value);
-  const cases: Record<string, string> = {};
-  for (const c of data.cases) {
-    const known = new KeyLogState(data.tenantId, BigInt(c.known.size), c.known.hash);
-    cases[c.name] = await outcome(() => extendKeyLog(known, entries(c.entries), head(c.head)));
-  }
-  const verified = await extendKeyLog(new KeyLogState(), entries(data.log.entries), head(data.log.head));
-  const answers: Record<string, string | string[]> = {};
-  for (const a of data.answers) {
-    let keyIds: string[] = [];
-    const result = await outcome(async () => {
-      keyIds = (await checkRecipientKeys(verified, a.principalIds, fromJson(GetRecipientKeysResponseSchema, a.answer))).map((key) => key.keyId);
-    });
-    answers[a.name] = result === "ok" ? keyIds : result;
-  }
-  return { cases, answers, verified: JSON.parse(verified.toJson()) };
 }
 
-// The file store writes the state's JSON and reads it back; a state it cannot read is refused.
-async function fileStore(testdata: string, work: string): Promise<Report> {
-  const data = JSON.parse(readFileSync(join(testdata, "key-log.json"), "utf8"));
-  const state = await extendKeyLog(new KeyLogState(), data.log.entries.map((e: JsonValue) => fromJson(KeyLogEntrySchema, e)), fromJson(KeyLogHeadSchema, data.log.head));
-  const store = new FileKeyLogStore(join(work, "key-log-state.json"));
+type Vectors = { tenantId: string; policy: TrustPolicyInit; cases: { name: string; steps: { now: number; update: { checkpoint: string; startIndex: number; entries: { index: number; data: string }[]; consistencyProof: string[] } }[] }[] };
+
+// The state of the vectors' first case in one update, as alice's device verified it.
+function vectorState(testdata: string): KeyLogState {
+  const vectors = JSON.parse(readFileSync(join(testdata, "key-transparency.json"), "utf8")) as Vectors;
+  const { steps } = vectors.cases.find((c) => c.name.startsWith("happy: the same log in one update"))!;
+  const { now, update } = steps[0]!;
+  const consistencyProof = update.consistencyProof.map((hash) => new Uint8Array(Buffer.from(hash, "base64")));
+  return verifyUpdate(null, { ...update, consistencyProof }, vectors.policy, vectors.tenantId, now, new Me("alice", [], ["a statement alice made"])).state;
+}
+
+// The state file: written and read back whole, the Python package's read (WORK_DIR/python-state.json,
+// which the driver wrote), one written for the driver to read with the Python package, and files
+// that are not a state refused.
+async function stateFile(testdata: string, work: string): Promise<Report> {
+  const state = vectorState(testdata);
+  const path = join(work, "ts-state.json");
+  const store = new FileKeyLogStore(path);
   const before = await store.load();
   await store.save(state);
   const loaded = await store.load();
+  const python = parseState(readFileSync(join(work, "python-state.json"), "utf8"));
+  const file = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  const refused = (text: string) => outcome(() => parseState(text));
   return {
     emptyBefore: before === null,
-    sameJson: loaded?.toJson() === state.toJson(),
-    loadedSize: loaded?.size.toString(),
-    file: JSON.parse(readFileSync(join(work, "key-log-state.json"), "utf8")),
+    sameState: loaded !== null && formatState(loaded) === formatState(state),
+    loadedSize: loaded?.size,
+    loadedLive: loaded?.liveDevices("bob").map((d) => d.deviceId).length,
+    file: { format: file.format, version: file.version, members: Object.keys(file).sort() },
     leftovers: readdirSync(work).filter((name) => name.endsWith(".tmp")),
-    otherVersion: await outcome(async () => KeyLogState.fromJson(JSON.stringify({ ...JSON.parse(state.toJson()), version: 2 }))),
+    python: stateDocument(python),
+    versionOne: await refused(JSON.stringify({ ...file, version: 1 })),
+    otherFormat: await refused(JSON.stringify({ ...file, format: "something.else" })),
+    rewritten: await refused(JSON.stringify({ ...file, entries: [...(file.entries as string[]).slice(0, -1), "{}"] })),
+    notJson: await refused("{"),
   };
 }
 
@@ -243,8 +282,17 @@ async function secrets(testdata: string): Promise<Report> {
   await errorText(() => importRecipientKey({ ...b, y: keys["p256-b"].y }));
   await errorText(() => importRecipientKey({ ...a, d: a.d.slice(1) }));
   await errorText(() => importRecipientKey({ ...a, kty: "EC" }));
-  const secretsShown = Object.values(keys).filter((jwk) => shown.some((line) => line.includes(jwk.d)));
-  return { checked: shown.length, secretsShown: secretsShown.length, inspected: inspect(await importRecipientKey(a)) };
+  // A device's two private keys: neither in what it shows, nor in an error about it.
+  const device = await DeviceKeyPair.generate("P-256");
+  const jwks = await device.toJwks();
+  const deviceSecrets = [jwks.signingKeyJwk.d!, jwks.privateKeyJwk.d!];
+  shown.push(inspect(device, { showHidden: true, depth: 10 }), JSON.stringify(device), JSON.stringify(Object.entries(device)), String(device));
+  await errorText(() => DeviceKeyPair.fromJwks({ ...jwks.signingKeyJwk, x: JSON.parse(device.agreementJwk).x }, jwks.privateKeyJwk));
+  await errorText(() => DeviceKeyPair.fromJwks({ ...jwks.signingKeyJwk, d: jwks.signingKeyJwk.d!.slice(1) }, jwks.privateKeyJwk));
+  await errorText(() => DeviceKeyPair.fromJwks(jwks.signingKeyJwk, { ...jwks.privateKeyJwk, x: JSON.parse(device.agreementJwk).y }));
+  await errorText(async () => endorse(device.deviceStatement("acme", "bob", { endorser: "x".repeat(43) }), device));
+  const secretsShown = [...Object.values(keys).map((jwk) => jwk.d), ...deviceSecrets].filter((d) => shown.some((line) => line.includes(d)));
+  return { checked: shown.length, secretsShown: secretsShown.length, inspected: inspect(await importRecipientKey(a)), device: inspect(device) === `DeviceKeyPair { deviceId: '${device.deviceId}' }` };
 }
 
 async function offline(testdata: string, work: string): Promise<Report> {
@@ -254,96 +302,184 @@ async function offline(testdata: string, work: string): Promise<Report> {
     recipients: await recipients(),
     sharing: await sharing(),
     vectors: await vectors(testdata),
-    keyLog: await keyLog(testdata),
-    fileStore: await fileStore(testdata, work),
+    devices: await devices(),
+    stateFile: await stateFile(testdata, work),
     secrets: await secrets(testdata),
   };
 }
 
 // -- against a server --------------------------------------------------------------------------
 
-async function server(baseUrl: string, credentialsFile: string, work: string): Promise<Report> {
-  const credentials = JSON.parse(readFileSync(credentialsFile, "utf8")) as { tenants: { principals: { principalId: string; token: string; keyId: string }[] }[] };
-  const principal = (id: string) => credentials.tenants.flatMap((t) => t.principals).find((p) => p.principalId === id)!;
-  const token = (id: string) => principal(id).token;
-  const devKeyId = (id: string) => principal(id).keyId; // the development data set's key, published at start-up
-  const [alice, bob, carol] = ["alice", "bob", "carol"].map((id) => clients(baseUrl, "connect-json", { token: token(id) }));
-  const aliceStore = new FileKeyLogStore(join(work, "alice-keys.json"));
-  const aliceDirectory = new KeyDirectory(alice.directory, aliceStore);
-  const bobDirectory = new KeyDirectory(bob.directory, new MemoryKeyLogStore());
-  const carolDirectory = new KeyDirectory(carol.directory, new MemoryKeyLogStore());
+interface Principal {
+  principalId: string;
+  token: string;
+  deviceId: string;
+  keyId: string;
+  signingKeyJwk: string;
+  privateKeyJwk: string;
+}
+interface Credentials {
+  baseUrl: string;
+  logKeys: string[];
+  witnesses: string[];
+  witnessQuorum: number;
+  tenants: { tenantId: string; principals: Principal[] }[];
+}
 
-  const aliceKey = await generateRecipientKey("X25519");
-  const bobKey = await generateRecipientKey("P-256");
-  const bobPhone = await generateRecipientKey("X25519");
-  const published = {
-    alice: (await aliceDirectory.publish(aliceKey)).keyId === aliceKey.keyId,
-    bob: (await bobDirectory.publish(bobKey)).keyId === bobKey.keyId,
+const ids = (keys: Map<string, RecipientKey[]>, principalId: string) => (keys.get(principalId) ?? []).map((key) => key.deviceId);
+
+// An interceptor that hands the client a changed answer of one method: a server that lies.
+function lying(method: string, change: (message: any) => void): Interceptor {
+  return (next) => async (request) => {
+    const response = await next(request);
+    if (!response.stream && response.method.name === method) change(response.message);
+    return response;
   };
+}
 
-  // alice seals for every live key of alice and bob, as the verified directory answers them.
+async function server(credentialsFile: string, work: string): Promise<Report> {
+  const credentials = JSON.parse(readFileSync(credentialsFile, "utf8")) as Credentials;
+  // What the operator gives every client out of band: the log key, the witnesses, the quorum.
+  const policy: TrustPolicyInit = { logKeys: credentials.logKeys, witnesses: credentials.witnesses, quorum: credentials.witnessQuorum };
+  const principal = (id: string) => credentials.tenants.flatMap((t) => t.principals).find((p) => p.principalId === id)!;
+  const platform = (id: string, interceptors: Interceptor[] = []) => clients(credentials.baseUrl, "connect-json", { token: principal(id).token, interceptors });
+  const demoDevice = (id: string) => DeviceKeyPair.fromJwks(principal(id).signingKeyJwk, principal(id).privateKeyJwk);
+  const [alice, bob, carol] = ["alice", "bob", "carol"].map((id) => platform(id));
+  const [aliceDevice, bobDevice] = [await demoDevice("alice"), await demoDevice("bob")];
+  const alerts: Record<string, Alert[]> = { bob: [], phone: [], laptop: [] };
+  const directory = (id: string, name: string, device: DeviceKeyPair, client = platform(id)) =>
+    new KeyDirectory(client.directory, "acme", policy, new FileKeyLogStore(join(work, `${name}-key-log.json`)), {
+      me: new Me(id),
+      device,
+      onAlert: (alert) => alerts[name]?.push(alert),
+    });
+  const aliceDirectory = directory("alice", "alice", aliceDevice, alice);
+  const bobDirectory = directory("bob", "bob", bobDevice, bob);
+
+  // The cosigned log as the development data set made it: each principal's demo device.
+  const initial = await aliceDirectory.verify();
+  const demo = { size: initial.size, alice: ids(await aliceDirectory.recipientKeys(["alice"]), "alice"), devices: initial.principals() };
+
+  // alice seals for every live device of alice and bob in the log she verified; bob opens.
   const found = await aliceDirectory.recipientKeys(["alice", "bob"]);
   const plaintext = text("the shared vault's wifi: hunter2");
   const itemId = "sealed-by-alice";
   const context = { tenantId: "acme", vaultId: "acme-shared", itemId, kind: "login" };
-  const created = (await alice.vault.createItem({ vaultId: context.vaultId, itemId, kind: context.kind, ...(await seal(plaintext, found, context)) })).item!;
+  const created = (await alice.vault.createItem({ vaultId: context.vaultId, itemId, kind: context.kind, ...(await seal(plaintext, [...found.values()].flat(), context)) })).item!;
   const read = async () => (await bob.vault.getItem({ vaultId: context.vaultId, itemId })).item!;
-  const bobOpens = same(await openItem(await read(), bobKey), plaintext);
+  const bobOpens = same(await openItem(await read(), bobDevice.recipientKey()), plaintext);
 
-  // bob's second device: share adds its wrapped key, without sending the ciphertext again.
-  await bobDirectory.publish(bobPhone);
-  const phoneKeys = (await aliceDirectory.recipientKeys(["bob"])).filter((key) => key.keyId === bobPhone.keyId);
+  // bob's second device, a phone, endorsed by his first: alice finds it in the log and shares
+  // the item with it, without sending the ciphertext again.
+  const phone = await DeviceKeyPair.generate("P-256");
+  const phoneDirectory = directory("bob", "phone", phone);
+  const added = await bobDirectory.addDevice(phone.deviceStatement("acme", "bob", { endorser: bobDevice.deviceId }), bobDevice);
+  const phoneKeys = (await aliceDirectory.recipientKeys(["bob"])).get("bob")!.filter((key) => key.deviceId === phone.deviceId);
   const mask = (...paths: string[]) => create(FieldMaskSchema, { paths });
   const sharedItem = (
-    await alice.vault.updateItem({ vaultId: context.vaultId, itemId, baseVersion: created.version, updateMask: mask("wrapped_keys"), wrappedKeys: await share(created, aliceKey, phoneKeys) })
+    await alice.vault.updateItem({ vaultId: context.vaultId, itemId, baseVersion: created.version, updateMask: mask("wrapped_keys"), wrappedKeys: await share(created, aliceDevice.recipientKey(), phoneKeys) })
   ).item!;
-  const phoneOpens = same(await openItem(await read(), bobPhone), plaintext);
+  const phoneOpens = same(await openItem(await read(), phone.recipientKey()), plaintext);
+  const phoneState = await phoneDirectory.verify(); // from nothing: it joined by endorsement, and is told of nothing before
+  await bobDirectory.verify(); // bob endorsed it himself: nothing to tell
 
-  // unshare: sealed again for alice alone; bob's keys no longer open it.
-  const resealed = await unshare(sharedItem, aliceKey, [aliceKey]);
+  // unshare: sealed again for alice alone; neither of bob's devices opens it.
+  const resealed = await unshare(sharedItem, aliceDevice.recipientKey(), [aliceDevice.recipientKey()]);
   await alice.vault.updateItem({ vaultId: context.vaultId, itemId, baseVersion: sharedItem.version, updateMask: mask("encrypted_payload", "wrapped_keys"), ...resealed });
   const afterUnshare = await read();
 
-  // bob revokes his phone's key: the directory stops offering it, and the verified log has it revoked.
-  await bob.directory.revokeKey({ keyId: bobPhone.keyId });
-  const bobKeysAfter = (await aliceDirectory.recipientKeys(["bob"])).map((key) => key.keyId);
-  const aliceState = await aliceDirectory.state();
+  // bob revokes the phone from his first device: no longer sealed for; the phone is told.
+  await bobDirectory.revokeDevice(phone.deviceId, bobDevice);
+  const afterRevocation = ids(await aliceDirectory.recipientKeys(["bob"]), "bob");
+  await phoneDirectory.verify();
+  await bobDirectory.verify();
 
-  // The saved state survives a new KeyDirectory; a state the server's log does not extend is refused, and kept.
-  const reloaded = await new KeyDirectory(alice.directory, new FileKeyLogStore(join(work, "alice-keys.json"))).recipientKeys(["alice"]);
-  const forged = new MemoryKeyLogStore(new KeyLogState(aliceState.tenantId, aliceState.size, Buffer.alloc(32, 7).toString("base64url"), aliceState.keys));
-  const forgedState = forged.state;
-  const forkedOutcome = await outcome(() => new KeyDirectory(alice.directory, forged).verify());
-  const ahead = new MemoryKeyLogStore(new KeyLogState(aliceState.tenantId, aliceState.size + 5n, aliceState.hash, aliceState.keys));
+  // alice, an owner, resets bob: bob's device is told; alice's client holds the reset, and refuses
+  // bob's next device until the application acknowledges the reset.
+  const reset = await alice.directory.resetPrincipal({ principalId: "bob" });
+  const resetIndex = Number(reset.entry!.index);
+  await bobDirectory.verify();
+  const afterReset = ids(await aliceDirectory.recipientKeys(["bob"]), "bob");
+  const laptop = await DeviceKeyPair.generate("X25519");
+  const laptopDirectory = directory("bob", "laptop", laptop);
+  const republished = await laptopDirectory.publishFirstDevice(laptop);
+  await laptopDirectory.verify(); // bob's first device again: not told of the history it starts over from
+  const refusedBeforeAcknowledged = await outcome(() => aliceDirectory.recipientKeys(["bob"]));
+  const aliceAloneMeanwhile = ids(await aliceDirectory.recipientKeys(["alice"]), "alice");
+  const pendingResets = (await aliceDirectory.state())!.unacknowledgedResets;
+  await aliceDirectory.acknowledgeReset("bob", resetIndex);
+  const afterAcknowledged = ids(await aliceDirectory.recipientKeys(["bob"]), "bob");
+  await bobDirectory.verify(); // bob's old device is told of the new one
 
+  // What was saved survives a new KeyDirectory; the state file is what both packages read.
+  const aliceState = (await aliceDirectory.state())!;
+  const reloaded = await new KeyDirectory(alice.directory, "acme", policy, new FileKeyLogStore(join(work, "alice-key-log.json"))).verify();
+  const savedFile = JSON.parse(readFileSync(join(work, "alice-key-log.json"), "utf8")) as { format: string; version: number; checkpoint: { size: number }; me: unknown };
+
+  // A log that does not extend the state held, or an answer the verified log does not hold, is
+  // refused, and the state kept as it was.
+  const memory = (state: KeyLogState | null = null) => new MemoryKeyLogStore(state);
+  const refusal = async (store: MemoryKeyLogStore, client = alice, trust: TrustPolicyInit = policy, options: { clock?: () => number; tenantId?: string } = {}) => {
+    const before = store.state;
+    const reason = await outcome(() => new KeyDirectory(client.directory, options.tenantId ?? "acme", trust, store, options).recipientKeys(["alice"]));
+    return { reason, kept: store.state === before };
+  };
+  const forged = aliceState.with({ root: new Uint8Array(32).fill(7) });
+  const ahead = aliceState.with({ size: aliceState.size + 5 });
+  const otherWitness = generateCosignerKey("witness.zkplatform.dev");
+  const otherLogKey = generateNoteKey(credentials.logKeys[0]!.split("+")[0]!).vkey; // the log's name, another key
+  const dropLast = lying("ListKeyLog", (page) => page.entries.pop());
+  const rewrite = lying("ListKeyLog", (page) => {
+    if (page.entries.length > 0) page.entries[0].data = page.entries[0].data.replace('"created":', '"created":1');
+  });
+  const stranger = await DeviceKeyPair.generate();
+  const addStranger = lying("GetRecipientKeys", (page) =>
+    page.devices.push(create(DeviceSchema, { deviceId: stranger.deviceId, tenantId: "acme", principalId: "alice", signingJwk: stranger.signingJwk, agreementJwk: stranger.agreementJwk, agreementKeyId: stranger.agreementKeyId })),
+  );
+  const lies = {
+    forked: await refusal(memory(forged)),
+    truncated: await refusal(memory(ahead)),
+    entryDropped: await refusal(memory(), platform("alice", [dropLast])),
+    entryRewritten: await refusal(memory(), platform("alice", [rewrite])),
+    deviceAdded: await refusal(memory(), platform("alice", [addStranger])),
+    stale: await refusal(memory(), alice, policy, { clock: () => Date.now() / 1000 + 7200 }),
+    unknownWitness: await refusal(memory(), alice, { ...policy, witnesses: [otherWitness.vkey] }),
+    unknownLogKey: await refusal(memory(), alice, { ...policy, logKeys: [otherLogKey] }),
+    otherTenant: await refusal(memory(), alice, policy, { tenantId: "globex" }),
+  };
+
+  const carolDirectory = new KeyDirectory(carol.directory, "globex", policy, memory());
   return {
-    published,
-    // Theirs and the development data set's (by principal; keys of one second in key id order).
-    found: found.map((key) => key.keyId).sort().join(",") === [devKeyId("alice"), aliceKey.keyId, devKeyId("bob"), bobKey.keyId].sort().join(","),
+    demo,
+    found: { alice: ids(found, "alice"), bob: ids(found, "bob") },
     bobOpens,
-    phoneOpens,
+    added: added?.deviceId === phone.deviceId && added.endorserDeviceId === bobDevice.deviceId,
+    phone: { found: phoneKeys.length, opens: phoneOpens, live: phoneState.liveDevices("bob").map((d) => d.deviceId).includes(phone.deviceId) },
     afterUnshare: {
-      bob: await outcome(() => openItem(afterUnshare, bobKey)),
-      phone: await outcome(() => openItem(afterUnshare, bobPhone)),
-      alice: same(await openItem(afterUnshare, aliceKey), plaintext),
+      bob: await outcome(() => openItem(afterUnshare, bobDevice.recipientKey())),
+      phone: await outcome(() => openItem(afterUnshare, phone.recipientKey())),
+      alice: same(await openItem(afterUnshare, aliceDevice.recipientKey()), plaintext),
       version: afterUnshare.version.toString(),
     },
-    revoked: {
-      offered: bobKeysAfter.includes(bobPhone.keyId),
-      stillOffered: bobKeysAfter.includes(bobKey.keyId),
-      logged: aliceState.keys.get(bobPhone.keyId)?.revoked ?? null,
+    afterRevocation,
+    reset: {
+      index: resetIndex,
+      afterReset,
+      republished: republished?.deviceId === laptop.deviceId,
+      refusedBeforeAcknowledged,
+      aliceAloneMeanwhile,
+      pendingResets,
+      afterAcknowledged,
     },
-    aliceLog: { tenantId: aliceState.tenantId, size: Number(aliceState.size), savedSize: JSON.parse(readFileSync(join(work, "alice-keys.json"), "utf8")).size },
-    reloaded: reloaded.map((key) => key.keyId).includes(aliceKey.keyId),
-    forked: forkedOutcome,
-    forkedKept: forged.state === forgedState,
-    truncated: await outcome(() => new KeyDirectory(alice.directory, ahead).recipientKeys(["alice"])),
-    carol: {
-      acmeKeys: (await carolDirectory.recipientKeys(["alice", "bob"])).length,
-      logSize: Number((await carolDirectory.verify()).size),
-    },
+    alerts,
+    ids: { alice: aliceDevice.deviceId, bob: bobDevice.deviceId, phone: phone.deviceId, laptop: laptop.deviceId },
+    aliceAlerts: aliceState.alerts,
+    reloaded: { size: reloaded.size, sameAsSaved: reloaded.size === aliceState.size },
+    savedFile: { format: savedFile.format, version: savedFile.version, size: savedFile.checkpoint.size, me: savedFile.me },
+    lies,
+    carol: { keys: Object.fromEntries([...(await carolDirectory.recipientKeys(["alice", "bob", "carol"]))].map(([p, keys]) => [p, keys.map((key) => key.keyId)])), size: (await carolDirectory.state())!.size },
   };
 }
 
-const report = mode === "offline" ? await offline(args[0], args[1]) : await server(args[0], args[1], args[2]);
+const report = mode === "offline" ? await offline(args[0]!, args[1]!) : await server(args[0]!, args[1]!);
 console.log(JSON.stringify(report));
