@@ -249,6 +249,9 @@ def test_the_key_directory_over_a_server(project: Path, tmp_path: Path) -> None:
         "entryDropped": {"reason": "LOG_GAP", "kept": True},
         "entryRewritten": {"reason": "LOG_FORKED", "kept": True},
         "deviceAdded": {"reason": "KEY_NOT_LIVE", "kept": False},  # the log verified (and kept) first
+        "deviceTwice": {"reason": "KEY_NOT_LIVE", "kept": False},
+        "emptyPage": {"reason": "LOG_GAP", "kept": True},  # pages that would never end are not followed
+        "pastCheckpoint": {"reason": "LOG_GAP", "kept": True},
         "stale": {"reason": "CHECKPOINT_STALE", "kept": True},  # two hours on, no fresh cosignature
         "unknownWitness": {"reason": "BELOW_QUORUM", "kept": True},
         "unknownLogKey": {"reason": "CHECKPOINT_UNSIGNED", "kept": True},

@@ -231,8 +231,12 @@ export class KeyDirectory {
         for (const alert of alerts) for (const handler of [...this.#handlers]) await handler(alert);
         return verified;
       }
-      // A server that pages forever is not followed.
+      // A server that pages forever is not followed: every page brings entries, and no more than
+      // its checkpoint holds.
       if (page.entries.length === 0) throw new KeyLogError("LOG_GAP", "a page of the key log without entries that is not the last");
+      if (start + entries.length > checkpointSize(page.checkpoint?.note ?? "")) {
+        throw new KeyLogError("LOG_GAP", "the pages hold entries past their checkpoint's size");
+      }
     }
   }
 
@@ -242,13 +246,16 @@ export class KeyDirectory {
   async #crossCheck(state: KeyLogState, asked: string[]): Promise<number> {
     if (asked.length === 0) return state.size;
     let pageToken = "";
+    const seen = new Set<string>(); // each device answered once: with every one live, the pages end
     for (;;) {
       const page = await this.#client.getRecipientKeys({ principalIds: asked, pageSize: this.#pageSize, pageToken });
       const size = checkpointSize(page.checkpoint?.note ?? "");
       if (size > state.size) return size;
       for (const device of page.devices) {
         const logged = state.devices.get(device.deviceId);
-        if (!asked.includes(device.principalId) || logged === undefined || !same(logged, device, size)) {
+        const again = seen.has(device.deviceId);
+        seen.add(device.deviceId);
+        if (again || !asked.includes(device.principalId) || logged === undefined || !same(logged, device, size)) {
           throw new KeyLogError("KEY_NOT_LIVE", `the server answered device ${device.deviceId} of ${device.principalId}, which the verified log does not hold live`);
         }
       }

@@ -307,7 +307,7 @@ export class KeyLogState implements StateFields {
     return { size, root, note, entries, devices, resets, alerts, acknowledgedAlerts, unacknowledgedResets, acknowledgedResets, me, leafHashes, records };
   }
 
-  /** Every principal the log names (a device's, or a reset's), in the order it first does. */
+  /** Every principal the log names: those of devices, in log order, then those of resets only. */
   principals(): string[] {
     return [...new Set([...[...this.devices.values()].map((d) => d.principalId), ...this.resets.map((r) => r.principalId)])];
   }

@@ -432,6 +432,16 @@ async function server(credentialsFile: string, work: string): Promise<Report> {
   const rewrite = lying("ListKeyLog", (page) => {
     if (page.entries.length > 0) page.entries[0].data = page.entries[0].data.replace('"created":', '"created":1');
   });
+  // Pages that never end: one without entries, one with entries past its checkpoint's size.
+  const emptyPage = lying("ListKeyLog", (page) => {
+    page.entries = [];
+    page.nextPageToken = "more";
+  });
+  const pastCheckpoint = lying("ListKeyLog", (page) => {
+    page.entries.push(...page.entries);
+    page.nextPageToken = "more";
+  });
+  const twice = lying("GetRecipientKeys", (page) => page.devices.push(...page.devices));
   const stranger = await DeviceKeyPair.generate();
   const addStranger = lying("GetRecipientKeys", (page) =>
     page.devices.push(create(DeviceSchema, { deviceId: stranger.deviceId, tenantId: "acme", principalId: "alice", signingJwk: stranger.signingJwk, agreementJwk: stranger.agreementJwk, agreementKeyId: stranger.agreementKeyId })),
@@ -442,6 +452,9 @@ async function server(credentialsFile: string, work: string): Promise<Report> {
     entryDropped: await refusal(memory(), platform("alice", [dropLast])),
     entryRewritten: await refusal(memory(), platform("alice", [rewrite])),
     deviceAdded: await refusal(memory(), platform("alice", [addStranger])),
+    deviceTwice: await refusal(memory(), platform("alice", [twice])),
+    emptyPage: await refusal(memory(), platform("alice", [emptyPage])),
+    pastCheckpoint: await refusal(memory(), platform("alice", [pastCheckpoint])),
     stale: await refusal(memory(), alice, policy, { clock: () => Date.now() / 1000 + 7200 }),
     unknownWitness: await refusal(memory(), alice, { ...policy, witnesses: [otherWitness.vkey] }),
     unknownLogKey: await refusal(memory(), alice, { ...policy, logKeys: [otherLogKey] }),
