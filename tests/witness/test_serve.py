@@ -93,6 +93,8 @@ def test_the_protocol_over_http(tmp_path: Path) -> None:
         assert post(served.url, log.request(9, 12, note=log.note(12, log_signer(log.signer.name)))).status_code == 403
         assert post(served.url, b"old 9\n\n" + log.body(12).encode()).status_code == 400  # unsigned
         assert post(served.url, b"\xff" * 17 * 1024).status_code == 413
+        chunked = httpx.post(f"{served.url}/add-checkpoint", content=iter([b"\xff" * 10_000] * 2), timeout=10)
+        assert chunked.status_code == 413  # no length declared: counted as it arrives
 
         assert httpx.get(f"{served.url}/add-checkpoint").status_code == 405
         healthz = httpx.get(f"{served.url}/healthz")
@@ -104,16 +106,8 @@ def test_the_protocol_over_http(tmp_path: Path) -> None:
     output = served.log()
     assert "Traceback" not in output
     refusals = [line for line in output.splitlines() if "add-checkpoint refused" in line]
-    assert [line.split("refused: ")[1][:3] for line in refusals] == [
-        "409",
-        "422",
-        "422",
-        "400",
-        "404",
-        "403",
-        "400",
-        "413",
-    ]
+    statuses = [line.split("refused: ")[1][:3] for line in refusals]
+    assert statuses == ["409", "422", "422", "400", "404", "403", "400", "413", "413"]
     assert f"origin={log.origin}" in refusals[0]
     assert log.note(5).splitlines()[-1].split()[-1] not in output  # no request's signature in the log
     assert output.rstrip().endswith("stopped")
