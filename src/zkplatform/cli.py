@@ -503,22 +503,26 @@ def _with_transparency(args: argparse.Namespace, settings: Settings) -> Settings
 
 
 def _check_transparency(settings: Settings) -> None:
-    """The log keys and witnesses usable, before anything starts: a SQLite store's own log key
-    made now (once, so that the workers only read it), and where its verifier key is said."""
+    """The log keys and witnesses usable, before anything starts (a SQLite store's own log key
+    aside: `_local_log_key` makes it once the database is there)."""
     if settings.dev:
         return
-    local = None if settings.log_key_files else local_key_path(settings.store_url)
-    if local is not None:
-        keys, created = local_log_key(local, settings.log_name)
-        verifier = local.with_name(local.name + VERIFIER_KEY_SUFFIX)
-        made = "made" if created else "kept"
-        log.info("log key %s %s in %s; its verifier key, which clients pin, is in %s", keys.name, made, local, verifier)
-    else:
+    if settings.log_key_files or local_key_path(settings.store_url) is None:
         log_keys_for(settings)
     witnesses = read_witnesses(settings.witnesses_file) if settings.witnesses_file is not None else []
     witness_quorum(settings, witnesses)
-    if not witnesses:
-        log.warning("no witnesses: clients that require cosigned checkpoints will refuse this server's key logs")
+
+
+def _local_log_key(settings: Settings) -> None:
+    """A SQLite store's own log key, made now when there is none (once, so that the workers only
+    read it), and where its verifier key is."""
+    local = None if settings.dev or settings.log_key_files else local_key_path(settings.store_url)
+    if local is None:
+        return
+    keys, created = local_log_key(local, settings.log_name)
+    verifier = local.with_name(local.name + VERIFIER_KEY_SUFFIX)
+    made = "made" if created else "kept"
+    log.info("log key %s %s in %s; its verifier key, which clients pin, is in %s", keys.name, made, local, verifier)
 
 
 def _with_metrics(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -636,6 +640,7 @@ def _serve(args: argparse.Namespace) -> int:
     _check_transparency(settings)
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
+    _local_log_key(settings)  # after the store: beside a database that is there
     try:
         load_pepper(settings.token_pepper, settings.state_dir)
     except OSError as error:

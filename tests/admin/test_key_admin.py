@@ -1,10 +1,12 @@
-"""`key list`, `key revoke` and `key log` through `zkplatform admin`, on SQLite and PostgreSQL:
-what they print, what they refuse, and what `key log` names once the key log's tables are
-tampered with directly in SQL, as someone with access to the database could."""
+"""`keys list`, `keys reset` and `keys log` through `zkplatform admin`, on SQLite and PostgreSQL:
+what they print, what they refuse, the reset's signature by the log key as the server finds it,
+and what `keys log` names once the key log's tables are tampered with directly in SQL, as
+someone with access to the database could."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import sqlite3
@@ -14,16 +16,25 @@ from typing import Any
 
 import psycopg
 import pytest
-from joserfc import jwk
 
-from tests.actors import OPERATOR
 from tests.admin.conftest import admin, error_line
+from tests.rpc.devices import TestDevice
 from tests.store.stores import closing
-from zkplatform.domain.recipient_keys import RecipientKey, public_key
-from zkplatform.repository import KeyChange
+from zkplatform.cli import main as cli
+from zkplatform.domain.audit import Action, Actor
+from zkplatform.domain.key_log import AddDevice, Device, RevokeDevices
 from zkplatform.store import open_store
+from zkplatform_tlog.merkle import leaf_hash, root_hash
+from zkplatform_tlog.note import NoteVerifier
+from zkplatform_tlog.statements import Entry, EntrySignature, PrincipalReset, b64url_decode, parse_entry
 
 NOW = 1_800_000_000  # 2027-01-15T08:00:00Z
+
+
+@pytest.fixture(autouse=True)
+def no_log_key_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ZKPLATFORM_LOG_KEY_FILES", "ZKPLATFORM_LOG_NAME"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -31,26 +42,44 @@ def store_url(request: pytest.FixtureRequest, url: str) -> str:
     return url if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
 
 
-def new_key(principal_id: str, tenant_id: str = "acme", at: int = NOW, text: str = "") -> RecipientKey:
-    public = public_key(text or json.dumps(jwk.OKPKey.generate_key("X25519").as_dict(private=False)))
-    return RecipientKey(public.key_id, tenant_id, principal_id, public.jwk, at)
+@pytest.fixture
+def log_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> NoteVerifier:
+    """A log key made with `zkplatform log-key generate`, named in ZKPLATFORM_LOG_KEY_FILES."""
+    path = tmp_path / "log.key"
+    assert cli(["log-key", "generate", "--name", "log.example.com", "--out", str(path)]) == 0
+    monkeypatch.setenv("ZKPLATFORM_LOG_KEY_FILES", str(path))
+    return NoteVerifier.from_vkey(capsys.readouterr().out.strip())
 
 
-def published(url: str, *keys: RecipientKey) -> None:
-    """The keys published, as DirectoryService would (there is no operator command for it)."""
+def appended(url: str, *changes: tuple[TestDevice, str, str]) -> None:
+    """Devices of acme's principals appended to its log, as DirectoryService would append them
+    (there is no operator command for it): (device, principal, "publish" or "revoke")."""
 
-    async def publish() -> None:
+    async def append() -> None:
         async with closing(open_store(url)) as store:
-            for key in keys:
-                change = await store.publish_key(key, OPERATOR)
-                assert isinstance(change, KeyChange)
-                assert change.changed
+            for device, principal_id, what in changes:
+                size = await store.key_log_size("acme")
+                statement = device.keys("acme", principal_id, NOW)
+                signature = EntrySignature(statement.device_id, b64url_decode(device.sign(statement), 64))
+                change: AddDevice | RevokeDevices = AddDevice(
+                    Device(
+                        *("acme", principal_id, statement.device_id, statement.signing_jwk),
+                        *(statement.agreement_key_id, statement.agreement_jwk, "", NOW, size),
+                    )
+                )
+                if what == "revoke":
+                    change = RevokeDevices(principal_id, (statement.device_id,), NOW)
+                entry = Entry(statement, (signature,)).canonical()
+                event = (Action.DEVICE_PUBLISHED, {"principal": principal_id, "device": statement.device_id})
+                assert await store.append_key_log(
+                    "acme", size, entry, change=change, event=event, actor=Actor.operator(NOW)
+                )
 
-    asyncio.run(publish())
+    asyncio.run(append())
 
 
-def directory(url: str, capsys: pytest.CaptureFixture[str]) -> list[RecipientKey]:
-    """Two tenants: acme with alice and bob, who publish three keys; beta with carol."""
+def directory(url: str, capsys: pytest.CaptureFixture[str]) -> list[TestDevice]:
+    """Two tenants: acme with alice and bob, whose devices make three entries; beta with carol."""
     for args in (
         ("migrate",),
         ("tenant", "add", "acme"),
@@ -60,103 +89,124 @@ def directory(url: str, capsys: pytest.CaptureFixture[str]) -> list[RecipientKey
         ("principal", "add", "carol", "--tenant", "beta", "--role", "admin"),
     ):
         assert admin(url, *args) == 0, capsys.readouterr().err
-    keys = [new_key("alice"), new_key("bob", at=NOW + 1), new_key("alice", at=NOW + 2)]
-    published(url, *keys)
+    alices, bobs = TestDevice(), TestDevice()
+    appended(url, (alices, "alice", "publish"), (bobs, "bob", "publish"), (alices, "alice", "revoke"))
     capsys.readouterr()
-    return keys
+    return [alices, bobs]
 
 
 def lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_key_list_shows_a_tenants_keys_with_their_state(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    alices, bobs, alices_second = directory(store_url, capsys)
-    assert admin(store_url, "key", "revoke", alices.key_id) == 0
-    capsys.readouterr()
+def test_keys_list_shows_a_tenants_devices_with_their_state(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    alices, bobs = directory(store_url, capsys)
 
-    assert admin(store_url, "key", "list", "--tenant", "acme") == 0
+    assert admin(store_url, "keys", "list", "--tenant", "acme") == 0
     listed = lines(capsys)
-    assert admin(store_url, "key", "list", "--tenant", "acme", "--principal", "bob") == 0
+    assert admin(store_url, "keys", "list", "--tenant", "acme", "--principal", "bob") == 0
     bobs_only = lines(capsys)
 
-    assert [(k["keyId"], k["principalId"], k["state"]) for k in listed] == [
-        (alices.key_id, "alice", "revoked"),
-        (alices_second.key_id, "alice", "live"),
-        (bobs.key_id, "bob", "live"),
+    assert [(d["deviceId"], d["principalId"], d["state"]) for d in listed] == [
+        (alices.device_id, "alice", "revoked"),
+        (bobs.device_id, "bob", "live"),
     ]
-    assert listed[0]["jwk"] == alices.jwk
-    assert listed[0]["createdAt"] == "2027-01-15T08:00:00Z"
+    assert (listed[0]["signingJwk"], listed[0]["agreementJwk"]) == (alices.signing_jwk, alices.agreement_jwk)
+    assert (listed[0]["createdAt"], listed[1]["logIndex"]) == ("2027-01-15T08:00:00Z", "1")
     assert "revokedAt" in listed[0]
     assert "revokedAt" not in listed[1]
-    assert [k["keyId"] for k in bobs_only] == [bobs.key_id]
+    assert [d["deviceId"] for d in bobs_only] == [bobs.device_id]
 
 
-def test_key_list_as_a_table(url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, bobs, _ = directory(url, capsys)
+def test_keys_list_as_a_table(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, bobs = directory(url, capsys)
 
-    assert admin(url, "key", "list", "--tenant", "acme", "--principal", "bob", "--table") == 0
+    assert admin(url, "keys", "list", "--tenant", "acme", "--principal", "bob", "--table") == 0
 
     header, row = capsys.readouterr().out.splitlines()
-    assert header.split() == ["keyId", "principalId", "tenantId", "createdAt", "revokedAt", "state"]
-    assert row.split() == [bobs.key_id, "bob", "acme", "2027-01-15T08:00:01Z", "-", "live"]
+    assert header.split() == [
+        "deviceId",
+        "principalId",
+        "agreementKeyId",
+        "endorserDeviceId",
+        "logIndex",
+        "createdAt",
+        "state",
+    ]
+    assert row.split() == [
+        bobs.device_id,
+        "bob",
+        bobs.keys("acme", "bob", 0).agreement_key_id,
+        "-",
+        "1",
+        *row.split()[5:],
+    ]
+    assert row.split()[-2:] == ["2027-01-15T08:00:00Z", "live"]
 
 
-def test_a_key_id_that_begins_with_a_dash_is_revoked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One key id in 64 begins with '-': it is the command's argument, not an option."""
-    url = f"sqlite:///{tmp_path}/zk.db"
-    directory(url, capsys)
-    keys = (new_key("bob", at=NOW + 3) for _ in range(5000))  # bounded: 64 tries on average
-    dashed = next(key for key in keys if key.key_id.startswith("-"))
-    published(url, dashed)
+def test_keys_reset_on_sqlite_signs_with_the_key_the_server_made(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, bobs = directory(url, capsys)
 
-    assert admin(url, "key", "revoke", dashed.key_id) == 0
-    assert capsys.readouterr().out.startswith(f"key {dashed.key_id} of principal bob in tenant acme revoked")
+    assert admin(url, "keys", "reset", "--tenant", "acme", "bob") == 0
 
-
-def test_key_revoke_revokes_once_and_is_audited(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, bobs, _ = directory(store_url, capsys)
-
-    assert admin(store_url, "key", "revoke", bobs.key_id) == 0
-    assert capsys.readouterr().out == (
-        f"key {bobs.key_id} of principal bob in tenant acme revoked; the tenant's key log is at entry 4\n"
-    )
-    assert admin(store_url, "key", "revoke", bobs.key_id) == 0
-    assert capsys.readouterr().out == (
-        f"key {bobs.key_id} of principal bob in tenant acme was already revoked; nothing was changed\n"
-    )
-    assert admin(store_url, "audit", "export", "--tenant", "acme") == 0
+    out, err = capsys.readouterr()
+    (printed,) = [json.loads(line) for line in out.splitlines()]
+    assert printed["index"] == "3"
+    entry = parse_entry(printed["data"])
+    assert (entry.statement.tenant_id, entry.statement.principal_id) == ("acme", "bob")
+    assert isinstance(entry.statement, PrincipalReset)
+    verifier = NoteVerifier.from_vkey((tmp_path / "x.db.log-key.pub").read_text().strip())
+    assert verifier.name == "zkplatform.local"
+    assert [s.key_id for s in entry.signatures] == [verifier.key_id.hex()]
+    assert verifier.verify(entry.statement.canonical().decode(), entry.signatures[0].signature)
+    assert (tmp_path / "x.db.log-key").stat().st_mode & 0o777 == 0o600
+    assert "principal bob of tenant acme reset" in err
+    assert admin(url, "keys", "list", "--tenant", "acme", "--principal", "bob") == 0
+    assert [(d["deviceId"], d["state"]) for d in lines(capsys)] == [(bobs.device_id, "revoked")]
+    assert admin(url, "audit", "export", "--tenant", "acme") == 0
     last = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (last["action"], last["target"], last["actor"]) == (
-        "key.revoked",
-        {"key": bobs.key_id, "principal": "bob"},
+        "principal.reset",
+        {"principal": "bob"},
         {"kind": "operator"},
     )
 
 
-def test_key_revoke_of_a_key_in_two_tenants_needs_the_tenant(url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    alices, *_ = directory(url, capsys)
-    published(url, new_key("carol", "beta", text=alices.jwk))
+def test_keys_reset_signs_with_the_configured_log_key(
+    store_url: str, log_key: NoteVerifier, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory(store_url, capsys)
 
-    assert admin(url, "key", "revoke", alices.key_id) == 1
-    assert error_line(capsys) == (
-        f"zkplatform admin: key {alices.key_id} is published in several tenants (acme, beta):"
-        " name one with --tenant; nothing was changed\n"
-    )
-    assert admin(url, "key", "revoke", alices.key_id, "--tenant", "beta") == 0
-    assert "of principal carol in tenant beta revoked" in capsys.readouterr().out
+    assert admin(store_url, "keys", "reset", "--tenant", "acme", "alice") == 0
+
+    entry = parse_entry(lines(capsys)[0]["data"])
+    assert [s.key_id for s in entry.signatures] == [log_key.key_id.hex()]
+    assert log_key.verify(entry.statement.canonical().decode(), entry.signatures[0].signature)
+
+
+def test_keys_reset_on_postgresql_without_a_log_key_says_how_to_make_one(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory(postgres_url, capsys)
+
+    assert admin(postgres_url, "keys", "reset", "--tenant", "acme", "bob") == 2
+
+    assert "zkplatform log-key generate --name NAME --out FILE" in error_line(capsys)
 
 
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("key", "revoke", "A" * 43), f"no key {'A' * 43}"),
-        (("key", "revoke", "A" * 43, "--tenant", "beta"), f"no key {'A' * 43} in tenant beta"),
-        (("key", "list", "--tenant", "nope"), "no tenant nope"),
-        (("key", "log", "--tenant", "nope"), "no tenant nope"),
+        (("keys", "list", "--tenant", "nope"), "no tenant nope"),
+        (("keys", "log", "--tenant", "nope"), "no tenant nope"),
+        (("keys", "reset", "--tenant", "nope", "bob"), "no tenant nope"),
+        (("keys", "reset", "--tenant", "beta", "bob"), "no principal bob"),
+        (("keys", "reset", "--tenant", "acme", "zed"), "no principal zed"),
     ],
 )
-def test_unknown_keys_and_tenants_are_refused(
+def test_unknown_tenants_and_principals_are_refused(
     url: str, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], says: str
 ) -> None:
     directory(url, capsys)
@@ -166,42 +216,45 @@ def test_unknown_keys_and_tenants_are_refused(
     assert error_line(capsys) == f"zkplatform admin: {says}; nothing was changed\n"
 
 
-@pytest.mark.parametrize("args", [("key", "revoke", "short"), ("key", "list"), ("key", "log", "--since", "-1")])
+@pytest.mark.parametrize(
+    "args", [("keys", "list"), ("keys", "reset", "bob"), ("keys", "log", "--since", "-1"), ("key", "list")]
+)
 def test_bad_usage_is_exit_2(url: str, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:
     directory(url, capsys)
 
     assert admin(url, *args) == 2
 
 
-def test_key_log_verifies_then_prints_the_log(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    keys = directory(store_url, capsys)
-    assert admin(store_url, "key", "revoke", keys[0].key_id) == 0
-    capsys.readouterr()
+def test_keys_log_verifies_then_prints_the_log(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    alices, bobs = directory(store_url, capsys)
 
-    assert admin(store_url, "key", "log", "--tenant", "acme") == 0
+    assert admin(store_url, "keys", "log", "--tenant", "acme") == 0
     out, err = capsys.readouterr()
     entries = [json.loads(line) for line in out.splitlines()]
-    assert admin(store_url, "key", "log", "--tenant", "acme", "--since", "2") == 0
+    assert admin(store_url, "keys", "log", "--tenant", "acme", "--since", "1") == 0
     later = lines(capsys)
 
-    assert [(e["index"], e["action"], e["keyId"]) for e in entries] == [
-        ("1", "KEY_LOG_ACTION_PUBLISHED", keys[0].key_id),
-        ("2", "KEY_LOG_ACTION_PUBLISHED", keys[1].key_id),
-        ("3", "KEY_LOG_ACTION_PUBLISHED", keys[2].key_id),
-        ("4", "KEY_LOG_ACTION_REVOKED", keys[0].key_id),
-    ]
-    assert err == f"zkplatform admin: the key log of tenant acme is sound: 4 entries, head hash {entries[-1]['hash']}\n"
-    assert later == entries[2:]
+    assert [e.get("index", "0") for e in entries] == ["0", "1", "2"]
+    statements = [parse_entry(e["data"]).statement for e in entries]
+    assert [getattr(s, "device_id", None) for s in statements] == [alices.device_id, bobs.device_id, alices.device_id]
+    root = root_hash([leaf_hash(e["data"].encode()) for e in entries])
+    assert err == (f"zkplatform admin: the key log of tenant acme is sound: 3 entries, root hash {_b64(root)}\n")
+    assert later == entries[1:]
+
+
+def _b64(data: bytes) -> str:
+    """A hash as checkpoints spell it: standard base64."""
+    return base64.b64encode(data).decode()
 
 
 def test_an_empty_key_log_is_sound(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     directory(url, capsys)
 
-    assert admin(url, "key", "log", "--tenant", "beta", "--table") == 0
+    assert admin(url, "keys", "log", "--tenant", "beta", "--table") == 0
 
     out, err = capsys.readouterr()
-    assert out.split() == ["index", "action", "principalId", "keyId", "time", "hash"]
-    assert err == f"zkplatform admin: the key log of tenant beta is sound: 0 entries, head hash {'A' * 43}\n"
+    assert out.split() == ["index", "data"]
+    assert err == f"zkplatform admin: the key log of tenant beta is sound: 0 entries, root hash {_b64(root_hash([]))}\n"
 
 
 @contextlib.contextmanager
@@ -223,29 +276,29 @@ def sql(url: str, statement: str) -> str:
     ("tampering", "says"),
     [
         (
-            "UPDATE key_log SET entry = ? WHERE log_index = 3",  # alice's second key, now bob's
-            "key log entry 3 does not match its hash (edited, or an earlier entry was)",
+            "UPDATE key_log_entries SET data = ? WHERE idx = 1",  # bob's device, now alice's
+            "key log entry 1 does not match its leaf hash",
         ),
-        ("DELETE FROM key_log WHERE log_index = 2", "key log entry 2 is missing"),
-        ("DELETE FROM key_log WHERE log_index = 3", "key log entry 3 is missing (the log's head is at 3)"),
-        ("UPDATE key_log_heads SET size = 2", "key log entry 3 was added after the log's head"),
-        ("UPDATE key_log_heads SET hash = ?", "key log entry 3 does not match the log's head"),
-        ("UPDATE key_log SET log_index = 0 WHERE log_index = 1", "key log entry 0 is numbered below 1"),
+        ("UPDATE key_log_entries SET data = ? WHERE idx = 2", "key log entry 2 is not an entry"),
+        ("DELETE FROM key_log_entries WHERE idx = 1", "key log entry 1 is missing"),
+        ("DELETE FROM key_log_entries WHERE idx = 2", "key log entry 2 is missing"),
     ],
-    ids=["edited", "removed", "removed at the end", "head behind", "head hash", "renumbered"],
+    ids=["edited", "garbled", "removed", "removed at the end"],
 )
-def test_key_log_names_where_a_tampered_log_stops_matching(
+def test_keys_log_names_where_a_tampered_log_stops_matching(
     store_url: str, capsys: pytest.CaptureFixture[str], tampering: str, says: str
 ) -> None:
     directory(store_url, capsys)
     with database(store_url) as db:
-        [entry] = db.execute(sql(store_url, "SELECT entry FROM key_log WHERE log_index = 3")).fetchone()
-        edited = bytes(entry).replace(b'"principalId":"alice"', b'"principalId":"bob"')
-        assert edited != bytes(entry)
-        value = edited if "entry = ?" in tampering else bytes(32)
-        db.execute(sql(store_url, tampering), (value,) if "?" in tampering else ())
+        [data] = db.execute(sql(store_url, "SELECT data FROM key_log_entries WHERE idx = 1")).fetchone()
+        edited = bytes(data).replace(b'"principalId":"bob"', b'"principalId":"alice"')
+        assert edited != bytes(data)
+        values: tuple[bytes, ...] = ()
+        if "data = ?" in tampering:
+            values = (b"{ }",) if "idx = 2" in tampering else (edited,)
+        db.execute(sql(store_url, tampering), values)
 
-    assert admin(store_url, "key", "log", "--tenant", "acme") == 1
+    assert admin(store_url, "keys", "log", "--tenant", "acme") == 1
 
     out, err = capsys.readouterr()
     assert out == ""  # nothing of a broken log is printed as if it were sound

@@ -10,12 +10,14 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from zkplatform_tlog.note import generate_signer_key
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -78,6 +80,7 @@ def serving(
             break
         log_path = tmp_path / f"server-{port}-{restart}.log"
     command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
+    env = {**log_key_env(tmp_path, args, env), **(env or {})}
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             command,
@@ -114,6 +117,7 @@ def _wait_until_listening(server: Server, verify: ssl.SSLContext | bool = True) 
 
 def run_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`zkplatform serve ARGS` expected to refuse to start: its exit code and output."""
+    env = {**log_key_env(tmp_path, args, env), **(env or {})}
     return subprocess.run(
         [zkplatform_command(), "serve", *args],
         capture_output=True,
@@ -123,6 +127,22 @@ def run_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> 
         cwd=tmp_path,
         env={**os.environ, **(env or {})},
     )
+
+
+def log_key_env(tmp_path: Path, args: Sequence[str], env: Mapping[str, str] | None) -> dict[str, str]:
+    """A log key for a server on PostgreSQL, which starts only with one made on purpose: the same
+    for every server a test starts in `tmp_path` (restarts sign the log with the key they did);
+    none when the test sets ZKPLATFORM_LOG_KEY_FILES itself (to "" for none)."""
+    given = {**os.environ, **(env or {})}
+    postgres = ("postgresql:", "postgres:")
+    store = next((arg for arg in args if arg.startswith(postgres)), given.get("ZKPLATFORM_STORE", ""))
+    if not store.startswith(postgres) or "ZKPLATFORM_LOG_KEY_FILES" in given:
+        return {}
+    path = tmp_path / "log.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(generate_signer_key("zkplatform.test")[0] + "\n")
+    return {"ZKPLATFORM_LOG_KEY_FILES": str(path)}
 
 
 def stop(server: Server) -> None:

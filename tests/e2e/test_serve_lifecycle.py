@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.server import STOP_TIMEOUT_S, eventually, free_port, run_serve, serving
+from tests.e2e.server import STOP_TIMEOUT_S, eventually, free_port, run_serve, serving, zkplatform_command
 
 # Our own lines: an ISO 8601 time with its UTC offset, the pid, the level, the logger.
 WAIT_S = 20.0  # the most the server may take to react to a signal, on a busy machine
@@ -223,3 +223,43 @@ def test_a_bad_serve_variable_is_one_line_naming_it(tmp_path: Path) -> None:
     _refused(
         run_serve(tmp_path, env={"ZKPLATFORM_WORKERS": "many"}), "ZKPLATFORM_WORKERS must be a positive whole number"
     )
+
+
+@pytest.mark.postgres
+def test_postgresql_serves_only_with_a_log_key_made_on_purpose(tmp_path: Path, postgres_url: str) -> None:
+    refused = run_serve(tmp_path, "--store", postgres_url, "--migrate", env={"ZKPLATFORM_LOG_KEY_FILES": ""})
+    made = subprocess.run(
+        [zkplatform_command(), "log-key", "generate", "--name", "log.example.com", "--out", str(tmp_path / "made.key")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    with serving(
+        tmp_path, "--store", postgres_url, "--migrate", "--log-key-files", str(tmp_path / "made.key")
+    ) as server:
+        health = httpx.get(f"{server.base_url}/healthz", timeout=10)
+
+    _refused(refused, "no log key: the key log of a PostgreSQL store is signed with a key made on purpose")
+    assert "zkplatform log-key generate --name NAME --out FILE" in refused.stderr
+    assert made.stdout.startswith("log.example.com+")
+    assert health.text == "ok\n"
+    assert "PRIVATE+KEY" not in server.log()
+
+
+def test_a_sqlite_store_gets_a_log_key_at_its_first_start(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/zk.db"
+    with serving(tmp_path, "--store", url, "--migrate") as first:
+        pass
+    with serving(tmp_path, "--store", url) as again:
+        pass
+
+    key, verifier = tmp_path / "zk.db.log-key", tmp_path / "zk.db.log-key.pub"
+    assert (
+        f"log key zkplatform.local made in {key}; its verifier key, which clients pin, is in {verifier}" in first.log()
+    )
+    assert f"log key zkplatform.local kept in {key}" in again.log()
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert verifier.read_text().startswith("zkplatform.local+")
+    assert "PRIVATE+KEY" not in first.log() + again.log()

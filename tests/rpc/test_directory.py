@@ -1,543 +1,773 @@
-"""DirectoryService through the whole app in-process: publishing, revoking and finding recipient
-keys, the key log a client verifies, and every check in the order of the other RPCs."""
+"""DirectoryService through the whole app in process, on the memory store with the development
+witness in process: devices published and revoked by their own signed statements, principals
+reset, the reads a client verifies its keys with, and the checkpoint of every answer, checked as
+a client checks it (the log key's signature, the witness's cosignature, the root of the entries
+listed)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from google.protobuf import json_format
 from google.protobuf.message import Message
-from joserfc import jwk
 from prometheus_client import CollectorRegistry
 
 from tests.connect import JSON, Codec, detail, error_of, headers
+from tests.rpc.devices import TestDevice, Trust, entry_document
 from tests.rpc.test_get_form import bearer, query
 from tests.rpc.test_metrics import Scrape
-from tests.world import BASE_URL, FakeClock, World
+from tests.world import BASE_URL, PEPPER, FakeClock, World
+from zkplatform import devmode
 from zkplatform.app import create_app
 from zkplatform.config import Settings
+from zkplatform.domain.audit import Action, Actor
+from zkplatform.domain.key_log import AddDevice, Device
 from zkplatform.domain.models import Scope
+from zkplatform.domain.witnessing import Witness
 from zkplatform.observability.metrics import Metrics
 from zkplatform.observability.telemetry import Telemetry
+from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import directory_pb2
+from zkplatform_tlog.checkpoint import Checkpoint
+from zkplatform_tlog.merkle import leaf_hash, root_hash, verify_consistency
+from zkplatform_tlog.note import NoteVerifier, open_note
+from zkplatform_tlog.statements import (
+    DeviceKeys,
+    Entry,
+    EntrySignature,
+    PrincipalReset,
+    b64url_decode,
+    parse_entry,
+    verify_statement,
+)
 
 SERVICE = "/platform.v1.DirectoryService"
 PATHS = {
-    directory_pb2.PublishKeyRequest: f"{SERVICE}/PublishKey",
-    directory_pb2.RevokeKeyRequest: f"{SERVICE}/RevokeKey",
+    directory_pb2.PublishDeviceRequest: f"{SERVICE}/PublishDevice",
+    directory_pb2.RevokeDeviceRequest: f"{SERVICE}/RevokeDevice",
+    directory_pb2.ResetPrincipalRequest: f"{SERVICE}/ResetPrincipal",
     directory_pb2.GetRecipientKeysRequest: f"{SERVICE}/GetRecipientKeys",
     directory_pb2.ListKeyLogRequest: f"{SERVICE}/ListKeyLog",
 }
-ZERO_HASH = "A" * 43  # base64url of 32 zero bytes: the head of an empty log
+REQUEST_ID = "0b7e4a4e-7d55-4c3c-8c1c-2f8e9f1d6a10"
+
+
+class Switch:
+    """The development witness behind a switch: down, it refuses every connection, as a witness
+    whose host is down does; up, it is the witness, with everything it cosigned before."""
+
+    def __init__(self, witness: Witness) -> None:
+        self.witness = witness
+        self.up = True
+
+    @property
+    def name(self) -> str:
+        return "the development witness, behind a switch"
+
+    async def add_checkpoint(self, body: bytes) -> tuple[int, bytes, str]:
+        if not self.up:
+            raise httpx.ConnectError("connection refused")
+        return await self.witness.endpoint.add_checkpoint(body)
+
+
+@pytest.fixture
+def switch(clock: FakeClock) -> Switch:
+    return Switch(devmode.witness(devmode.log_keys(), clock))
+
+
+@pytest.fixture
+def platform(clock: FakeClock, switch: Switch) -> Platform:
+    """The development log key and witness (quorum 1), as `serve --dev` has them."""
+    witness = Witness(switch, switch.witness.verifier)
+    return Platform.build(MemoryStore(), PEPPER, clock, log_keys=devmode.log_keys(), witnesses=[witness])
 
 
 @pytest.fixture
 async def world(platform: Platform) -> World:
-    """The development data set before its demo keys are published: every log starts empty."""
+    """The development data set before its demo devices are published: every log starts empty."""
     return await World.seed(platform, keys=False)
 
 
-def x25519() -> jwk.OKPKey:
-    return jwk.OKPKey.generate_key("X25519", private=True)
+@pytest.fixture
+async def client(platform: Platform, world: World) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(), platform=platform)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+        yield client
 
 
-def p256() -> jwk.ECKey:
-    return jwk.ECKey.generate_key("P-256", private=True)
+@pytest.fixture
+def trust(switch: Switch) -> Trust:
+    """What the development credentials give a client to pin."""
+    return Trust(devmode.log_keys().verifiers(), [switch.witness.verifier], 1)
 
 
-def public(key: jwk.OKPKey | jwk.ECKey, **extra: Any) -> str:
-    return json.dumps({**key.as_dict(private=False), **extra})
-
-
-def publish(text: str, request_id: str = "") -> directory_pb2.PublishKeyRequest:
-    return directory_pb2.PublishKeyRequest(public_key_jwk=text, request_id=request_id)
-
-
-def revoke(key_id: str) -> directory_pb2.RevokeKeyRequest:
-    return directory_pb2.RevokeKeyRequest(key_id=key_id)
-
-
-def recipients(*principal_ids: str) -> directory_pb2.GetRecipientKeysRequest:
-    return directory_pb2.GetRecipientKeysRequest(principal_ids=principal_ids)
-
-
-def key_log(since_index: int = 0, page_size: int = 0, page_token: str = "") -> directory_pb2.ListKeyLogRequest:
-    return directory_pb2.ListKeyLogRequest(since_index=since_index, page_size=page_size, page_token=page_token)
-
-
-async def call(client: httpx.AsyncClient, codec: Codec, request: Message, token: str | None) -> httpx.Response:
+async def call(client: httpx.AsyncClient, request: Message, token: str, codec: Codec = JSON) -> httpx.Response:
     return await client.post(PATHS[type(request)], content=codec.encode(request), headers=headers(codec, token))
 
 
 async def answer(client: httpx.AsyncClient, request: Message, token: str, codec: Codec = JSON) -> Any:
     """The answer of a call that must succeed, decoded as its response message."""
-    response = await call(client, codec, request, token)
+    response = await call(client, request, token, codec)
     assert response.status_code == 200, response.text
     assert response.headers["cache-control"] == "no-store"
     response_class = getattr(directory_pb2, type(request).__name__.removesuffix("Request") + "Response")
     return codec.decode(response.content, response_class)
 
 
-async def published(client: httpx.AsyncClient, world: World, principal_id: str, text: str | None = None) -> Any:
-    """The key a principal published (a new X25519 key unless `text` is given)."""
-    response = await answer(client, publish(text or public(x25519())), world.token(principal_id))
-    return response.key
-
-
-def refusal(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+def refused(response: httpx.Response, status: int, code: str, reason: str) -> dict[str, Any]:
+    """The error of a refusal: its HTTP status, code and ErrorInfo reason; its metadata."""
     assert response.status_code == status, response.text
     error = error_of(response)
     assert error["code"] == code
-    return error
+    info = detail(error, "google.rpc.ErrorInfo")
+    assert info["reason"] == reason, error
+    metadata: dict[str, Any] = info.get("metadata", {})
+    return metadata
 
 
-def violations(response: httpx.Response) -> list[dict[str, str]]:
-    error = refusal(response, 400, "invalid_argument")
-    found: list[dict[str, str]] = detail(error, "google.rpc.BadRequest")["fieldViolations"]
-    return found
+def violations(response: httpx.Response, reason: str = "FIELD_INVALID") -> list[str]:
+    """The fields an invalid_argument answer names."""
+    refused(response, 400, "invalid_argument", reason)
+    found = detail(error_of(response), "google.rpc.BadRequest")["fieldViolations"]
+    return [violation["field"] for violation in found]
 
 
-def reason(error: dict[str, Any]) -> str:
-    return str(detail(error, "google.rpc.ErrorInfo")["reason"])
+async def whole_log(client: httpx.AsyncClient, token: str) -> tuple[list[bytes], str]:
+    """The tenant's log from its start, every page, and the last page's checkpoint note."""
+    entries: list[bytes] = []
+    page_token = ""
+    while True:
+        page = await answer(client, directory_pb2.ListKeyLogRequest(page_token=page_token), token)
+        entries += [entry.data.encode() for entry in page.entries]
+        if not (page_token := page.next_page_token):
+            return entries, page.checkpoint.note
 
 
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+async def checked(client: httpx.AsyncClient, trust: Trust, token: str, note: str, tenant_id: str = "acme") -> int:
+    """The size of an answer's checkpoint, once it verifies against the whole log as listed."""
+    entries, _ = await whole_log(client, token)
+    return trust.open(note, tenant_id, entries).size
 
 
-def verified(entries: list[dict[str, Any]], head: dict[str, Any], start: tuple[int, str] = (0, ZERO_HASH)) -> None:
-    """A client's check of a log's JSON answer, made only from what directory.proto says of the
-    canonical bytes: every entry chains from `start` (an earlier head) and the chain ends at the head."""
-    size, previous = start
-    for entry in entries:
-        size += 1
-        assert int(entry["index"]) == size
-        time = int(json_format.Parse(json.dumps(entry["time"]), directory_pb2.KeyLogEntry().time).seconds)
-        canonical = (
-            f'{{"action":"{entry["action"]}","jwk":{entry["jwk"]},"keyId":"{entry["keyId"]}",'
-            f'"principalId":"{entry["principalId"]}","tenantId":"{entry["tenantId"]}","time":{time}}}'
-        )
-        digest = hashlib.sha256(base64.urlsafe_b64decode(previous + "=") + canonical.encode()).digest()
-        previous = b64url(digest)
-        assert entry["hash"] == previous
-    assert (int(head.get("size", "0")), head["hash"]) == (size, previous)
+async def first_device(client: httpx.AsyncClient, world: World, principal_id: str, clock: FakeClock) -> TestDevice:
+    device = TestDevice()
+    (tenant_id,) = [t.tenant_id for t in world.tenants for p in t.principals if p["principalId"] == principal_id]
+    await answer(client, device.publish(principal_id, clock.now, tenant_id=tenant_id), world.token(principal_id))
+    return device
 
 
 # Publishing
 
 
-async def test_a_key_is_published_with_its_thumbprint_and_the_logs_head(
-    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
+async def test_a_first_device_is_published_and_its_entry_cosigned(
+    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock, trust: Trust
 ) -> None:
-    key = x25519()
+    device = TestDevice()
+    request = device.publish("bob", clock.now)
 
-    response = await answer(client, publish(public(key)), world.token("bob"), codec)
+    published = await answer(client, request, world.token("bob"), codec)
 
-    stored = response.key
-    assert stored.key_id == key.thumbprint()
-    assert stored.key_id == b64url(hashlib.sha256(stored.jwk.encode()).digest())
-    assert json.loads(stored.jwk) == key.as_dict(private=False)
-    assert stored.jwk == json.dumps(json.loads(stored.jwk), sort_keys=True, separators=(",", ":"))
-    assert (stored.tenant_id, stored.principal_id, stored.created_at.seconds) == ("acme", "bob", clock.now)
-    assert not stored.HasField("revoked_at")
-    assert response.log_head.size == 1
-    assert response.log_head.hash != ZERO_HASH
-
-
-async def test_a_p256_key_with_webcrypto_members_is_kept_in_canonical_form(
-    client: httpx.AsyncClient, world: World
-) -> None:
-    key = p256()
-
-    stored = await published(client, world, "alice", public(key, key_ops=[], ext=True, use="enc", kid="laptop"))
-
-    assert stored.key_id == key.thumbprint()
-    assert list(json.loads(stored.jwk)) == ["crv", "kty", "x", "y"]
+    statement = device.keys("acme", "bob", clock.now)
+    assert (published.device.device_id, published.device.principal_id) == (statement.device_id, "bob")
+    assert (published.device.signing_jwk, published.device.agreement_jwk) == (device.signing_jwk, device.agreement_jwk)
+    assert published.device.agreement_key_id == statement.agreement_key_id
+    assert published.device.endorser_device_id == ""
+    assert (published.device.created_at.seconds, published.device.log_index) == (clock.now, 0)
+    assert not published.device.HasField("revoked_at")
+    signature = EntrySignature(statement.device_id, b64url_decode(request.signature, 64))
+    assert published.entry.index == 0
+    assert published.entry.data.encode() == Entry(statement, (signature,)).canonical()
+    assert await checked(client, trust, world.token("alice"), published.checkpoint.note) == 1  # it holds the entry
 
 
-async def test_publishing_the_same_key_again_answers_the_same(
+async def test_a_p256_agreement_key_is_published(client: httpx.AsyncClient, world: World, clock: FakeClock) -> None:
+    device = TestDevice(curve="P-256")
+
+    published = await answer(client, device.publish("bob", clock.now), world.token("bob"))
+
+    assert json.loads(published.device.agreement_jwk)["crv"] == "P-256"
+
+
+async def test_publishing_the_same_statement_again_answers_the_same(
     client: httpx.AsyncClient, world: World, clock: FakeClock
 ) -> None:
-    text = public(x25519())
-    first = await answer(client, publish(text), world.token("alice"))
-    clock.advance(60)
+    request = TestDevice().publish("bob", clock.now)
+    first = await answer(client, request, world.token("bob"))
+    clock.advance(1800)  # a retry long after: the statement's time is what it was
 
-    again = await answer(client, publish(text, "9b2f61d4-3c1e-4b8a-a7d0-5e6f1c2b3a49"), world.token("alice"))
+    again = await answer(client, request, world.token("bob"))
 
-    assert again == first
-    log = await answer(client, key_log(), world.token("alice"))
-    assert len(log.entries) == 1
-
-
-async def test_another_principals_key_is_already_exists(client: httpx.AsyncClient, world: World) -> None:
-    text = public(x25519())
-    await published(client, world, "alice", text)
-
-    error = refusal(await call(client, JSON, publish(text), world.token("bob")), 409, "already_exists")
-
-    assert reason(error) == "KEY_EXISTS"
+    assert (again.device, again.entry) == (first.device, first.entry)
+    assert again.checkpoint.note == first.checkpoint.note.replace(*_cosigned_at(first, again))
 
 
-async def test_a_revoked_key_cannot_be_published_again(client: httpx.AsyncClient, world: World) -> None:
-    text = public(x25519())
-    key = await published(client, world, "alice", text)
-    await answer(client, revoke(key.key_id), world.token("alice"))
-
-    error = refusal(await call(client, JSON, publish(text), world.token("alice")), 400, "failed_precondition")
-
-    assert reason(error) == "KEY_REVOKED"
+def _cosigned_at(first: Any, again: Any) -> tuple[str, str]:
+    """The witness's line of each answer: it cosigns the same checkpoint again, later."""
+    return first.checkpoint.note.splitlines()[-1], again.checkpoint.note.splitlines()[-1]
 
 
-REQUEST_ID = "9B2F61D4-3C1E-4B8A-A7D0-5E6F1C2B3A49"
-
-
-async def test_a_request_id_with_another_key_is_request_id_reused(
-    client: httpx.AsyncClient, codec: Codec, world: World
-) -> None:
-    first = await answer(client, publish(public(x25519()), REQUEST_ID), world.token("alice"), codec)
-
-    response = await call(client, codec, publish(public(x25519()), REQUEST_ID.lower()), world.token("alice"))
-
-    error = refusal(response, 400, "invalid_argument")
-    assert reason(error) == "REQUEST_ID_REUSED"
-    assert [v["field"] for v in detail(error, "google.rpc.BadRequest")["fieldViolations"]] == ["requestId"]
-    log = await answer(client, key_log(), world.token("alice"))
-    assert [e.key_id for e in log.entries] == [first.key.key_id]
-    other = await answer(client, publish(public(x25519()), REQUEST_ID), world.token("bob"), codec)  # bob's own
-    assert other.key.principal_id == "bob"
-
-
-async def test_a_repeat_with_its_request_id_answers_the_key_even_revoked_since(
+async def test_a_second_device_without_an_endorser_is_refused(
     client: httpx.AsyncClient, world: World, clock: FakeClock
 ) -> None:
-    text = public(x25519())
-    first = await answer(client, publish(text, REQUEST_ID), world.token("alice"))
-    clock.advance(60)
-    revoked = await answer(client, revoke(first.key.key_id), world.token("alice"))
+    await first_device(client, world, "bob", clock)
 
-    repeat = await answer(client, publish(text, REQUEST_ID), world.token("alice"))
-    without_id = await call(client, JSON, publish(text), world.token("alice"))
+    response = await call(client, TestDevice().publish("bob", clock.now), world.token("bob"))
 
-    assert repeat.key == revoked.key
-    assert repeat.log_head == revoked.log_head
-    assert reason(refusal(without_id, 400, "failed_precondition")) == "KEY_REVOKED"
+    refused(response, 400, "failed_precondition", "ENDORSEMENT_REQUIRED")
 
 
-def bad_keys() -> Iterator[tuple[str, str, str]]:
-    """(what, JWK text, a part of what the refusal says)."""
-    okp, ec = x25519(), p256()
-    okp_public, ec_public = okp.as_dict(private=False), ec.as_dict(private=False)
-    x = str(okp_public["x"])
-    yield "private X25519", json.dumps(okp.as_dict(private=True)), "private member d"
-    yield "private P-256", json.dumps(ec.as_dict(private=True)), "private member d"
-    yield "a symmetric key", json.dumps({"kty": "oct", "k": "c2VjcmV0"}), "private member k"
-    yield "RSA", json.dumps({"kty": "RSA", "n": "AQAB", "e": "AQAB"}), "X25519 key"
-    yield "Ed25519", json.dumps({**okp_public, "crv": "Ed25519"}), "X25519 key"
-    yield "P-384", json.dumps({**ec_public, "crv": "P-384"}), "P-256 key"
-    yield "off the curve", json.dumps({**ec_public, "y": ec_public["x"]}), "not a usable P-256 public key"
-    yield "short", json.dumps({**okp_public, "x": x[:20]}), "not a usable X25519 public key"
-    yield "padded", json.dumps({**okp_public, "x": x + "="}), "not a usable X25519 public key"
-    yield "no x", json.dumps({"kty": "OKP", "crv": "X25519"}), "x must be a string"
-    yield "a y on OKP", json.dumps({**okp_public, "y": okp_public["x"]}), "has the member y"
-    yield "for signing", json.dumps({**okp_public, "use": "sig"}), 'use must be "enc"'
-    yield "not JSON", "{kty: OKP}", "is not JSON"
-    yield "an array", json.dumps([okp_public]), "must be a JSON object"
-    yield "a repeated member", '{"kty":"OKP","kty":"OKP","crv":"X25519","x":"' + x + '"}', "repeats"
-
-
-BAD_KEYS = list(bad_keys())
-
-
-@pytest.mark.parametrize(("text", "says"), [(t, s) for _, t, s in BAD_KEYS], ids=[w for w, _, _ in BAD_KEYS])
-async def test_a_jwk_that_is_no_usable_public_key_is_invalid_argument(
-    client: httpx.AsyncClient, codec: Codec, world: World, text: str, says: str
+async def test_a_second_device_endorsed_by_a_live_one_is_published(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, trust: Trust
 ) -> None:
-    response = await call(client, codec, publish(text), world.token("alice"))
+    phone = await first_device(client, world, "bob", clock)
+    laptop = TestDevice()
+    request = laptop.publish("bob", clock.now, endorser=phone)
 
-    [violation] = violations(response)
-    assert violation["field"] == "publicKeyJwk"
-    assert says in violation["description"]
-    assert '"d"' not in response.text  # the private key is not repeated in the answer
-    log = await answer(client, key_log(), world.token("alice"))
+    published = await answer(client, request, world.token("bob"))
+
+    assert published.device.endorser_device_id == phone.device_id
+    entry = parse_entry(published.entry.data)
+    assert [s.key_id for s in entry.signatures] == [laptop.device_id, phone.device_id]
+    assert verify_statement(phone.signing_jwk, entry.statement, entry.signatures[1].signature)
+    assert await checked(client, trust, world.token("bob"), published.checkpoint.note) == 2
+
+
+async def test_an_endorsement_by_a_device_not_live_or_not_the_principals_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    bobs = await first_device(client, world, "bob", clock)
+    alices = await first_device(client, world, "alice", clock)
+    retired = TestDevice()
+    await answer(client, retired.publish("bob", clock.now, endorser=bobs), world.token("bob"))
+    await answer(client, bobs.revoke(retired, "bob", clock.now), world.token("bob"))
+
+    by_alices = await call(client, TestDevice().publish("bob", clock.now, endorser=alices), world.token("bob"))
+    by_retired = await call(client, TestDevice().publish("bob", clock.now, endorser=retired), world.token("bob"))
+    by_unknown = await call(client, TestDevice().publish("bob", clock.now, endorser=TestDevice()), world.token("bob"))
+
+    assert refused(by_alices, 400, "failed_precondition", "ENDORSER_NOT_LIVE") == {"deviceId": alices.device_id}
+    assert refused(by_retired, 400, "failed_precondition", "ENDORSER_NOT_LIVE") == {"deviceId": retired.device_id}
+    assert refused(by_unknown, 400, "failed_precondition", "ENDORSER_NOT_LIVE")
+
+
+async def test_signatures_that_do_not_verify_are_refused_naming_their_field(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    laptop, stranger = TestDevice(), TestDevice()
+    statement = laptop.keys("acme", "bob", clock.now, phone.device_id)
+    text = statement.canonical().decode()
+    good = directory_pb2.PublishDeviceRequest(
+        statement=text, signature=laptop.sign(statement), endorsement=phone.sign(statement)
+    )
+
+    possession = await call(client, _with(good, signature=stranger.sign(statement)), world.token("bob"))
+    endorsement = await call(client, _with(good, endorsement=stranger.sign(statement)), world.token("bob"))
+    missing = await call(client, _with(good, endorsement=""), world.token("bob"))
+    first = laptop.keys("acme", "bob", clock.now)
+    needless = directory_pb2.PublishDeviceRequest(
+        statement=first.canonical().decode(), signature=laptop.sign(first), endorsement=phone.sign(first)
+    )
+
+    assert violations(possession, "SIGNATURE_INVALID") == ["signature"]
+    assert violations(endorsement, "SIGNATURE_INVALID") == ["endorsement"]
+    assert violations(missing, "SIGNATURE_INVALID") == ["endorsement"]
+    assert violations(await call(client, needless, world.token("bob"))) == ["endorsement"]
+    assert (await answer(client, good, world.token("bob"))).device.device_id == laptop.device_id
+
+
+def _with(message: Message, **fields: str) -> Any:
+    copy = type(message)()
+    copy.CopyFrom(message)
+    for name, value in fields.items():
+        setattr(copy, name, value)
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("principal_id", "tenant_id", "says"),
+    [("alice", "acme", "principalId must be the caller's"), ("bob", "globex", "tenantId must be the caller's")],
+)
+async def test_a_statement_of_another_principal_or_tenant_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, principal_id: str, tenant_id: str, says: str
+) -> None:
+    response = await call(
+        client, TestDevice().publish(principal_id, clock.now, tenant_id=tenant_id), world.token("bob")
+    )
+
+    assert violations(response) == ["statement"]
+    assert says in response.json()["message"]
+
+
+@pytest.mark.parametrize(("skew", "taken"), [(-601, False), (-600, True), (600, True), (601, False)])
+async def test_a_statement_is_taken_within_ten_minutes_of_the_servers_time(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, skew: int, taken: bool
+) -> None:
+    response = await call(client, TestDevice().publish("bob", clock.now + skew), world.token("bob"))
+
+    if taken:
+        assert response.status_code == 200, response.text
+    else:
+        assert violations(response) == ["statement"]
+        assert "within 10 minutes" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "says"),
+    [
+        ('{"format":1}', "tenantId must be an id"),
+        ("not json", "not JSON"),
+        ("{ }", "not in canonical form"),
+        ('{"format":2}', "format 2 is unknown"),
+    ],
+)
+async def test_a_statement_that_is_not_one_is_refused_saying_why(
+    client: httpx.AsyncClient, world: World, statement: str, says: str
+) -> None:
+    request = directory_pb2.PublishDeviceRequest(statement=statement, signature="A" * 86)
+
+    response = await call(client, request, world.token("bob"))
+
+    assert violations(response) == ["statement"]
+    assert says in response.json()["message"]
+
+
+async def test_a_revocation_is_not_a_publication(client: httpx.AsyncClient, world: World, clock: FakeClock) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    revocation = phone.revoke(phone, "bob", clock.now)
+
+    response = await call(
+        client,
+        directory_pb2.PublishDeviceRequest(statement=revocation.statement, signature="A" * 86),
+        world.token("bob"),
+    )
+
+    assert violations(response) == ["statement"]
+    assert "must be a DeviceKeys statement" in response.json()["message"]
+
+
+async def test_keys_of_another_device_are_refused(client: httpx.AsyncClient, world: World, clock: FakeClock) -> None:
+    alices = await first_device(client, world, "alice", clock)
+    bobs = await first_device(client, world, "bob", clock)
+    copied = TestDevice(agreement_jwk=alices.agreement_jwk)
+
+    same_agreement = await call(client, copied.publish("bob", clock.now, endorser=bobs), world.token("bob"))
+    same_signing = await call(client, alices.publish("bob", clock.now, endorser=bobs), world.token("bob"))
+
+    refused(same_agreement, 409, "already_exists", "KEY_EXISTS")
+    refused(same_signing, 409, "already_exists", "KEY_EXISTS")
+
+
+async def test_a_revoked_devices_keys_are_not_published_again(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    lost = TestDevice()
+    await answer(client, lost.publish("bob", clock.now, endorser=phone), world.token("bob"))
+    await answer(client, phone.revoke(lost, "bob", clock.now), world.token("bob"))
+    clock.advance(1)
+
+    response = await call(client, lost.publish("bob", clock.now, endorser=phone), world.token("bob"))
+
+    refused(response, 400, "failed_precondition", "KEY_REVOKED")
+
+
+# Revoking
+
+
+async def test_a_live_device_revokes_another_and_itself(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, trust: Trust
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    laptop = TestDevice()
+    await answer(client, laptop.publish("bob", clock.now, endorser=phone), world.token("bob"))
+    clock.advance(5)
+
+    revoked = await answer(client, phone.revoke(laptop, "bob", clock.now), world.token("bob"))
+    itself = await answer(client, phone.revoke(phone, "bob", clock.now), world.token("bob"))
+
+    assert (revoked.device.device_id, revoked.device.revoked_at.seconds) == (laptop.device_id, clock.now)
+    assert revoked.entry.index == 2
+    assert entry_document(revoked.entry)["signatures"] == [
+        {"keyId": phone.device_id, "signature": phone.revoke(laptop, "bob", clock.now).signature}
+    ]
+    assert (itself.device.device_id, itself.entry.index) == (phone.device_id, 3)
+    assert await checked(client, trust, world.token("bob"), itself.checkpoint.note) == 4
+    keys = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), world.token("alice"))
+    assert list(keys.devices) == []
+
+
+async def test_revoking_a_revoked_device_answers_it_as_it_was_revoked(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    laptop = TestDevice()
+    await answer(client, laptop.publish("bob", clock.now, endorser=phone), world.token("bob"))
+    first = await answer(client, phone.revoke(laptop, "bob", clock.now), world.token("bob"))
+    clock.advance(1800)
+
+    again = await answer(client, phone.revoke(laptop, "bob", clock.now), world.token("bob"))
+
+    assert (again.device, again.entry) == (first.device, first.entry)
+
+
+async def test_a_revocation_signed_by_a_revoked_device_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    laptop, tablet = TestDevice(), TestDevice()
+    for device in (laptop, tablet):
+        await answer(client, device.publish("bob", clock.now, endorser=phone), world.token("bob"))
+    await answer(client, phone.revoke(laptop, "bob", clock.now), world.token("bob"))
+
+    response = await call(client, laptop.revoke(tablet, "bob", clock.now), world.token("bob"))
+
+    assert refused(response, 400, "failed_precondition", "REVOKER_NOT_LIVE") == {"deviceId": laptop.device_id}
+
+
+async def test_a_revocation_of_a_device_not_the_callers_is_not_found(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    alices = await first_device(client, world, "alice", clock)
+    bobs = await first_device(client, world, "bob", clock)
+
+    of_alices = await call(client, bobs.revoke(alices, "bob", clock.now), world.token("bob"))
+    unknown = await call(client, bobs.revoke(TestDevice(), "bob", clock.now), world.token("bob"))
+    signed_badly = _with(bobs.revoke(bobs, "bob", clock.now), signature=alices.revoke(bobs, "bob", clock.now).signature)
+
+    refused(of_alices, 404, "not_found", "KEY_NOT_FOUND")
+    refused(unknown, 404, "not_found", "KEY_NOT_FOUND")
+    assert violations(await call(client, signed_badly, world.token("bob")), "SIGNATURE_INVALID") == ["signature"]
+
+
+# Resetting
+
+
+async def test_an_owner_resets_a_principal_who_then_publishes_a_first_device(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, trust: Trust
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    clock.advance(7)
+
+    reset = await answer(client, directory_pb2.ResetPrincipalRequest(principal_id="bob"), world.token("alice"))
+
+    entry = parse_entry(reset.entry.data)
+    assert entry.statement == PrincipalReset("acme", "bob", clock.now)
+    (log_key,) = devmode.log_keys().verifiers()
+    assert [s.key_id for s in entry.signatures] == [log_key.key_id.hex()]
+    assert log_key.verify(entry.statement.canonical().decode(), entry.signatures[0].signature)
+    assert await checked(client, trust, world.token("bob"), reset.checkpoint.note) == 2
+    keys = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), world.token("bob"))
+    assert list(keys.devices) == []
+    revoked = await call(client, phone.revoke(phone, "bob", clock.now), world.token("bob"))
+    assert revoked.status_code == 200  # revoked by the reset: answered as it is
+    assert revoked.json()["entry"]["index"] == "1"
+    again = await answer(client, TestDevice().publish("bob", clock.now), world.token("bob"))
+    assert again.device.log_index == 2
+
+
+async def test_only_owners_and_admins_reset_principals_of_their_tenant(client: httpx.AsyncClient, world: World) -> None:
+    by_member = await call(client, directory_pb2.ResetPrincipalRequest(principal_id="alice"), world.token("bob"))
+    of_globex = await call(client, directory_pb2.ResetPrincipalRequest(principal_id="carol"), world.token("alice"))
+    unknown = await call(client, directory_pb2.ResetPrincipalRequest(principal_id="zed"), world.token("alice"))
+
+    refused(by_member, 403, "permission_denied", "KEY_ACCESS_DENIED")
+    refused(of_globex, 404, "not_found", "PRINCIPAL_NOT_FOUND")
+    refused(unknown, 404, "not_found", "PRINCIPAL_NOT_FOUND")
+    log = await answer(client, directory_pb2.ListKeyLogRequest(), world.token("alice"))
     assert list(log.entries) == []
 
 
-@pytest.mark.parametrize(
-    ("request_", "field"),
-    [
-        (publish(""), "publicKeyJwk"),
-        (publish("x" * 1025), "publicKeyJwk"),
-        (publish("{}", request_id="not-a-uuid"), "requestId"),
-        (revoke("not-a-thumbprint"), "keyId"),
-        (directory_pb2.GetRecipientKeysRequest(), "principalIds"),
-        (recipients(*(f"p{n}" for n in range(101))), "principalIds"),
-        (recipients("bad id"), "principalIds[0]"),
-        (key_log(since_index=-1), "sinceIndex"),
-        (key_log(page_size=1001), "pageSize"),
-        (key_log(page_token="a\x00b"), "pageToken"),
-    ],
-    ids=[
-        "empty jwk",
-        "long jwk",
-        "request id",
-        "key id",
-        "no principals",
-        "101 principals",
-        "bad id",
-        "since",
-        "size",
-        "nul",
-    ],
-)
-async def test_fields_that_break_their_rules_are_named(
-    client: httpx.AsyncClient, world: World, request_: Message, field: str
-) -> None:
-    assert [v["field"] for v in violations(await call(client, JSON, request_, world.token("alice")))] == [field]
-
-
-# The order of checks
-
-
-def every_rpc() -> list[Message]:
-    return [publish(public(x25519())), revoke("A" * 43), recipients("alice"), key_log()]
-
-
-RPC_IDS = ["publish", "revoke", "get", "log"]
-
-
-@pytest.mark.parametrize("index", range(4), ids=RPC_IDS)
-async def test_no_token_or_a_bad_one_is_unauthenticated_before_the_body_is_looked_at(
-    client: httpx.AsyncClient, codec: Codec, index: int
-) -> None:
-    request = every_rpc()[index]
-    broken = type(request)()  # breaks the field rules it has
-
-    for token in (None, "zkp_" + "A" * 49, "not-a-token"):
-        for sent in (request, broken):
-            refusal(await call(client, codec, sent, token), 401, "unauthenticated")
-
-
-@pytest.mark.parametrize(
-    ("index", "scope", "other_scopes"),
-    [
-        (0, "directory.keys.publish", [Scope.DIRECTORY_KEYS_READ, Scope.VAULT_ITEMS_WRITE]),
-        (1, "directory.keys.publish", [Scope.DIRECTORY_KEYS_READ, Scope.VAULT_ITEMS_WRITE]),
-        (2, "directory.keys.read", [Scope.DIRECTORY_KEYS_PUBLISH, Scope.VAULT_ITEMS_READ]),
-        (3, "directory.keys.read", [Scope.DIRECTORY_KEYS_PUBLISH, Scope.VAULT_ITEMS_READ]),
-    ],
-    ids=RPC_IDS,
-)
-async def test_a_token_without_the_scope_is_denied_before_anything_is_looked_at(
-    client: httpx.AsyncClient, world: World, index: int, scope: str, other_scopes: list[Scope]
-) -> None:
-    alice = await world.platform.store.get_principal("alice")
-    assert alice is not None
-    narrow = await world.platform.issuer.issue(alice, 600, other_scopes)
-    request = every_rpc()[index]
-    if isinstance(request, directory_pb2.PublishKeyRequest):
-        request = publish(json.dumps(x25519().as_dict(private=True)))  # a bad key: the scope answers first
-
-    error = refusal(await call(client, JSON, request, narrow.secret), 403, "permission_denied")
-
-    assert scope in error["message"]
-
-
-async def test_a_member_revoking_anothers_key_is_permission_denied(client: httpx.AsyncClient, world: World) -> None:
-    alices = await published(client, world, "alice")
-
-    error = refusal(await call(client, JSON, revoke(alices.key_id), world.token("bob")), 403, "permission_denied")
-
-    assert reason(error) == "KEY_ACCESS_DENIED"
-    keys = await answer(client, recipients("alice"), world.token("bob"))
-    assert [k.key_id for k in keys.keys] == [alices.key_id]
-
-
-async def test_an_owner_revokes_any_key_of_its_tenant(
+async def test_a_reset_repeated_with_its_request_id_answers_its_entry(
     client: httpx.AsyncClient, world: World, clock: FakeClock
 ) -> None:
-    bobs = await published(client, world, "bob")
-    clock.advance(30)
-
-    response = await answer(client, revoke(bobs.key_id), world.token("alice"))
-
-    assert response.key.revoked_at.seconds == clock.now
-    assert response.log_head.size == 2
-
-
-async def test_unknown_and_other_tenants_keys_are_not_found_alike(client: httpx.AsyncClient, world: World) -> None:
-    carols = await published(client, world, "carol")
-
-    answers = [
-        (r.status_code, reason(error_of(r)), error_of(r)["message"].replace(key_id, "K"))
-        for key_id in (carols.key_id, "A" * 43)
-        if (r := await call(client, JSON, revoke(key_id), world.token("alice")))
-    ]
-
-    assert answers == [(404, "KEY_NOT_FOUND", "no key K")] * 2
-    still = await answer(client, recipients("carol"), world.token("carol"))
-    assert [k.key_id for k in still.keys] == [carols.key_id]
-
-
-async def test_revoking_a_revoked_key_answers_the_same(
-    client: httpx.AsyncClient, world: World, clock: FakeClock
-) -> None:
-    key = await published(client, world, "bob")
-    first = await answer(client, revoke(key.key_id), world.token("bob"))
+    request = directory_pb2.ResetPrincipalRequest(principal_id="bob", request_id=REQUEST_ID)
+    first = await answer(client, request, world.token("alice"))
     clock.advance(60)
+    await answer(client, directory_pb2.ResetPrincipalRequest(principal_id="bob"), world.token("alice"))
 
-    assert await answer(client, revoke(key.key_id), world.token("bob")) == first
+    again = await answer(client, _with(request, request_id=REQUEST_ID.upper()), world.token("alice"))
+    other = await call(client, _with(request, principal_id="alice"), world.token("alice"))
+
+    assert again.entry == first.entry
+    assert violations(other, "REQUEST_ID_REUSED") == ["requestId"]
 
 
-# Finding keys
+# Reading
 
 
-async def test_recipient_keys_are_the_live_keys_of_the_tenants_principals(
+async def test_recipient_keys_are_the_live_devices_of_the_tenants_principals(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, trust: Trust
+) -> None:
+    bobs = await first_device(client, world, "bob", clock)
+    alices = await first_device(client, world, "alice", clock)
+    await first_device(client, world, "carol", clock)
+    second = TestDevice()
+    await answer(client, second.publish("alice", clock.now, endorser=alices), world.token("alice"))
+
+    found = await answer(
+        client,
+        directory_pb2.GetRecipientKeysRequest(principal_ids=["bob", "alice", "carol", "zed", "bob"]),
+        world.token("bob"),
+    )
+
+    assert [(d.principal_id, d.device_id) for d in found.devices] == [
+        ("alice", alices.device_id),
+        ("alice", second.device_id),
+        ("bob", bobs.device_id),  # carol is of globex: as unknown as zed
+    ]
+    assert await checked(client, trust, world.token("bob"), found.checkpoint.note) == 3
+
+
+async def test_recipient_keys_come_a_page_at_a_time(
+    client: httpx.AsyncClient, platform: Platform, world: World, clock: FakeClock
+) -> None:
+    many = 1001 + 7
+    await _devices_of(platform, "bob", many, clock.now)
+    assert platform.witness_pusher is not None
+    await platform.witness_pusher.push("acme")
+    bob = world.token("bob")
+
+    default = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), bob)
+    largest = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"], page_size=5000), bob)
+    pages = [await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"], page_size=400), bob)]
+    while pages[-1].next_page_token:
+        request = directory_pb2.GetRecipientKeysRequest(
+            principal_ids=["bob"], page_size=400, page_token=pages[-1].next_page_token
+        )
+        pages.append(await answer(client, request, bob))
+    other = directory_pb2.GetRecipientKeysRequest(principal_ids=["bob", "alice"], page_token=default.next_page_token)
+
+    assert (len(default.devices), len(largest.devices)) == (100, 1000)
+    assert default.next_page_token
+    assert largest.next_page_token
+    assert [len(page.devices) for page in pages] == [400, 400, 208]
+    assert [d.log_index for page in pages for d in page.devices] == list(range(many))
+    assert violations(await call(client, other, bob), "PAGE_TOKEN_INVALID") == ["pageToken"]
+
+
+async def _devices_of(platform: Platform, principal_id: str, count: int, now: int) -> None:
+    """`count` devices of the principal appended straight to the store (through the API, a thousand
+    publications would take the test's time): the first, then each endorsed by it."""
+    store = platform.store
+    first = TestDevice()
+    for index in range(count):
+        device = first if index == 0 else TestDevice()
+        statement = device.keys("acme", principal_id, now, "" if index == 0 else first.device_id)
+        signatures = [EntrySignature(statement.device_id, b64url_decode(device.sign(statement), 64))]
+        if index:
+            signatures.append(EntrySignature(first.device_id, b64url_decode(first.sign(statement), 64)))
+        appended = await store.append_key_log(
+            "acme",
+            index,
+            Entry(statement, tuple(signatures)).canonical(),
+            change=AddDevice(_device(statement, index)),
+            event=(Action.DEVICE_PUBLISHED, {"principal": principal_id, "device": statement.device_id}),
+            actor=Actor.operator(now),
+        )
+        assert appended == index + 1
+
+
+def _device(statement: DeviceKeys, index: int) -> Device:
+    return Device(
+        statement.tenant_id,
+        statement.principal_id,
+        statement.device_id,
+        statement.signing_jwk,
+        statement.agreement_key_id,
+        statement.agreement_jwk,
+        statement.endorser,
+        statement.created,
+        index,
+    )
+
+
+async def test_the_key_log_proves_every_checkpoint_consistent_with_every_earlier_size(
+    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock, trust: Trust
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    for _ in range(6):
+        await answer(client, TestDevice().publish("bob", clock.now, endorser=phone), world.token("bob"))
+    entries, note = await whole_log(client, world.token("alice"))
+    size = trust.open(note, "acme", entries).size
+    assert size == 7
+    hashes = [leaf_hash(data) for data in entries]
+
+    for start in range(size + 1):
+        page = await answer(client, directory_pb2.ListKeyLogRequest(start_index=start), world.token("alice"), codec)
+        assert [entry.index for entry in page.entries] == list(range(start, size))
+        assert [entry.data.encode() for entry in page.entries] == entries[start:]
+        new = trust.open(page.checkpoint.note, "acme", entries)
+        old_root = root_hash(hashes[:start])
+        verify_consistency(start, new.size, old_root, new.root_hash, list(page.consistency_proof))
+    beyond = await answer(client, directory_pb2.ListKeyLogRequest(start_index=9), world.token("alice"), codec)
+    assert (list(beyond.entries), list(beyond.consistency_proof)) == ([], [])
+    assert trust.open(beyond.checkpoint.note, "acme", entries).size == 7  # below 9: the client sees a rewrite
+
+
+async def test_the_key_log_is_read_in_pages_bound_to_their_start(
     client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
 ) -> None:
-    alices = [await published(client, world, "alice")]
-    clock.advance(1)
-    alices.append(await published(client, world, "alice", public(p256())))
-    bobs = await published(client, world, "bob")
-    revoked = await published(client, world, "bob")
-    await answer(client, revoke(revoked.key_id), world.token("bob"))
-
-    response = await answer(client, recipients("bob", "alice", "bob"), world.token("bob"), codec)
-
-    assert [k.key_id for k in response.keys] == [alices[0].key_id, alices[1].key_id, bobs.key_id]
-    log = await answer(client, key_log(), world.token("bob"))
-    assert response.log_head == log.log_head
-
-
-async def test_other_tenants_principals_have_no_keys_as_unknown_ones(client: httpx.AsyncClient, world: World) -> None:
-    await published(client, world, "carol")
-    await published(client, world, "alice")
-
-    from_alice = [
-        await call(client, JSON, recipients(principal_id), world.token("alice"))
-        for principal_id in ("carol", "nobody", "carol")
-    ]
-    from_carol = await answer(client, recipients("alice"), world.token("carol"))
-
-    assert len({r.content for r in from_alice}) == 1
-    assert from_alice[0].json() == {"logHead": {"size": "1", "hash": from_alice[0].json()["logHead"]["hash"]}}
-    assert list(from_carol.keys) == []
-    assert from_carol.log_head.size == 1  # globex's own log: carol's key only
-
-
-# The key log
-
-
-async def test_the_key_log_verifies_as_directory_proto_says(
-    client: httpx.AsyncClient, world: World, clock: FakeClock
-) -> None:
-    keys = [await published(client, world, p) for p in ("alice", "bob", "alice")]
-    clock.advance(10)
-    await answer(client, revoke(keys[0].key_id), world.token("alice"))
-
-    response = await client.post(f"{SERVICE}/ListKeyLog", json={}, headers=headers(JSON, world.token("bob")))
-
-    body = response.json()
-    verified(body["entries"], body["logHead"])
-    assert [(e["action"], e["keyId"]) for e in body["entries"]] == [
-        ("KEY_LOG_ACTION_PUBLISHED", keys[0].key_id),
-        ("KEY_LOG_ACTION_PUBLISHED", keys[1].key_id),
-        ("KEY_LOG_ACTION_PUBLISHED", keys[2].key_id),
-        ("KEY_LOG_ACTION_REVOKED", keys[0].key_id),
-    ]
-    later = await client.post(
-        f"{SERVICE}/ListKeyLog", json={"sinceIndex": "2"}, headers=headers(JSON, world.token("bob"))
-    )
-    verified(later.json()["entries"], later.json()["logHead"], (2, body["entries"][1]["hash"]))
-
-
-async def test_an_empty_log_has_the_zero_hash_head(client: httpx.AsyncClient, codec: Codec, world: World) -> None:
-    response = await answer(client, key_log(), world.token("alice"), codec)
-
-    assert list(response.entries) == []
-    assert (response.log_head.size, response.log_head.hash) == (0, ZERO_HASH)
-    assert response.next_page_token == ""
-
-
-async def test_the_key_log_is_read_in_pages(client: httpx.AsyncClient, codec: Codec, world: World) -> None:
+    phone = await first_device(client, world, "bob", clock)
     for _ in range(5):
-        await published(client, world, "bob")
+        await answer(client, TestDevice().publish("bob", clock.now, endorser=phone), world.token("bob"))
     alice = world.token("alice")
 
-    first = await answer(client, key_log(page_size=2), alice, codec)
-    second = await answer(client, key_log(page_size=2, page_token=first.next_page_token), alice, codec)
-    third = await answer(client, key_log(page_size=2, page_token=second.next_page_token), alice, codec)
+    first = await answer(client, directory_pb2.ListKeyLogRequest(start_index=1, page_size=2), alice, codec)
+    request = directory_pb2.ListKeyLogRequest(start_index=1, page_size=2, page_token=first.next_page_token)
+    second = await answer(client, request, alice, codec)
+    third = await answer(client, _with(request, page_token=second.next_page_token), alice, codec)
 
     assert [[e.index for e in page.entries] for page in (first, second, third)] == [[1, 2], [3, 4], [5]]
-    assert third.next_page_token == ""
-    assert third.log_head.hash == third.entries[-1].hash
-    moved = await call(client, codec, key_log(since_index=1, page_token=first.next_page_token), alice)
-    assert [v["field"] for v in violations(moved)] == ["pageToken"]
-    foreign = await call(client, codec, key_log(page_token=first.next_page_token), world.token("carol"))
-    assert [v["field"] for v in violations(foreign)] == ["pageToken"]
+    assert (first.next_page_token != "", second.next_page_token != "", third.next_page_token) == (True, True, "")
+    moved = _with(request, start_index=0)
+    assert violations(await call(client, moved, alice, codec), "PAGE_TOKEN_INVALID") == ["pageToken"]
+    foreign = await call(client, request, world.token("carol"), codec)
+    assert violations(foreign, "PAGE_TOKEN_INVALID") == ["pageToken"]
 
 
-async def test_a_since_index_beyond_the_log_answers_the_shorter_head(client: httpx.AsyncClient, world: World) -> None:
-    await published(client, world, "alice")
-
-    response = await answer(client, key_log(since_index=7), world.token("alice"))
-
-    assert list(response.entries) == []
-    assert response.log_head.size == 1  # below since_index: the client knows the log was rewritten
-
-
-# The GET form, the audit trail
-
-
-@pytest.mark.parametrize("request_", [recipients("alice"), key_log()], ids=["get", "log"])
-async def test_the_reads_take_the_get_form(
-    client: httpx.AsyncClient, codec: Codec, world: World, request_: Message
+async def test_an_empty_log_has_the_empty_trees_checkpoint(
+    client: httpx.AsyncClient, world: World, trust: Trust
 ) -> None:
-    await published(client, world, "alice")
-    path = PATHS[type(request_)]
+    response = await answer(client, directory_pb2.ListKeyLogRequest(), world.token("alice"))
 
-    got = await client.get(path, params=query(request_, codec), headers=bearer(world.token("bob")))
-    posted = await call(client, codec, request_, world.token("bob"))
+    opened = open_note(response.checkpoint.note, list(trust.log_keys))
+    assert Checkpoint.parse(opened.text).size == 0
+    assert (list(response.entries), response.next_page_token) == ([], "")
+
+
+# The witness
+
+
+async def test_while_the_witness_is_down_the_checkpoint_stays_at_what_it_cosigned(
+    client: httpx.AsyncClient, platform: Platform, world: World, clock: FakeClock, switch: Switch, trust: Trust
+) -> None:
+    phone = await first_device(client, world, "bob", clock)
+    switch.up = False
+    laptop = TestDevice()
+
+    published = await answer(client, laptop.publish("bob", clock.now, endorser=phone), world.token("bob"))
+    keys = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), world.token("alice"))
+    log = await answer(client, directory_pb2.ListKeyLogRequest(), world.token("alice"))
+
+    assert published.entry.index == 1
+    assert trust.open(published.checkpoint.note, "acme", [e.data.encode() for e in log.entries]).size == 1
+    assert [d.device_id for d in keys.devices] == [phone.device_id]
+    assert [e.index for e in log.entries] == [0]
+    switch.up = True
+    assert platform.witness_pusher is not None
+    await platform.witness_pusher.push("acme")  # the pusher's next round
+    later = await answer(client, directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), world.token("alice"))
+    assert [d.device_id for d in later.devices] == [phone.device_id, laptop.device_id]
+    assert await checked(client, trust, world.token("bob"), later.checkpoint.note) == 2
+
+
+async def test_without_witnesses_the_checkpoint_is_the_log_as_signed(clock: FakeClock) -> None:
+    platform = Platform.build(MemoryStore(), PEPPER, clock, log_keys=devmode.log_keys())
+    world = await World.seed(platform, keys=False)
+    app = create_app(Settings(), platform=platform)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+        published = await answer(client, TestDevice().publish("bob", clock.now), world.token("bob"))
+
+    opened = open_note(published.checkpoint.note, list(devmode.log_keys().verifiers()))
+    assert [s.name for s in opened.verified] == ["zkplatform.dev"]
+    assert opened.unverified == ()
+    assert Checkpoint.parse(opened.text).size == 1
+
+
+async def test_a_checkpoint_signed_by_another_key_does_not_open(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    """What a client that pinned another log key makes of the answers: nothing."""
+    published = await answer(client, TestDevice().publish("bob", clock.now), world.token("bob"))
+    stranger = NoteVerifier.from_vkey(Platform.build(MemoryStore(), PEPPER).directory.checkpoints.keys.vkeys()[0])
+
+    with pytest.raises(ValueError, match="no known key"):
+        open_note(published.checkpoint.note, [stranger])
+
+
+# Checks common to the service
+
+
+async def test_a_token_without_the_scope_is_denied_before_anything_is_looked_at(
+    client: httpx.AsyncClient, platform: Platform, world: World
+) -> None:
+    principal = await platform.store.get_principal("alice")
+    assert principal is not None
+    reader = (await platform.issuer.issue(principal, 600, [Scope.DIRECTORY_KEYS_READ])).secret
+    publisher = (await platform.issuer.issue(principal, 600, [Scope.DIRECTORY_KEYS_PUBLISH])).secret
+
+    for request, token, scope in (
+        (directory_pb2.PublishDeviceRequest(statement="{}", signature="A" * 86), reader, "directory.keys.publish"),
+        (directory_pb2.RevokeDeviceRequest(statement="{}", signature="A" * 86), reader, "directory.keys.publish"),
+        (directory_pb2.ResetPrincipalRequest(principal_id="zed"), reader, "directory.keys.publish"),
+        (
+            directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"], page_token="x"),
+            publisher,
+            "directory.keys.read",
+        ),
+        (directory_pb2.ListKeyLogRequest(page_token="x"), publisher, "directory.keys.read"),
+    ):
+        response = await call(client, request, token)
+        assert refused(response, 403, "permission_denied", "SCOPE_MISSING") == {"requiredScope": scope}
+        assert response.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [directory_pb2.GetRecipientKeysRequest(principal_ids=["alice"]), directory_pb2.ListKeyLogRequest()],
+    ids=["recipients", "log"],
+)
+async def test_the_reads_take_the_get_form(
+    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock, request_: Message
+) -> None:
+    await first_device(client, world, "alice", clock)
+
+    got = await client.get(PATHS[type(request_)], params=query(request_, codec), headers=bearer(world.token("bob")))
+    posted = await call(client, request_, world.token("bob"), codec)
 
     assert got.status_code == 200, got.text
     assert got.headers["cache-control"] == "no-store"
     assert got.content == posted.content
 
 
-async def test_changes_are_audited_with_principal_token_and_request(client: httpx.AsyncClient, world: World) -> None:
+async def test_changes_are_audited_with_principal_token_and_request(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
     store = world.platform.store
-    before = (await store.audit_head("acme")) or None
-    text = public(x25519())
-    request_headers = headers(JSON, world.token("bob"), **{"X-Request-Id": "req-key"})
-    body = {"publicKeyJwk": text}
-    key_id = (await client.post(f"{SERVICE}/PublishKey", json=body, headers=request_headers)).json()["key"]["keyId"]
-    await client.post(f"{SERVICE}/RevokeKey", json={"keyId": key_id}, headers=request_headers)
-
+    before = await store.audit_head("acme")
     assert before is not None
+    request_headers = headers(JSON, world.token("bob"), **{"X-Request-Id": "req-key"})
+    phone = TestDevice()
+    for request in (phone.publish("bob", clock.now), phone.revoke(phone, "bob", clock.now)):
+        response = await client.post(PATHS[type(request)], content=JSON.encode(request), headers=request_headers)
+        assert response.status_code == 200, response.text
+    await answer(client, directory_pb2.ResetPrincipalRequest(principal_id="bob"), world.token("alice"))
+
     events = [r.exported() for r in await store.audit_records("acme", before.sequence, 100)]
-    assert [(e["action"], e["target"], e["actor"]["principal"], e["requestId"]) for e in events] == [
-        ("key.published", {"key": key_id, "principal": "bob"}, "bob", "req-key"),
-        ("key.revoked", {"key": key_id, "principal": "bob"}, "bob", "req-key"),
+    assert [(e["action"], e["target"], e["actor"].get("principal")) for e in events] == [
+        ("device.published", {"device": phone.device_id, "principal": "bob"}, "bob"),
+        ("device.revoked", {"device": phone.device_id, "principal": "bob"}, "bob"),
+        ("principal.reset", {"principal": "bob"}, "alice"),
     ]
+    assert [e["requestId"] for e in events[:2]] == ["req-key", "req-key"]
 
 
-async def test_calls_are_counted_by_their_procedure(platform: Platform, world: World) -> None:
+async def test_calls_are_counted_by_their_procedure(platform: Platform, world: World, clock: FakeClock) -> None:
     registry = CollectorRegistry()
     app = create_app(Settings(), platform=platform, telemetry=Telemetry(metrics=Metrics(registry)))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as measured:
-            await answer(measured, publish(public(x25519())), world.token("alice"))
-            await call(measured, JSON, revoke("A" * 43), world.token("alice"))
+            phone = await first_device(measured, world, "alice", clock)
+            await call(measured, phone.revoke(TestDevice(), "alice", clock.now), world.token("alice"))
     finally:
         Telemetry().install()  # the store probes report nowhere again
 
     scrape = Scrape(registry)
     calls = "zkplatform_rpc_calls_total"
-    assert scrape.value(calls, procedure="platform.v1.DirectoryService/PublishKey", code="ok") == 1
-    assert scrape.value(calls, procedure="platform.v1.DirectoryService/RevokeKey", code="not_found") == 1
+    assert scrape.value(calls, procedure="platform.v1.DirectoryService/PublishDevice", code="ok") == 1
+    assert scrape.value(calls, procedure="platform.v1.DirectoryService/RevokeDevice", code="not_found") == 1

@@ -27,10 +27,10 @@ from connectrpc.errors import ConnectError
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
-from joserfc import jwk
 
 from tests.actors import OPERATOR, at
-from tests.world import BASE_URL, PEPPER, FakeClock, World
+from tests.rpc.devices import TestDevice
+from tests.world import BASE_URL, PEPPER, START, FakeClock, World
 from zkplatform.app import Server, create_app
 from zkplatform.config import Settings
 from zkplatform.domain import tokens
@@ -332,20 +332,22 @@ REVOKE = Rpc(
 )
 
 
-def x25519_public() -> str:
-    """The JWK of a new X25519 public key, as PublishKey takes it."""
-    return json.dumps(jwk.OKPKey.generate_key("X25519", private=True).as_dict(private=False))
-
-
+# Alice's new device, first or endorsed: whichever, the rows that use it never reach that check.
+NEW_DEVICE = TestDevice()
 PUBLISH = Rpc(
-    f"{DIRECTORY}/PublishKey",
-    directory_pb2.PublishKeyRequest(public_key_jwk=x25519_public()),
-    directory_pb2.PublishKeyRequest(public_key_jwk=""),
+    f"{DIRECTORY}/PublishDevice",
+    NEW_DEVICE.publish("alice", START),
+    directory_pb2.PublishDeviceRequest(statement="", signature=NEW_DEVICE.publish("alice", START).signature),
 )
-REVOKE_KEY = Rpc(
-    f"{DIRECTORY}/RevokeKey",
-    directory_pb2.RevokeKeyRequest(key_id="A" * 43),
-    directory_pb2.RevokeKeyRequest(key_id="short"),
+REVOKE_DEVICE = Rpc(
+    f"{DIRECTORY}/RevokeDevice",
+    NEW_DEVICE.revoke(NEW_DEVICE, "alice", START),
+    directory_pb2.RevokeDeviceRequest(statement="{}", signature="short"),
+)
+RESET = Rpc(
+    f"{DIRECTORY}/ResetPrincipal",
+    directory_pb2.ResetPrincipalRequest(principal_id="bob"),
+    directory_pb2.ResetPrincipalRequest(principal_id="bob", request_id="not-a-uuid"),
 )
 RECIPIENTS = Rpc(
     f"{DIRECTORY}/GetRecipientKeys",
@@ -356,13 +358,13 @@ RECIPIENTS = Rpc(
 KEY_LOG = Rpc(
     f"{DIRECTORY}/ListKeyLog",
     directory_pb2.ListKeyLogRequest(),
-    directory_pb2.ListKeyLogRequest(since_index=-1),
+    directory_pb2.ListKeyLogRequest(start_index=-1),
     get=True,
 )
 PLATFORM_RPCS: Final = (
     *(DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH),
     *(MINT, LIST_TOKENS, REVOKE),
-    *(PUBLISH, REVOKE_KEY, RECIPIENTS, KEY_LOG),
+    *(PUBLISH, REVOKE_DEVICE, RESET, RECIPIENTS, KEY_LOG),
 )
 VAULT_RPCS: Final = (DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH)
 # The scope each vault RPC needs, and one that is not it.
@@ -377,7 +379,8 @@ NEEDS: Final = {
     MINT: (Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ),
     LIST_TOKENS: (Scope.BROKER_TOKENS_MANAGE, Scope.VAULT_ITEMS_READ),
     PUBLISH: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
-    REVOKE_KEY: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
+    REVOKE_DEVICE: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
+    RESET: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
     RECIPIENTS: (Scope.DIRECTORY_KEYS_READ, Scope.DIRECTORY_KEYS_PUBLISH),
     KEY_LOG: (Scope.DIRECTORY_KEYS_READ, Scope.DIRECTORY_KEYS_PUBLISH),
 }
@@ -670,48 +673,86 @@ def _broker_rows() -> list[Row]:
 OF_ALICE = broker_pb2.ListTokensRequest(principal_id="alice")
 
 
-def _directory_rows() -> list[Row]:
-    async def published(env: Env, principal_id: str, text: str) -> str:
-        """The id of the key the principal published."""
-        call = Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token(principal_id))
-        done = await send(env.client, call, CONNECT)
+def _directory_rows() -> list[Row]:  # noqa: C901 # one provocation per row
+    """The seeded principals each have their demo device, live: alice's endorses, bob's is another's."""
+
+    def demo(env: Env, principal_id: str) -> TestDevice:
+        (principal,) = [p for t in env.world.tenants for p in t.principals if p["principalId"] == principal_id]
+        return TestDevice.of_demo(principal)
+
+    async def sent(env: Env, path: str, message: Message) -> None:
+        done = await send(env.client, Call(path, message, env.token("alice")), CONNECT)
         assert done.status_code == 200, done.text
-        return str(done.json()["key"]["keyId"])
 
-    async def key_exists(env: Env) -> Call:
-        text = x25519_public()
-        await published(env, "alice", text)
-        return Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token("bob"))
+    def publishing(make: Callable[[Env], Message]) -> Provoke:
+        async def provoke(env: Env) -> Call:
+            return Call(PUBLISH.path, make(env), env.token("alice"))
 
-    async def key_revoked(env: Env) -> Call:
-        text = x25519_public()
-        key_id = await published(env, "alice", text)
-        revoked = await send(
-            env.client, Call(REVOKE_KEY.path, changed(REVOKE_KEY.request, key_id=key_id), env.token("alice")), CONNECT
-        )
-        assert revoked.status_code == 200, revoked.text
-        return Call(PUBLISH.path, directory_pb2.PublishKeyRequest(public_key_jwk=text), env.token("alice"))
+        return provoke
 
-    async def key_of_another(env: Env) -> Call:
-        key_id = await published(env, "alice", x25519_public())
-        return Call(REVOKE_KEY.path, changed(REVOKE_KEY.request, key_id=key_id), env.token("bob"))
+    def revoking(make: Callable[[Env], Message]) -> Provoke:
+        async def provoke(env: Env) -> Call:
+            return Call(REVOKE_DEVICE.path, make(env), env.token("alice"))
 
-    private = json.dumps(jwk.OKPKey.generate_key("X25519", private=True).as_dict(private=True))
+        return provoke
+
+    def possession_unsigned(env: Env) -> Message:
+        return changed(TestDevice().publish("alice", env.clock.now), signature=TestDevice().sign(PUBLISH_STATEMENT))
+
+    def endorsed_by_bob(env: Env) -> Message:
+        return TestDevice().publish("alice", env.clock.now, endorser=demo(env, "bob"))
+
+    def bobs_keys(env: Env) -> Message:
+        return demo(env, "bob").publish("alice", env.clock.now, endorser=demo(env, "alice"))
+
+    async def revoked_keys(env: Env) -> Call:
+        device, alices = TestDevice(), demo(env, "alice")
+        await sent(env, PUBLISH.path, device.publish("alice", env.clock.now, endorser=alices))
+        await sent(env, REVOKE_DEVICE.path, alices.revoke(device, "alice", env.clock.now))
+        return Call(PUBLISH.path, device.publish("alice", env.clock.now + 1, endorser=alices), env.token("alice"))
+
+    def unknown_device(env: Env) -> Message:
+        return demo(env, "alice").revoke(TestDevice(), "alice", env.clock.now)
+
+    def unknown_revoker(env: Env) -> Message:
+        return TestDevice().revoke(demo(env, "alice"), "alice", env.clock.now)
+
+    def revocation_unsigned(env: Env) -> Message:
+        signed = demo(env, "alice").revoke(demo(env, "alice"), "alice", env.clock.now)
+        return changed(signed, signature=TestDevice().sign(PUBLISH_STATEMENT))
+
+    def bobs_statement(env: Env) -> Message:
+        return TestDevice().publish("bob", env.clock.now)
+
+    of_globex = _calls(RESET, message=changed(RESET.request, principal_id="carol"))
+    by_a_member = _calls(RESET, token="bob", message=changed(RESET.request, principal_id="alice"))
     garbage = _calls(KEY_LOG, message=changed(KEY_LOG.request, page_token="garbage"))
+    not_ours = _calls(RECIPIENTS, message=changed(RECIPIENTS.request, page_token="garbage"))
     return [
-        row(PUBLISH, Code.ALREADY_EXISTS, R.KEY_EXISTS, "another-principal", key_exists),
-        row(PUBLISH, Code.FAILED_PRECONDITION, R.KEY_REVOKED, "revoked", key_revoked),
+        row(PUBLISH, INVALID, R.FIELD_INVALID, "bobs-statement", publishing(bobs_statement)),
+        row(PUBLISH, INVALID, R.SIGNATURE_INVALID, "possession", publishing(possession_unsigned)),
+        row(PUBLISH, Code.ALREADY_EXISTS, R.KEY_EXISTS, "bobs-device", publishing(bobs_keys)),
+        row(PUBLISH, Code.FAILED_PRECONDITION, R.KEY_REVOKED, "revoked", revoked_keys),
+        row(PUBLISH, Code.FAILED_PRECONDITION, R.ENDORSEMENT_REQUIRED, "unendorsed", _calls(PUBLISH)),
+        row(PUBLISH, Code.FAILED_PRECONDITION, R.ENDORSER_NOT_LIVE, "bobs", publishing(endorsed_by_bob), "deviceId"),
+        row(REVOKE_DEVICE, Code.NOT_FOUND, R.KEY_NOT_FOUND, "unknown", revoking(unknown_device)),
         row(
-            PUBLISH,
-            INVALID,
-            R.FIELD_INVALID,
-            "private-jwk",
-            _calls(PUBLISH, message=changed(PUBLISH.request, public_key_jwk=private)),
+            REVOKE_DEVICE,
+            Code.FAILED_PRECONDITION,
+            R.REVOKER_NOT_LIVE,
+            "unknown",
+            revoking(unknown_revoker),
+            "deviceId",
         ),
-        row(REVOKE_KEY, Code.NOT_FOUND, R.KEY_NOT_FOUND, "unknown", _calls(REVOKE_KEY)),
-        row(REVOKE_KEY, DENIED, R.KEY_ACCESS_DENIED, "another-principal", key_of_another),
+        row(REVOKE_DEVICE, INVALID, R.SIGNATURE_INVALID, "revoker", revoking(revocation_unsigned)),
+        row(RESET, DENIED, R.KEY_ACCESS_DENIED, "member", by_a_member),
+        row(RESET, Code.NOT_FOUND, R.PRINCIPAL_NOT_FOUND, "globex", of_globex),
         row(KEY_LOG, INVALID, R.PAGE_TOKEN_INVALID, "garbage", garbage),
+        row(RECIPIENTS, INVALID, R.PAGE_TOKEN_INVALID, "garbage", not_ours),
     ]
+
+
+PUBLISH_STATEMENT = NEW_DEVICE.keys("acme", "alice", START)
 
 
 def _request_id_rows() -> list[Row]:
@@ -734,7 +775,7 @@ def _request_id_rows() -> list[Row]:
         return await again(REVOKE, first, then)(env)
 
     other = {
-        PUBLISH: changed(PUBLISH.request, public_key_jwk=x25519_public()),
+        RESET: changed(RESET.request, principal_id="alice"),
         DELETE: changed(DELETE.request, item_id="item-2"),
         CREATE: changed(CREATE.request, item_id="new-2"),
         UPDATE: changed(UPDATE.request, item_id="item-2"),

@@ -37,8 +37,9 @@ POST_ONLY = [
     "/platform.v1.VaultService/WatchChanges",
     "/platform.v1.BrokerService/MintUserApiToken",
     "/platform.v1.BrokerService/RevokeToken",
-    "/platform.v1.DirectoryService/PublishKey",
-    "/platform.v1.DirectoryService/RevokeKey",
+    "/platform.v1.DirectoryService/PublishDevice",
+    "/platform.v1.DirectoryService/RevokeDevice",
+    "/platform.v1.DirectoryService/ResetPrincipal",
     "/grpc.health.v1.Health/Check",
 ]
 READ = vault_pb2.GetItemRequest(vault_id="acme-shared", item_id="item-1")

@@ -116,8 +116,12 @@ async def _pages(store: MigratableStore, tenant_id: str, size: int) -> AsyncIter
     start = 0
     while start < size:
         leaves = await store.key_log_leaves(tenant_id, start, PAGE, size)
-        if [leaf.index for leaf in leaves] != list(range(start, start + len(leaves))) or not leaves:
-            msg = f"tenant {tenant_id}: key log entry {start} is missing"
+        expected = range(start, min(start + PAGE, size))
+        missing = next((index for index, leaf in zip(expected, leaves, strict=False) if leaf.index != index), None)
+        if missing is None and len(leaves) < len(expected):
+            missing = expected[len(leaves)]
+        if missing is not None:
+            msg = f"tenant {tenant_id}: key log entry {missing} is missing"
             raise Finding(msg)
         yield leaves
         start = leaves[-1].index + 1
