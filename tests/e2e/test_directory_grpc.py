@@ -1,20 +1,23 @@
 """DirectoryService over gRPC (HTTP/2 cleartext, prior knowledge) with a grpcio client, on a
-real server: a key published by one principal is found by another, and the refusals carry
-their ErrorInfo in the status details."""
+real `serve --dev`: a device endorsed by bob's demo device is found by alice, every answer's
+checkpoint opens with the keys the credentials file gives a client (the development log key
+and witness), and the refusals carry their ErrorInfo in the status details."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
-from joserfc import jwk
 
 from tests.e2e.server import Server, serving
+from tests.rpc.devices import TestDevice, Trust
 from zkplatform_api.platform.v1 import directory_pb2, directory_pb2_grpc
+from zkplatform_tlog.note import CosignatureVerifier, NoteVerifier
 
 
 @pytest.fixture(scope="module")
@@ -35,49 +38,73 @@ def stub(server: Server) -> Iterator[directory_pb2_grpc.DirectoryServiceStub]:
         yield directory_pb2_grpc.DirectoryServiceStub(channel)
 
 
-def token(credentials: dict[str, Any], principal_id: str) -> str:
-    return str(
-        next(p["token"] for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id)
+@pytest.fixture(scope="module")
+def trust(credentials: dict[str, Any]) -> Trust:
+    """What the credentials file gives a client to pin."""
+    return Trust(
+        [NoteVerifier.from_vkey(vkey) for vkey in credentials["logKeys"]],
+        [CosignatureVerifier.from_vkey(vkey) for vkey in credentials["witnesses"]],
+        credentials["witnessQuorum"],
     )
 
 
-def dev_key_id(credentials: dict[str, Any], principal_id: str) -> str:
-    """The id of the principal's key in the development data set, published at start-up."""
-    return str(
-        next(p["keyId"] for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id)
+def principal(credentials: dict[str, Any], principal_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(
+        p for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id
     )
+    return found
 
 
-def bearer(value: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {value}")]
+def bearer(credentials: dict[str, Any], principal_id: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {principal(credentials, principal_id)['token']}")]
 
 
-def test_a_published_key_is_found_by_another_principal(
-    stub: directory_pb2_grpc.DirectoryServiceStub, credentials: dict[str, Any]
+def whole_log(stub: directory_pb2_grpc.DirectoryServiceStub, metadata: list[tuple[str, str]]) -> list[bytes]:
+    entries: list[bytes] = []
+    page_token = ""
+    while True:
+        page = stub.ListKeyLog(directory_pb2.ListKeyLogRequest(page_token=page_token), metadata=metadata, timeout=10)
+        entries += [entry.data.encode() for entry in page.entries]
+        if not (page_token := page.next_page_token):
+            return entries
+
+
+def test_the_credentials_pin_the_development_log_and_witness(credentials: dict[str, Any]) -> None:
+    assert [NoteVerifier.from_vkey(vkey).name for vkey in credentials["logKeys"]] == ["zkplatform.dev"]
+    assert [CosignatureVerifier.from_vkey(vkey).name for vkey in credentials["witnesses"]] == ["witness.zkplatform.dev"]
+    assert credentials["witnessQuorum"] == 1
+    bob = principal(credentials, "bob")
+    assert TestDevice.of_demo(bob).device_id == bob["deviceId"]
+
+
+def test_a_device_endorsed_by_the_demo_device_is_found_by_another_principal(
+    stub: directory_pb2_grpc.DirectoryServiceStub, credentials: dict[str, Any], trust: Trust
 ) -> None:
-    key = jwk.OKPKey.generate_key("X25519")
-    request = directory_pb2.PublishKeyRequest(public_key_jwk=json.dumps(key.as_dict(private=False)))
+    demo, laptop = TestDevice.of_demo(principal(credentials, "bob")), TestDevice()
 
-    published = stub.PublishKey(request, metadata=bearer(token(credentials, "bob")), timeout=10)
+    published = stub.PublishDevice(
+        laptop.publish("bob", int(time.time()), endorser=demo), metadata=bearer(credentials, "bob"), timeout=10
+    )
     found = stub.GetRecipientKeys(
-        directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]),
-        metadata=bearer(token(credentials, "alice")),
-        timeout=10,
+        directory_pb2.GetRecipientKeysRequest(principal_ids=["bob"]), metadata=bearer(credentials, "alice"), timeout=10
     )
 
-    assert published.key.key_id == key.thumbprint()
-    # with bob's development key (the two may be of one second: then in key id order)
-    assert sorted(k.key_id for k in found.keys) == sorted([dev_key_id(credentials, "bob"), published.key.key_id])
-    assert published.key in found.keys
-    assert found.log_head == published.log_head
+    assert (published.device.device_id, published.device.endorser_device_id) == (laptop.device_id, demo.device_id)
+    assert [d.device_id for d in found.devices] == [demo.device_id, laptop.device_id]
+    log = whole_log(stub, bearer(credentials, "alice"))
+    checkpoint = trust.open(found.checkpoint.note, "acme", log)  # cosigned by the development witness
+    assert checkpoint.size == published.entry.index + 1 == len(log)
+    assert trust.open(published.checkpoint.note, "acme", log).size == checkpoint.size
 
 
-def test_an_unknown_key_is_not_found_with_its_reason(
+def test_an_unknown_device_is_not_found_with_its_reason(
     stub: directory_pb2_grpc.DirectoryServiceStub, credentials: dict[str, Any]
 ) -> None:
+    demo = TestDevice.of_demo(principal(credentials, "alice"))
+
     with pytest.raises(grpc.RpcError) as raised:
-        stub.RevokeKey(
-            directory_pb2.RevokeKeyRequest(key_id="A" * 43), metadata=bearer(token(credentials, "alice")), timeout=10
+        stub.RevokeDevice(
+            demo.revoke(TestDevice(), "alice", int(time.time())), metadata=bearer(credentials, "alice"), timeout=10
         )
 
     error: Any = raised.value
