@@ -714,6 +714,7 @@ def entry_cases() -> list[dict[str, Any]]:
         refused("entry: not JSON", "not json", "ENTRY_MALFORMED"),
         refused("entry: not in canonical form", spaced, "ENTRY_MALFORMED"),
         refused("entry: of another tenant", globex, "ENTRY_MALFORMED"),
+        refused("entry: an escaped lone surrogate", '{"a":"\\ud800","format":2}', "ENTRY_MALFORMED"),
         refused("entry: format 2", format_two, "ENTRY_UNSUPPORTED"),
         refused("entry: a statement of format 2", statement_format_two, "ENTRY_UNSUPPORTED"),
         refused("entry: an unknown statement type", unknown_type, "ENTRY_UNSUPPORTED"),

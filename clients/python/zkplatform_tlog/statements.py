@@ -290,7 +290,11 @@ def _canonical_document(text: str | bytes, what: str) -> dict[str, Any]:
         raise _malformed(f"the {what} is not JSON") from None
     if not isinstance(document, dict):
         raise _malformed(f"the {what} must be a JSON object")
-    if canonical_json(document) != raw:
+    try:
+        canonical = canonical_json(document)
+    except UnicodeEncodeError:  # an escaped lone surrogate: no UTF-8 text, so never canonical
+        canonical = b""
+    if canonical != raw:
         raise _malformed(f"the {what} is not in canonical form (members sorted, no whitespace)")
     return document
 
