@@ -343,7 +343,7 @@ def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> N
     assert manifest["types"] == "./dist/index.d.ts"
     assert manifest["version"] == "1.2.0"
     assert "private" not in manifest  # publishable
-    assert manifest["engines"] == {"node": ">=20"}
+    assert manifest["engines"] == {"node": ">=20.19.0"}
     # Direct dependencies: a consumer's own transport comes from the versions the package uses.
     assert {"@connectrpc/connect", "@connectrpc/connect-node", "@bufbuild/protobuf"} <= set(manifest["dependencies"])
     (project / "sync.mjs").write_text(NODE_SCRIPT)
