@@ -234,7 +234,7 @@ def test_keys_log_verifies_then_prints_the_log(store_url: str, capsys: pytest.Ca
     assert admin(store_url, "keys", "log", "--tenant", "acme", "--since", "1") == 0
     later = lines(capsys)
 
-    assert [e.get("index", "0") for e in entries] == ["0", "1", "2"]
+    assert [e["index"] for e in entries] == ["0", "1", "2"]
     statements = [parse_entry(e["data"]).statement for e in entries]
     assert [getattr(s, "device_id", None) for s in statements] == [alices.device_id, bobs.device_id, alices.device_id]
     root = root_hash([leaf_hash(e["data"].encode()) for e in entries])

@@ -34,7 +34,7 @@ from zkplatform.domain.key_directory import KeyDirectory
 from zkplatform.domain.key_log import Device, Leaf
 from zkplatform.domain.paging import PageTokens
 from zkplatform.log_keys import log_keys_for
-from zkplatform.messages.directory import device_to_proto, entry_to_proto
+from zkplatform.messages.directory import device_to_proto
 from zkplatform.store import MigratableStore
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_tlog.merkle import leaf_hash
@@ -130,10 +130,11 @@ async def _pages(store: MigratableStore, tenant_id: str, size: int) -> AsyncIter
 def _device_row(device: Device) -> dict[str, Any]:
     message = directory_pb2.Device()
     device_to_proto(device, message)
-    return {**json_format.MessageToDict(message), "state": "live" if device.live else "revoked"}
+    # logIndex always, 0 too (proto3 JSON leaves a zero out): an operator reads it as a column.
+    row = {**json_format.MessageToDict(message), "logIndex": str(device.log_index)}
+    return {**row, "state": "live" if device.live else "revoked"}
 
 
 def _entry_row(leaf: Leaf) -> dict[str, Any]:
-    message = directory_pb2.KeyLogEntry()
-    entry_to_proto(leaf, message)
-    return json_format.MessageToDict(message)
+    # As ListKeyLog's JSON has it, but with index 0 too (proto3 JSON leaves a zero out).
+    return {"index": str(leaf.index), "data": leaf.data.decode()}
