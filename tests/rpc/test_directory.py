@@ -6,8 +6,10 @@ listed)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +21,7 @@ from tests.connect import JSON, Codec, detail, error_of, headers
 from tests.rpc.devices import TestDevice, Trust, entry_document
 from tests.rpc.test_get_form import bearer, query
 from tests.rpc.test_metrics import Scrape
+from tests.store.stores import closing, migrated
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform import devmode
 from zkplatform.app import create_app
@@ -29,6 +32,7 @@ from zkplatform.domain.models import Scope
 from zkplatform.domain.witnessing import Witness
 from zkplatform.observability.metrics import Metrics
 from zkplatform.observability.telemetry import Telemetry
+from zkplatform.store import open_store
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import directory_pb2
@@ -771,3 +775,30 @@ async def test_calls_are_counted_by_their_procedure(platform: Platform, world: W
     calls = "zkplatform_rpc_calls_total"
     assert scrape.value(calls, procedure="platform.v1.DirectoryService/PublishDevice", code="ok") == 1
     assert scrape.value(calls, procedure="platform.v1.DirectoryService/RevokeDevice", code="not_found") == 1
+
+
+# Concurrent changes
+
+
+async def test_concurrent_first_devices_of_one_principal_are_decided_one_after_the_other(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """On SQLite, whose calls run in threads and interleave: of eight first devices of bob published
+    at once, the log takes one, and every other is decided again against the log that holds it
+    (ENDORSEMENT_REQUIRED), never appended beside it."""
+    url = f"sqlite:///{tmp_path}/zk.db"
+    await migrated(url)
+    async with closing(open_store(url)) as store:
+        keys = devmode.log_keys()
+        platform = Platform.build(store, PEPPER, clock, log_keys=keys, witnesses=[devmode.witness(keys, clock)])
+        world = await World.seed(platform, keys=False)
+        app = create_app(Settings(), platform=platform)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+            requests = [TestDevice().publish("bob", clock.now) for _ in range(8)]
+            answers = await asyncio.gather(*(call(client, request, world.token("bob")) for request in requests))
+            log = await answer(client, directory_pb2.ListKeyLogRequest(), world.token("alice"))
+
+    assert sorted(response.status_code for response in answers) == [200] + [400] * 7
+    refusals = [error_of(response) for response in answers if response.status_code == 400]
+    assert {detail(error, "google.rpc.ErrorInfo")["reason"] for error in refusals} == {"ENDORSEMENT_REQUIRED"}
+    assert [entry.index for entry in log.entries] == [0]
