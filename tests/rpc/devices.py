@@ -108,14 +108,14 @@ class Trust:
     witnesses: Sequence[CosignatureVerifier]
     quorum: int
 
-    def open(self, note: str, tenant_id: str, entries: Sequence[bytes]) -> Checkpoint:
+    def open(self, note: str, tenant_id: str, entries: Sequence[bytes], quorum: int | None = None) -> Checkpoint:
         """The checkpoint of a note, checked as a client checks it: signed by a pinned log key,
-        of the tenant's log, cosigned by the quorum, its root that of the first `size` of
-        `entries` (the log as listed from its start)."""
+        of the tenant's log, cosigned by the quorum (this one, when given), its root that of the
+        first `size` of `entries` (the log as listed from its start)."""
         opened = open_note(note, [*self.log_keys, *self.witnesses])
         assert any(opened.signed_by(key.name) for key in self.log_keys), note
         cosigned = [witness for witness in self.witnesses if opened.signed_by(witness.name)]
-        assert len(cosigned) >= self.quorum, note
+        assert len(cosigned) >= (self.quorum if quorum is None else quorum), note
         checkpoint = Checkpoint.parse(opened.text)
         assert checkpoint.origin == f"{self.log_keys[0].name}/{tenant_id}/key-log/v1"
         assert checkpoint.size <= len(entries), (checkpoint.size, len(entries))

@@ -37,6 +37,7 @@ from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_tlog.checkpoint import Checkpoint
+from zkplatform_tlog.errors import ProofError
 from zkplatform_tlog.merkle import leaf_hash, root_hash, verify_consistency
 from zkplatform_tlog.note import NoteVerifier, open_note
 from zkplatform_tlog.statements import (
@@ -113,13 +114,41 @@ async def call(client: httpx.AsyncClient, request: Message, token: str, codec: C
     return await client.post(PATHS[type(request)], content=codec.encode(request), headers=headers(codec, token))
 
 
-async def answer(client: httpx.AsyncClient, request: Message, token: str, codec: Codec = JSON) -> Any:
-    """The answer of a call that must succeed, decoded as its response message."""
+# What every test's client pins: the development log key and witness (the switch's witness is it).
+TRUST = Trust(devmode.log_keys().verifiers(), [devmode.witness_cosigner().verifier()], 1)
+
+
+async def answer(
+    client: httpx.AsyncClient, request: Message, token: str, codec: Codec = JSON, *, cosigned: bool = True
+) -> Any:
+    """The answer of a call that must succeed, decoded as its response message, once its checkpoint
+    verifies as a client verifies it: the log key's signature, the tenant's log listed from its
+    start hashing to its root, and (`cosigned`, for a log that is not empty) the witness's
+    cosignature."""
     response = await call(client, request, token, codec)
     assert response.status_code == 200, response.text
     assert response.headers["cache-control"] == "no-store"
     response_class = getattr(directory_pb2, type(request).__name__.removesuffix("Request") + "Response")
-    return codec.decode(response.content, response_class)
+    decoded = codec.decode(response.content, response_class)
+    note = decoded.checkpoint.note
+    tenant_id = note.split("\n", 1)[0].split("/")[1]
+    entries = await _listed(client, token)
+    size = Checkpoint.parse(note[: note.index("\n\n") + 1]).size
+    TRUST.open(note, tenant_id, entries, quorum=1 if cosigned and size else 0)
+    return decoded
+
+
+async def _listed(client: httpx.AsyncClient, token: str) -> list[bytes]:
+    """The caller's tenant's log from its start, every page (plain calls: no checkpoint checked)."""
+    entries: list[bytes] = []
+    page_token = ""
+    while True:
+        response = await call(client, directory_pb2.ListKeyLogRequest(page_token=page_token), token)
+        assert response.status_code == 200, response.text
+        page = JSON.decode(response.content, directory_pb2.ListKeyLogResponse)
+        entries += [entry.data.encode() for entry in page.entries]
+        if not (page_token := page.next_page_token):
+            return entries
 
 
 def refused(response: httpx.Response, status: int, code: str, reason: str) -> dict[str, Any]:
@@ -593,21 +622,26 @@ def _device(statement: DeviceKeys, index: int) -> Device:
 async def test_the_key_log_proves_every_checkpoint_consistent_with_every_earlier_size(
     client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock, trust: Trust
 ) -> None:
+    """Between any two sizes the log had: at each size it grows to, a listing from every earlier
+    size answers the entries since and a consistency proof that verifies with zkplatform_tlog."""
     phone = await first_device(client, world, "bob", clock)
-    for _ in range(6):
-        await answer(client, TestDevice().publish("bob", clock.now, endorser=phone), world.token("bob"))
-    entries, note = await whole_log(client, world.token("alice"))
-    size = trust.open(note, "acme", entries).size
-    assert size == 7
-    hashes = [leaf_hash(data) for data in entries]
-
-    for start in range(size + 1):
-        page = await answer(client, directory_pb2.ListKeyLogRequest(start_index=start), world.token("alice"), codec)
-        assert [entry.index for entry in page.entries] == list(range(start, size))
-        assert [entry.data.encode() for entry in page.entries] == entries[start:]
-        new = trust.open(page.checkpoint.note, "acme", entries)
-        old_root = root_hash(hashes[:start])
-        verify_consistency(start, new.size, old_root, new.root_hash, list(page.consistency_proof))
+    for size in range(1, 8):
+        if size > 1:
+            await answer(client, TestDevice().publish("bob", clock.now, endorser=phone), world.token("bob"))
+        entries, note = await whole_log(client, world.token("alice"))
+        assert trust.open(note, "acme", entries).size == size
+        hashes = [leaf_hash(data) for data in entries]
+        for start in range(size + 1):
+            request = directory_pb2.ListKeyLogRequest(start_index=start)
+            page = await answer(client, request, world.token("alice"), codec)
+            assert [entry.index for entry in page.entries] == list(range(start, size))
+            assert [entry.data.encode() for entry in page.entries] == entries[start:]
+            new = trust.open(page.checkpoint.note, "acme", entries)
+            proof = list(page.consistency_proof)
+            verify_consistency(start, new.size, root_hash(hashes[:start]), new.root_hash, proof)
+            if 0 < start < size:  # a proof from another tree does not verify: the check can fail
+                with pytest.raises(ProofError):
+                    verify_consistency(start, new.size, root_hash(hashes[1 : start + 1]), new.root_hash, proof)
     beyond = await answer(client, directory_pb2.ListKeyLogRequest(start_index=9), world.token("alice"), codec)
     assert (list(beyond.entries), list(beyond.consistency_proof)) == ([], [])
     assert trust.open(beyond.checkpoint.note, "acme", entries).size == 7  # below 9: the client sees a rewrite
@@ -675,7 +709,7 @@ async def test_without_witnesses_the_checkpoint_is_the_log_as_signed(clock: Fake
     world = await World.seed(platform, keys=False)
     app = create_app(Settings(), platform=platform)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
-        published = await answer(client, TestDevice().publish("bob", clock.now), world.token("bob"))
+        published = await answer(client, TestDevice().publish("bob", clock.now), world.token("bob"), cosigned=False)
 
     opened = open_note(published.checkpoint.note, list(devmode.log_keys().verifiers()))
     assert [s.name for s in opened.verified] == ["zkplatform.dev"]
