@@ -40,18 +40,24 @@ class Item(_message.Message):
     def __init__(self, item_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., vault_id: _Optional[str] = ..., version: _Optional[int] = ..., kind: _Optional[str] = ..., title_hash: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., encrypted_payload: _Optional[_Union[EncryptedPayload, _Mapping]] = ..., wrapped_keys: _Optional[_Iterable[_Union[WrappedKey, _Mapping]]] = ..., deleted: _Optional[bool] = ..., purge_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class EncryptedPayload(_message.Message):
-    __slots__ = ("alg", "nonce", "aad", "ciphertext", "version")
+    __slots__ = ("alg", "nonce", "aad", "ciphertext", "version", "commitment", "signer", "signature")
     ALG_FIELD_NUMBER: _ClassVar[int]
     NONCE_FIELD_NUMBER: _ClassVar[int]
     AAD_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXT_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    SIGNER_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     alg: str
     nonce: str
     aad: str
     ciphertext: str
     version: int
-    def __init__(self, alg: _Optional[str] = ..., nonce: _Optional[str] = ..., aad: _Optional[str] = ..., ciphertext: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+    commitment: str
+    signer: str
+    signature: str
+    def __init__(self, alg: _Optional[str] = ..., nonce: _Optional[str] = ..., aad: _Optional[str] = ..., ciphertext: _Optional[str] = ..., version: _Optional[int] = ..., commitment: _Optional[str] = ..., signer: _Optional[str] = ..., signature: _Optional[str] = ...) -> None: ...
 
 class WrappedKey(_message.Message):
     __slots__ = ("recipient_id", "wrap_alg", "wrapped_key")
