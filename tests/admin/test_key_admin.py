@@ -63,8 +63,15 @@ def appended(url: str, *changes: tuple[TestDevice, str, str]) -> None:
                 signature = EntrySignature(statement.device_id, b64url_decode(device.sign(statement), 64))
                 change: AddDevice | RevokeDevices = AddDevice(
                     Device(
-                        *("acme", principal_id, statement.device_id, statement.signing_jwk),
-                        *(statement.agreement_key_id, statement.agreement_jwk, "", NOW, size),
+                        tenant_id="acme",
+                        principal_id=principal_id,
+                        device_id=statement.device_id,
+                        signing_jwk=statement.signing_jwk,
+                        agreement_key_id=statement.agreement_key_id,
+                        agreement_jwk=statement.agreement_jwk,
+                        endorser="",
+                        created_at=NOW,
+                        log_index=size,
                     )
                 )
                 if what == "revoke":

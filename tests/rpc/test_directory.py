@@ -313,7 +313,7 @@ async def test_signatures_that_do_not_verify_are_refused_naming_their_field(
     assert (await answer(client, good, world.token("bob"))).device.device_id == laptop.device_id
 
 
-def _with(message: Message, **fields: str) -> Any:
+def _with(message: Message, **fields: str | int) -> Any:
     copy = type(message)()
     copy.CopyFrom(message)
     for name, value in fields.items():

@@ -697,7 +697,9 @@ def _directory_rows() -> list[Row]:  # noqa: C901 # one provocation per row
         return provoke
 
     def possession_unsigned(env: Env) -> Message:
-        return changed(TestDevice().publish("alice", env.clock.now), signature=TestDevice().sign(PUBLISH_STATEMENT))
+        request = TestDevice().publish("alice", env.clock.now)
+        request.signature = TestDevice().sign(PUBLISH_STATEMENT)
+        return request
 
     def endorsed_by_bob(env: Env) -> Message:
         return TestDevice().publish("alice", env.clock.now, endorser=demo(env, "bob"))
@@ -718,8 +720,9 @@ def _directory_rows() -> list[Row]:  # noqa: C901 # one provocation per row
         return TestDevice().revoke(demo(env, "alice"), "alice", env.clock.now)
 
     def revocation_unsigned(env: Env) -> Message:
-        signed = demo(env, "alice").revoke(demo(env, "alice"), "alice", env.clock.now)
-        return changed(signed, signature=TestDevice().sign(PUBLISH_STATEMENT))
+        request = demo(env, "alice").revoke(demo(env, "alice"), "alice", env.clock.now)
+        request.signature = TestDevice().sign(PUBLISH_STATEMENT)
+        return request
 
     def bobs_statement(env: Env) -> Message:
         return TestDevice().publish("bob", env.clock.now)
