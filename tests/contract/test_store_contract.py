@@ -112,6 +112,14 @@ async def test_items_round_trip_and_take_sequence_numbers(seeded: MigratableStor
     assert await seeded.get_item("v2", "i2") is None
 
 
+async def test_a_sealing_v2_payload_round_trips(seeded: MigratableStore) -> None:
+    v2 = EncryptedPayload("A256GCM", "bm9uY2U", "YWFk", "Y2lwaGVy", 2, "C" * 43, "S" * 43, "s" * 86)
+    sealed = replace(item("i9"), payload=v2)
+    await seeded.add_items([sealed], OPERATOR)
+
+    assert await seeded.get_item("v1", "i9") == sealed
+
+
 async def test_reads_answer_the_last_committed_state(seeded: MigratableStore) -> None:
     tombstone = await seeded.delete_item("v1", "i1", 1, at(NOW))
     assert isinstance(tombstone, Tombstone)

@@ -149,6 +149,62 @@ async def test_json_create_has_the_contract_shape(client: httpx.AsyncClient, wor
     }
 
 
+async def test_a_sealing_v2_payload_is_stored_and_answered_as_sent(client: httpx.AsyncClient, world: World) -> None:
+    payload = {
+        "alg": "A256GCM",
+        "nonce": "bm9uY2Vub25jZW4",
+        "aad": "YWFk",
+        "ciphertext": "Y2lwaGVy",
+        "version": 2,
+        "commitment": "C" * 43,
+        "signer": "S" * 43,
+        "signature": "s" * 86,
+    }
+    wrapped = [{"recipientId": "ab" * 32, "wrapAlg": "HPKE-Base-X25519-SHA256-A256GCM", "wrappedKey": "k" * 2048}]
+    body = {"vaultId": "acme-private", "itemId": "v2-1", "kind": "note", "encryptedPayload": payload}
+    created = await client.post(
+        CREATE, json={**body, "wrappedKeys": wrapped}, headers=headers(JSON, world.token("alice"))
+    )
+    assert created.status_code == 200, created.text
+    assert created.json()["item"]["encryptedPayload"] == payload
+    assert created.json()["item"]["wrappedKeys"] == wrapped
+
+    read = await client.post(
+        GET, json={"vaultId": "acme-private", "itemId": "v2-1"}, headers=headers(JSON, world.token("alice"))
+    )
+    assert read.json()["item"]["encryptedPayload"] == payload  # through the store, not only the answer
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("wrapAlg", "HPKE-Base-Unknown"), ("wrapAlg", "hpke-base-x25519-sha256-a256gcm"), ("alg", "A192GCM")],
+)
+async def test_requests_may_send_only_the_allow_listed_algorithms(
+    client: httpx.AsyncClient, world: World, field: str, value: str
+) -> None:
+    payload = {"alg": "A256GCM", "nonce": "bm9uY2U", "ciphertext": "Y2lwaGVy"}
+    key = {"recipientId": "alice", "wrapAlg": "A256KW", "wrappedKey": "a2V5"}
+    if field == "alg":
+        payload["alg"] = value
+    else:
+        key["wrapAlg"] = value
+    response = await client.post(
+        CREATE,
+        json={
+            "vaultId": "acme-private",
+            "itemId": "alg-1",
+            "kind": "note",
+            "encryptedPayload": payload,
+            "wrappedKeys": [key],
+        },
+        headers=headers(JSON, world.token("alice")),
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "invalid_argument"
+    assert await world.platform.store.get_item("acme-private", "alg-1") is None
+
+
 async def test_update_replaces_the_whole_content_one_version_later(
     client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
 ) -> None:

@@ -44,7 +44,7 @@ def item(
         title_hash=title_hash,
         updated_at=updated_at,
         payload=EncryptedPayload("A256GCM", "bm9uY2U", "YWFk", ciphertext, payload_version),
-        wrapped_keys=tuple(WrappedKey(f"recipient-{n}", "ECDH-ES+A256KW", "a" * (1024 - n)) for n in range(keys)),
+        wrapped_keys=tuple(WrappedKey(f"recipient-{n}", "ECDH-ES+A256KW", "a" * (2048 - n)) for n in range(keys)),
     )
 
 
@@ -58,6 +58,8 @@ ITEMS = [
     item(updated_at=0, version=0),
     item(updated_at=2**40, version=2**62),
     Item("i", "t", "v", 1, "k", "", 1, EncryptedPayload("", "", "", "", 0), ()),  # a payload of empty fields
+    # sealing version 2's fields
+    Item("i", "t", "v", 1, "k", "", 1, EncryptedPayload("A256GCM", "n", "a", "c", 2, "C" * 43, "S" * 43, "s" * 86), ()),
     item().tombstone(1_800_000_000),
     item(item_id="x" * 64).tombstone(2**33),
 ]

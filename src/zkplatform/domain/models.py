@@ -125,11 +125,17 @@ class Vault:
 
 @dataclass(frozen=True, slots=True)
 class EncryptedPayload:
+    """An item's content as a client sealed it: opaque to the server, stored and answered as sent.
+    The last three are sealing version 2's (empty before it)."""
+
     alg: str
     nonce: str
     aad: str
     ciphertext: str
     version: int
+    commitment: str = ""
+    signer: str = ""
+    signature: str = ""
 
 
 @dataclass(frozen=True, slots=True)

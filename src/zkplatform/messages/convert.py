@@ -57,6 +57,9 @@ def item_to_proto(item: models.Item, message: vault_pb2.Item | None = None, *, r
         target.aad = payload.aad
         target.ciphertext = payload.ciphertext
         target.version = payload.version
+        target.commitment = payload.commitment
+        target.signer = payload.signer
+        target.signature = payload.signature
     return message
 
 
@@ -64,7 +67,7 @@ def item_from_proto(message: vault_pb2.Item) -> models.Item:
     payload = None
     if message.HasField("encrypted_payload"):
         p = message.encrypted_payload
-        payload = models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version)
+        payload = _payload(p)
     return models.Item(
         item_id=message.item_id,
         tenant_id=message.tenant_id,
@@ -116,7 +119,7 @@ def item_patch(request: vault_pb2.UpdateItemRequest) -> models.ItemPatch:
 
 
 def _payload(p: vault_pb2.EncryptedPayload) -> models.EncryptedPayload:
-    return models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version)
+    return models.EncryptedPayload(p.alg, p.nonce, p.aad, p.ciphertext, p.version, p.commitment, p.signer, p.signature)
 
 
 def _keys(keys: Iterable[vault_pb2.WrappedKey]) -> tuple[models.WrappedKey, ...]:

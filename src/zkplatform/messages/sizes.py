@@ -78,6 +78,9 @@ def item_size(item: Item) -> int:
             + _text(payload.aad)
             + _text(payload.ciphertext)
             + _number(payload.version)
+            + _text(payload.commitment)
+            + _text(payload.signer)
+            + _text(payload.signature)
         )
     for key in item.wrapped_keys:
         size += _nested(_text(key.recipient_id) + _text(key.wrap_alg) + _text(key.wrapped_key))

@@ -70,16 +70,18 @@ def scopes_from_text(text: str) -> frozenset[Scope]:
 def payload_to_text(payload: EncryptedPayload | None) -> str | None:
     if payload is None:
         return None
-    return json.dumps(
-        {
-            "alg": payload.alg,
-            "nonce": payload.nonce,
-            "aad": payload.aad,
-            "ciphertext": payload.ciphertext,
-            "version": payload.version,
-        },
-        separators=(",", ":"),
-    )
+    document: dict[str, str | int] = {
+        "alg": payload.alg,
+        "nonce": payload.nonce,
+        "aad": payload.aad,
+        "ciphertext": payload.ciphertext,
+        "version": payload.version,
+    }
+    # Sealing version 2's fields, only when set: a version 1 payload is stored as it always was.
+    for name in ("commitment", "signer", "signature"):
+        if value := getattr(payload, name):
+            document[name] = value
+    return json.dumps(document, separators=(",", ":"))
 
 
 def keys_to_text(keys: Iterable[WrappedKey]) -> str:
