@@ -8,9 +8,11 @@ failed call says (`error_details`: its reason, to compare with the generated
 `ErrorReason`, metadata, field violations and retry delay), a vault sync that
 resumes from a saved state (`VaultSync`, `FileSyncStore`, `MemorySyncStore`),
 and end-to-end encryption (docs/sealing.md): items sealed for recipient keys and
-opened with one (`seal`, `open_item`, `share`, `unshare`, `RecipientKey`,
-`RecipientPrivateKey`, `SealingError`); devices' keys and statements
-(`DeviceKeyPair`, `endorse`); and the key directory verified against a server
+signed by the sealing device, opened with one against the verified directory,
+which answers who sealed them (`seal`, `open_item`, `share`, `unshare`,
+`Opened`, `SealedBy`, `SignerDirectory`, `RecipientKey`, `RecipientPrivateKey`,
+`SealingError`); devices' keys and statements, and their key files under a
+passphrase (`DeviceKeyPair`, `endorse`, `KeyFile`, `read_key_file`); and the key directory verified against a server
 that may lie (docs/key-transparency.md): `KeyDirectory` over a `TrustPolicy` and
 a `FileKeyLogStore` (or, chosen knowingly, `MemoryKeyLogStore`), its alerts, and
 the pure checks under it (`verify_update`, `recipient_keys`, `KeyLogError`).
@@ -19,7 +21,7 @@ the pure checks under it (`verify_update`, `recipient_keys`, `KeyLogError`).
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 from zkplatform_client.auth import AuthInterceptor, TokenProvider, is_token_expired
 from zkplatform_client.client import Clients, HttpVersion, Protocol, clients, http_transport
-from zkplatform_client.devices import DeviceKeyPair, DeviceStatement, SignedRevocation, endorse
+from zkplatform_client.devices import DeviceKeyPair, DeviceStatement, KeyFile, SignedRevocation, endorse, read_key_file
 from zkplatform_client.dpop import DPoPKey
 from zkplatform_client.errors import ERROR_DOMAIN, ErrorDetails, FieldViolation, error_details, error_reason
 from zkplatform_client.key_directory import KeyDirectory
@@ -41,11 +43,14 @@ from zkplatform_client.key_log import (
 )
 from zkplatform_client.key_log_store import FileKeyLogStore, KeyLogStore, MemoryKeyLogStore
 from zkplatform_client.sealing import (
+    Opened,
     RecipientKey,
     RecipientPrivateKey,
     SealContext,
     Sealed,
+    SealedBy,
     SealingError,
+    SignerDirectory,
     open_item,
     seal,
     share,
@@ -87,6 +92,7 @@ __all__ = [
     "Heartbeat",
     "HttpVersion",
     "KeyDirectory",
+    "KeyFile",
     "KeyLogError",
     "KeyLogReason",
     "KeyLogState",
@@ -96,6 +102,7 @@ __all__ = [
     "Me",
     "MemoryKeyLogStore",
     "MemorySyncStore",
+    "Opened",
     "Protocol",
     "RecipientKey",
     "RecipientPrivateKey",
@@ -105,8 +112,10 @@ __all__ = [
     "Resumed",
     "SealContext",
     "Sealed",
+    "SealedBy",
     "SealingError",
     "SignedRevocation",
+    "SignerDirectory",
     "SyncEvent",
     "SyncState",
     "SyncStoppedError",
@@ -124,6 +133,7 @@ __all__ = [
     "http_transport",
     "is_token_expired",
     "open_item",
+    "read_key_file",
     "recipient_keys",
     "seal",
     "share",

@@ -6,9 +6,10 @@ agreement key (X25519 or P-256) that items' keys are wrapped for. `DeviceKeyPair
 zkplatform_tlog.statements: its publication as a principal's first device, its publication to
 be endorsed by a device the principal already has (`endorse`), and revocations.
 
-Keys live in memory here, and go to and from JWK dicts (`to_jwks`, `from_jwks`): keeping them
-on disk, encrypted under a passphrase, is for the application this release (the package
-writes no key file).
+At rest, a device's keys are a key file (docs/sealing.md, "Device keys at rest"): a compact
+JWE encrypted under a passphrase with PBES2-HS512+A256KW (`to_key_file`, `from_key_file`,
+`read_key_file`; key_files.py); plain JWKs (`to_jwks`, `from_jwks`) only for an application
+that keeps them in a platform key store of its own.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from zkplatform_client.key_files import KeyFile, read_key_file, write_key_file
 from zkplatform_client.sealing import RecipientPrivateKey
 from zkplatform_tlog.statements import (
     DeviceKeys,
     DeviceRevocation,
     b64url,
     b64url_decode,
+    canonical_json,
     canonical_public_jwk,
     ed25519_jwk,
     sign_statement,
@@ -36,12 +39,22 @@ from zkplatform_tlog.statements import (
     verify_statement,
 )
 
-__all__ = ["AgreementCurve", "DeviceKeyPair", "DeviceStatement", "SignedRevocation", "endorse"]
+__all__ = [
+    "AgreementCurve",
+    "DeviceKeyPair",
+    "DeviceStatement",
+    "KeyFile",
+    "SignedRevocation",
+    "endorse",
+    "read_key_file",
+]
 
 AgreementCurve = Literal["X25519", "P-256"]
 AgreementPrivateKey = X25519PrivateKey | ec.EllipticCurvePrivateKey
 
 _P256_BYTES = 32
+# The `type` of a sealed item's statement (docs/sealing.md, "The signature").
+SEALED_ITEM = "zkplatform.sealed-item"
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,35 @@ class DeviceKeyPair:
     def sign(self, statement: DeviceKeys | DeviceRevocation) -> bytes:
         """This device's Ed25519 signature of a statement's canonical bytes."""
         return sign_statement(self._signing, statement)
+
+    def sign_sealed_item(self, statement: bytes) -> bytes:
+        """This device's Ed25519 signature of a sealed item's statement (sealing.py's
+        `payload_statement`). Anything else is refused: the key signs the key log's statements
+        too, and must never sign one of them through here."""
+        try:
+            document = json.loads(statement)
+        except ValueError:
+            document = None
+        sealed_item = isinstance(document, dict) and document.get("type") == SEALED_ITEM
+        if not sealed_item or canonical_json(document) != statement:
+            raise ValueError("not a sealed item's statement in canonical form")
+        return self._signing.sign(statement)
+
+    def to_key_file(
+        self, passphrase: str | None, *, tenant_id: str, principal_id: str, unencrypted: bool = False
+    ) -> str:
+        """Both private keys, with the device's tenant and principal, as a key file: a compact
+        JWE under `passphrase` (PBES2-HS512+A256KW, A256GCM, 210,000 iterations). The plain
+        JSON of the keys only with `unencrypted=True` and no passphrase."""
+        return write_key_file(self, passphrase, tenant_id=tenant_id, principal_id=principal_id, unencrypted=unencrypted)
+
+    @classmethod
+    def from_key_file(cls, text: str, passphrase: str | None, *, unencrypted: bool = False) -> DeviceKeyPair:
+        """The keys of a key file `to_key_file` (or the TypeScript package's `toKeyFile`) wrote;
+        SealingError WRONG_PASSPHRASE for a wrong passphrase or a damaged file, MALFORMED for a
+        text that is not a key file, UNSUPPORTED for another algorithm or iteration count.
+        `read_key_file` answers its tenant and principal too."""
+        return read_key_file(text, passphrase, unencrypted=unencrypted).keys
 
     def __repr__(self) -> str:  # never a private part
         return f"DeviceKeyPair(device_id={self.device_id!r})"

@@ -282,6 +282,11 @@ class KeyLogState:
     def live_devices(self, principal_id: str) -> list[LoggedDevice]:
         return [device for device in self.devices_of(principal_id) if device.live]
 
+    def device(self, device_id: str) -> LoggedDevice | None:
+        """The device `device_id` as the verified log holds it, live or revoked (None when the
+        log never published it): what sealing.py's `open_item` checks a signer against."""
+        return self.devices.get(device_id)
+
 
 def verify_update(  # noqa: PLR0913, PLR0917 - the signature both packages share
     state: KeyLogState | None,

@@ -1,100 +1,192 @@
 """End-to-end encryption of items, in the format of docs/sealing.md (the TypeScript package's too).
 
-`seal` encrypts an item's content under a fresh content key (AES-256-GCM, with additional
-authenticated data that binds it to its tenant, vault, item and kind) and wraps that key for
-each recipient key in a compact JWE (ECDH-ES+A256KW); `open_item` undoes it with one
-recipient's private key; `share` wraps the same content key for more recipients, `unshare`
-seals the content again, under a new content key, for fewer.
+`seal` encrypts an item's content under a fresh content key (AES-256-GCM under a key derived
+from it, which the payload commits to, with additional authenticated data that binds it to its
+tenant, vault, item and kind), wraps that key for each recipient key with HPKE (RFC 9180, bound
+to the item and the recipient), and signs the payload, the recipient list and the item version
+the write creates with the sealing device's Ed25519 key. `open_item` checks all of it against
+a key directory the reader verified itself and answers the plaintext with who sealed it;
+`share` wraps the same content key for more recipients and signs again, `unshare` seals the
+content again, under a new content key, for fewer. Version 1 payloads (JWE-wrapped keys,
+unsigned) still open, read only (sealed_v1.py); every write is version 2.
 
 Recipient keys come from the tenant's key directory: take them from `KeyDirectory.recipient_keys`
 (key_directory.py), the agreement keys of the live devices of the log it verified itself, never
-from an unchecked answer.
+from an unchecked answer; open against the same verified state (`KeyLogState`).
 
-Nothing here is a primitive made by hand: AES-GCM is cryptography's, the JWE joserfc's.
+Nothing here is a primitive made by hand: HPKE, HKDF, AES-GCM and Ed25519 are cryptography's.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
+import hmac
 import json
 import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
-from cryptography.exceptions import InvalidTag
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import hashes, hpke
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from joserfc import jwe, jwk
+from joserfc import jwk
 from joserfc.errors import JoseError
 
 from zkplatform_api.platform.v1.vault_pb2 import EncryptedPayload, Item, WrappedKey
+from zkplatform_tlog.statements import b64url, b64url_decode, canonical_json
+
+if TYPE_CHECKING:
+    from zkplatform_client.devices import DeviceKeyPair
 
 __all__ = [
     "ALG",
+    "FORMAT_VERSION",
     "MAX_PLAINTEXT",
     "MAX_RECIPIENTS",
-    "VERSION",
-    "WRAP_ALG",
+    "SUITES",
+    "VERSION_WINDOW",
     "Curve",
+    "Opened",
     "RecipientKey",
     "RecipientPrivateKey",
     "SealContext",
     "Sealed",
+    "SealedBy",
     "SealingError",
     "SealingReason",
+    "SignerDevice",
+    "SignerDirectory",
+    "Suite",
     "open_item",
+    "payload_statement",
     "seal",
     "share",
     "unshare",
 ]
 
 ALG: Final = "A256GCM"
-VERSION: Final = 1
-WRAP_ALG: Final = "ECDH-ES+A256KW"
+# The payload format every write makes; version 1 is read only.
+FORMAT_VERSION: Final = 2
 # The ciphertext (plaintext and 16-byte tag) must stay within the 49,152 base64url characters
 # EncryptedPayload.ciphertext takes: 36,864 bytes.
 MAX_PLAINTEXT: Final = 36_848
 # What CreateItem and UpdateItem take in wrapped_keys.
 MAX_RECIPIENTS: Final = 256
+# How many lower versions a signature that does not verify is tried with (VERSION_MISMATCH).
+VERSION_WINDOW: Final = 64
 CONTENT_KEY_BYTES: Final = 32
 NONCE_BYTES: Final = 12
+_COMMITMENT_BYTES: Final = 32
+_SIGNATURE_BYTES: Final = 64
+_KDF_INFO: Final = b"zkplatform sealed item v2"
+_SEALED_ITEM: Final = "zkplatform.sealed-item"
+_ITEM_KEY: Final = "zkplatform.item-key"
 
 Curve = Literal["X25519", "P-256"]
 SealingReason = Literal[
-    "UNSUPPORTED", "BINDING_MISMATCH", "NOT_A_RECIPIENT", "DECRYPTION_FAILED", "TOO_LARGE", "NO_RECIPIENTS"
+    "MALFORMED",
+    "UNSUPPORTED",
+    "BINDING_MISMATCH",
+    "SIGNER_UNKNOWN",
+    "SIGNATURE_INVALID",
+    "RECIPIENTS_MISMATCH",
+    "VERSION_MISMATCH",
+    "NOT_A_RECIPIENT",
+    "DECRYPTION_FAILED",
+    "COMMITMENT_MISMATCH",
+    "TOO_LARGE",
+    "NO_RECIPIENTS",
+    "WRONG_PASSPHRASE",
 ]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """How items' keys are wrapped for one key type: the `wrap_alg` name and its HPKE suite."""
+
+    wrap_alg: str
+    hpke: hpke.Suite = field(repr=False, compare=False)
+
+
+# One entry a key type: a new KEM (X-Wing, say) is a new key type and a new entry here.
+SUITES: Final[Mapping[str, Suite]] = {
+    "X25519": Suite(
+        "HPKE-Base-X25519-SHA256-A256GCM", hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
+    ),
+    "P-256": Suite(
+        "HPKE-Base-P256-SHA256-A256GCM", hpke.Suite(hpke.KEM.P256, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
+    ),
+}
 
 # The key types of each curve, and the members its RFC 7638 thumbprint covers.
 _CURVES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "X25519": ("OKP", ("crv", "kty", "x")),
     "P-256": ("EC", ("crv", "kty", "x", "y")),
 }
-# Only what this format uses, so that a JWE of another algorithm is refused, never tried.
-_JWE_REGISTRY: Final = jwe.JWERegistry(algorithms=[WRAP_ALG, ALG])
 # Ids and kinds as the API takes them (vault.proto): within these, the aad's JSON needs no escaping.
 _ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 _KIND: Final = re.compile(r"[a-z][a-z0-9._-]{0,31}")
-_BASE64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
 
 
 class SealingError(Exception):
-    """Content that cannot be sealed or opened; `reason` says why (the TypeScript package's names):
-
-    - UNSUPPORTED: a payload of another `alg` or `version`, or a key of another type or curve;
-    - BINDING_MISMATCH: the payload was sealed for another item, vault, tenant or kind;
-    - NOT_A_RECIPIENT: no wrapped key (of `ECDH-ES+A256KW`) is for this private key;
-    - DECRYPTION_FAILED: the wrapped key or the ciphertext does not decrypt (tampered, or not ours);
-    - TOO_LARGE: more than MAX_PLAINTEXT bytes, or more than MAX_RECIPIENTS recipient keys;
-    - NO_RECIPIENTS: nobody to seal for.
+    """Content that cannot be sealed or opened; `reason` says why, as docs/sealing.md names it
+    (the TypeScript package's names): opening refuses with the first of MALFORMED,
+    UNSUPPORTED, BINDING_MISMATCH, SIGNER_UNKNOWN, SIGNATURE_INVALID, RECIPIENTS_MISMATCH,
+    VERSION_MISMATCH, NOT_A_RECIPIENT, DECRYPTION_FAILED and COMMITMENT_MISMATCH that applies;
+    sealing refuses with TOO_LARGE (more than MAX_PLAINTEXT bytes or MAX_RECIPIENTS keys) or
+    NO_RECIPIENTS, or UNSUPPORTED for a key of another type; a key file that does not open
+    with its passphrase is WRONG_PASSPHRASE (key_files.py).
 
     The message never holds a key or content."""
 
     def __init__(self, reason: SealingReason, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason: SealingReason = reason
+
+
+class SignerDevice(Protocol):
+    """A device as a verified key directory knows it (key_log.py's `LoggedDevice` is one)."""
+
+    @property
+    def principal_id(self) -> str: ...
+    @property
+    def signing_jwk(self) -> str: ...
+    @property
+    def live(self) -> bool: ...
+
+
+class SignerDirectory(Protocol):
+    """What `open_item` checks a signer against: the verified key directory (`KeyLogState`),
+    or for tests any map of device ids to devices. None for a device it does not hold."""
+
+    def device(self, device_id: str) -> SignerDevice | None: ...
+
+
+@dataclass(frozen=True)
+class SealedBy:
+    """Who sealed an item (or last shared it): the signing device, its principal, and whether
+    the directory holds that device live still (a revoked device's writes still open)."""
+
+    principal_id: str
+    device_id: str
+    live: bool
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An opened item: its content, its payload's format version, and who sealed it (None for
+    version 1, which is unsigned: anyone with write access could have written it)."""
+
+    plaintext: bytes = field(repr=False)
+    format_version: int
+    sealed_by: SealedBy | None
 
 
 @dataclass(frozen=True)
@@ -111,8 +203,8 @@ class RecipientKey:
 class RecipientPrivateKey:
     """A recipient's key pair (X25519 or P-256): what items are opened with.
 
-    A device's agreement key (devices.py, `DeviceKeyPair.recipient_key()`); keep `to_jwk()`, the
-    private key, where the app keeps its secrets, and load it again with `from_jwk()`."""
+    A device's agreement key (devices.py, `DeviceKeyPair.recipient_key()`); keep it in the
+    device's key file (`DeviceKeyPair.to_key_file`), encrypted under a passphrase."""
 
     def __init__(self, key: jwk.OKPKey | jwk.ECKey) -> None:
         if not key.is_private:
@@ -124,6 +216,7 @@ class RecipientPrivateKey:
             raise ValueError("the JWK's public members are not those of its private key")
         self._key = key
         self._public_jwk = public
+        self._curve = str(key.as_dict(private=False)["crv"])
         self._thumbprint = hashlib.sha256(public.encode()).digest()
 
     @classmethod
@@ -136,8 +229,8 @@ class RecipientPrivateKey:
 
     @classmethod
     def from_jwk(cls, private_jwk: str | Mapping[str, Any]) -> RecipientPrivateKey:
-        """A key saved with `to_jwk()` (the JSON text, or the parsed object): a private JWK of
-        X25519 (`kty` OKP) or P-256 (`kty` EC), with `d`."""
+        """A private JWK (the JSON text, or the parsed object) of X25519 (`kty` OKP) or P-256
+        (`kty` EC), with `d`."""
         members = dict(json.loads(private_jwk) if isinstance(private_jwk, str) else private_jwk)
         kty, _ = _CURVES.get(str(members.get("crv")), (None, ()))
         if kty is None or members.get("kty") != kty:
@@ -161,14 +254,31 @@ class RecipientPrivateKey:
         return self._public_jwk
 
     @property
+    def curve(self) -> str:
+        return self._curve
+
+    @property
     def key_id(self) -> str:
-        """The RFC 7638 thumbprint, base64url: a device's `agreement_key_id`, the JWE's `kid`."""
-        return _b64encode(self._thumbprint)
+        """The RFC 7638 thumbprint, base64url: a device's `agreement_key_id`."""
+        return b64url(self._thumbprint)
 
     @property
     def recipient_id(self) -> str:
         """The thumbprint in 64 lowercase hex digits: a wrapped key's `recipient_id`."""
         return self._thumbprint.hex()
+
+    @property
+    def agreement_key(self) -> X25519PrivateKey | ec.EllipticCurvePrivateKey:
+        """The private key as cryptography holds it (HPKE opens wrapped keys with it)."""
+        private = self._key.private_key
+        if not isinstance(private, X25519PrivateKey | ec.EllipticCurvePrivateKey):  # X25519 or P-256 only
+            raise TypeError(private)
+        return private
+
+    @property
+    def jwk_key(self) -> jwk.OKPKey | jwk.ECKey:
+        """The key as joserfc holds it (version 1's JWEs are opened with it)."""
+        return self._key
 
     def __repr__(self) -> str:  # never the private part
         return f"RecipientPrivateKey(key_id={self.key_id!r})"
@@ -206,23 +316,36 @@ class SealContext:
 
 @dataclass(frozen=True)
 class Sealed:
-    """A sealed content: CreateItem's (or UpdateItem's) `encrypted_payload` and `wrapped_keys`."""
+    """A sealed content: CreateItem's (or UpdateItem's) `encrypted_payload` and `wrapped_keys`,
+    signed for `version`, the item version the write creates."""
 
     encrypted_payload: EncryptedPayload
     wrapped_keys: list[WrappedKey] = field(default_factory=list)
+    version: int = 1
 
 
 @dataclass(frozen=True)
 class _Recipient:
     key_id: str
     recipient_id: str
-    key: jwk.OKPKey | jwk.ECKey
+    curve: str
+    jwk: str
+    public: X25519PublicKey | ec.EllipticCurvePublicKey
 
 
-def seal(plaintext: bytes, recipients: Iterable[RecipientKey | str], context: SealContext) -> Sealed:
+def seal(
+    plaintext: bytes,
+    recipients: Iterable[RecipientKey | str],
+    context: SealContext,
+    signer: DeviceKeyPair,
+    *,
+    version: int = 1,
+) -> Sealed:
     """`plaintext` (at most MAX_PLAINTEXT bytes) sealed for the item `context` names, for each of
     `recipients` (RecipientKeys, as `KeyDirectory.recipient_keys` answers them, or public JWK
-    texts; the same key given twice is wrapped for once): 1 to MAX_RECIPIENTS keys."""
+    texts; the same key given twice is wrapped for once): 1 to MAX_RECIPIENTS keys; signed by
+    the device `signer` for `version`, the item version the write creates (1 for CreateItem,
+    base_version + 1 for UpdateItem)."""
     if len(plaintext) > MAX_PLAINTEXT:
         raise SealingError("TOO_LARGE", f"the plaintext is {len(plaintext)} bytes, more than {MAX_PLAINTEXT}")
     keys = _recipients(recipients)
@@ -230,81 +353,239 @@ def seal(plaintext: bytes, recipients: Iterable[RecipientKey | str], context: Se
         raise SealingError("NO_RECIPIENTS", "an item is sealed for at least one recipient key")
     if len(keys) > MAX_RECIPIENTS:
         raise SealingError("TOO_LARGE", f"{len(keys)} recipient keys, more than {MAX_RECIPIENTS}")
-    content_key = AESGCM.generate_key(bit_length=256)
+    content_key = secrets.token_bytes(CONTENT_KEY_BYTES)
     nonce = secrets.token_bytes(NONCE_BYTES)
-    aad = _aad(context.tenant_id, context.vault_id, context.item_id, context.kind)
+    aad = _aad(context.tenant_id, context.vault_id, context.item_id, context.kind, FORMAT_VERSION)
+    aes_key, commitment = _derive(content_key)
     payload = EncryptedPayload(
         alg=ALG,
-        version=VERSION,
-        nonce=_b64encode(nonce),
-        aad=_b64encode(aad),
-        ciphertext=_b64encode(AESGCM(content_key).encrypt(nonce, plaintext, aad)),
+        version=FORMAT_VERSION,
+        nonce=b64url(nonce),
+        aad=b64url(aad),
+        ciphertext=b64url(AESGCM(aes_key).encrypt(nonce, plaintext, aad)),
+        commitment=b64url(commitment),
     )
-    return Sealed(payload, [_wrap(content_key, key) for key in keys])
+    wrapped = [_wrap(content_key, key, payload.aad) for key in keys]
+    return _signed(payload, wrapped, version, signer)
 
 
-def open_item(item: Item, private_key: RecipientPrivateKey) -> bytes:
-    """The content of `item`, opened with `private_key`: SealingError when it is not sealed in
-    this format, not for this item, not for this key, or does not decrypt."""
-    return _open(item, private_key)[1]
+def open_item(item: Item, private_key: RecipientPrivateKey, directory: SignerDirectory) -> Opened:
+    """The content of `item` opened with `private_key`, and who sealed it, checked against
+    `directory` (the verified `KeyLogState`); SealingError with the reason otherwise
+    (docs/sealing.md, "Opening", in its order)."""
+    return _open(item, private_key, directory)[1]
 
 
-def share(item: Item, private_key: RecipientPrivateKey, recipients: Iterable[RecipientKey | str]) -> list[WrappedKey]:
-    """`item`'s wrapped keys followed by its content key wrapped for each of `recipients` it has
-    no wrapped key for yet (opened with `private_key`, the payload checked as `open_item` does).
-    Keys already there, and keys of a wrap_alg this package does not know, are kept unchanged.
-    Send them with UpdateItem, update_mask `wrapped_keys`, base_version the item's version."""
-    content_key, _ = _open(item, private_key)
-    present = {wrapped.recipient_id for wrapped in item.wrapped_keys}
-    added = [_wrap(content_key, key) for key in _recipients(recipients) if key.recipient_id not in present]
-    if len(present) + len(added) > MAX_RECIPIENTS:
-        raise SealingError("TOO_LARGE", f"{len(present) + len(added)} recipient keys, more than {MAX_RECIPIENTS}")
+def share(  # noqa: PLR0913 - docs/sealing.md's parameters, the version by name
+    item: Item,
+    private_key: RecipientPrivateKey,
+    recipients: Iterable[RecipientKey | str],
+    signer: DeviceKeyPair,
+    directory: SignerDirectory,
+    *,
+    version: int | None = None,
+) -> Sealed:
+    """`item` shared with `recipients` too, once it opened with `private_key` (every check of
+    `open_item`): its content key wrapped for each recipient key that has no usable wrapped key
+    yet (one of another `wrap_alg` is replaced), the other keys kept, signed by `signer` for
+    `version` (the item's version plus 1 unless given). With no new recipient it only signs
+    again: what an update that leaves the content alone sends. A version 1 item is sealed again
+    in version 2, under a new content key, for `recipients` and `private_key`'s own key: it
+    names its recipients by id only, so give every recipient it should keep. Send it with
+    UpdateItem, update_mask `encrypted_payload,wrapped_keys`, base_version the item's version."""
+    signed_for = item.version + 1 if version is None else version
+    content_key, opened = _open(item, private_key, directory)
+    keys = _recipients(recipients)
+    if opened.format_version == 1:
+        return seal(opened.plaintext, [private_key.public_jwk, *(k.jwk for k in keys)], SealContext.of(item), signer,
+                    version=signed_for)  # fmt: skip
+    new = {key.recipient_id: key for key in keys}
     kept = [
         WrappedKey(recipient_id=k.recipient_id, wrap_alg=k.wrap_alg, wrapped_key=k.wrapped_key)
         for k in item.wrapped_keys
+        if k.recipient_id not in new or k.wrap_alg == SUITES[new[k.recipient_id].curve].wrap_alg
     ]
-    return kept + added
+    present = {k.recipient_id for k in kept}
+    added = [_wrap(content_key, key, item.encrypted_payload.aad) for key in keys if key.recipient_id not in present]
+    if len(kept) + len(added) > MAX_RECIPIENTS:
+        raise SealingError("TOO_LARGE", f"{len(kept) + len(added)} recipient keys, more than {MAX_RECIPIENTS}")
+    payload = EncryptedPayload()
+    payload.CopyFrom(item.encrypted_payload)
+    return _signed(payload, kept + added, signed_for, signer)
 
 
-def unshare(item: Item, private_key: RecipientPrivateKey, recipients: Iterable[RecipientKey | str]) -> Sealed:
-    """`item`'s content sealed again, under a new content key, for exactly `recipients` (include
-    your own key to keep reading it): who is left out cannot open what is written from now on.
-    Send it with UpdateItem, update_mask `encrypted_payload,wrapped_keys`."""
-    return seal(open_item(item, private_key), recipients, SealContext.of(item))
+def unshare(  # noqa: PLR0913 - docs/sealing.md's parameters, the version by name
+    item: Item,
+    private_key: RecipientPrivateKey,
+    recipients: Iterable[RecipientKey | str],
+    signer: DeviceKeyPair,
+    directory: SignerDirectory,
+    *,
+    version: int | None = None,
+) -> Sealed:
+    """`item`'s content (opened with `private_key`, every check of `open_item`) sealed again,
+    under a new content key, for exactly `recipients` (include your own key to keep reading
+    it), signed by `signer` for `version` (the item's version plus 1 unless given): who is
+    left out cannot open what is written from now on. Send it with UpdateItem, update_mask
+    `encrypted_payload,wrapped_keys`."""
+    opened = open_item(item, private_key, directory)
+    signed_for = item.version + 1 if version is None else version
+    return seal(opened.plaintext, recipients, SealContext.of(item), signer, version=signed_for)
 
 
-def _open(item: Item, private_key: RecipientPrivateKey) -> tuple[bytes, bytes]:
-    """The content key and the content: docs/sealing.md, "Opening", step by step."""
-    payload = item.encrypted_payload
-    if payload.alg != ALG or payload.version != VERSION:
-        raise SealingError("UNSUPPORTED", f"a payload of alg {payload.alg!r} version {payload.version}")
-    aad = _aad(item.tenant_id, item.vault_id, item.item_id, item.kind)
-    if payload.aad != _b64encode(aad):
-        raise SealingError("BINDING_MISMATCH", "the payload was sealed for another item, vault, tenant or kind")
-    wrapped = next(
-        (k for k in item.wrapped_keys if k.recipient_id == private_key.recipient_id and k.wrap_alg == WRAP_ALG),
-        None,
+def payload_statement(payload: EncryptedPayload, recipient_ids: Iterable[str], version: int) -> bytes:
+    """The canonical bytes a version 2 payload's signer signs (docs/sealing.md, "The
+    signature"): the payload as sent, its recipients in ascending order, and the item version
+    the write creates."""
+    ciphertext = b64url_decode(payload.ciphertext)
+    return canonical_json(
+        {
+            "aad": payload.aad,
+            "ciphertextSha256": b64url(hashlib.sha256(ciphertext).digest()),
+            "commitment": payload.commitment,
+            "format": FORMAT_VERSION,
+            "nonce": payload.nonce,
+            "recipients": sorted(recipient_ids),
+            "signer": payload.signer,
+            "type": _SEALED_ITEM,
+            "version": version,
+        }
     )
-    if wrapped is None:
-        raise SealingError("NOT_A_RECIPIENT", f"no wrapped key for key {private_key.key_id}")
+
+
+def _signed(payload: EncryptedPayload, wrapped: list[WrappedKey], version: int, signer: DeviceKeyPair) -> Sealed:
+    if version < 1:
+        raise ValueError("the item version a write creates is 1 or more")
+    wrapped = sorted(wrapped, key=lambda k: k.recipient_id)
+    payload.signer = signer.device_id
+    statement = payload_statement(payload, (k.recipient_id for k in wrapped), version)
+    payload.signature = b64url(signer.sign_sealed_item(statement))
+    return Sealed(payload, wrapped, version)
+
+
+@dataclass(frozen=True)
+class DecodedPayload:
+    """A payload's fields, decoded once they passed step 1 (MALFORMED)."""
+
+    nonce: bytes
+    aad: bytes
+    ciphertext: bytes
+    commitment: bytes
+    signature: bytes
+    own: WrappedKey | None
+    own_wrapped: bytes
+
+
+def _open(item: Item, private_key: RecipientPrivateKey, directory: SignerDirectory) -> tuple[bytes, Opened]:
+    """The content key and the opened item: docs/sealing.md, "Opening", step by step."""
+    payload = item.encrypted_payload
+    fields = _decoded(item, private_key)
+    if payload.alg != ALG or payload.version not in {1, 2}:
+        raise SealingError("UNSUPPORTED", f"a payload of alg {payload.alg[:16]!r} version {payload.version}")
+    if fields.aad != _aad(item.tenant_id, item.vault_id, item.item_id, item.kind, payload.version):
+        raise SealingError("BINDING_MISMATCH", "the payload was sealed for another item, vault, tenant or kind")
+    if payload.version == 1:
+        # Only here: a version 1 item needs joserfc's JWE, which nothing else does any more.
+        from zkplatform_client.sealed_v1 import open_v1  # noqa: PLC0415
+
+        content_key, plaintext = open_v1(fields.own, fields, private_key)
+        return content_key, Opened(plaintext, 1, None)
+    sealed_by = _check_signature(item, fields.signature, private_key, directory)
+    suite = SUITES[private_key.curve]
+    if fields.own is None or fields.own.wrap_alg != suite.wrap_alg:
+        raise SealingError("NOT_A_RECIPIENT", f"no wrapped key of {suite.wrap_alg} for key {private_key.key_id}")
+    info = _key_info(payload.aad, private_key.key_id)
     try:
-        token = _b64decode(wrapped.wrapped_key).decode("ascii")
-        content_key = jwe.decrypt_compact(token, private_key._key, registry=_JWE_REGISTRY).plaintext  # noqa: SLF001
-    except Exception:  # noqa: BLE001 - a hostile JWE makes joserfc raise JoseError, ValueError, KeyError...
-        content_key = None
-    if content_key is None or len(content_key) != CONTENT_KEY_BYTES:
-        raise SealingError("DECRYPTION_FAILED", "the wrapped key does not decrypt with this key")
-    try:
-        plaintext = AESGCM(content_key).decrypt(_b64decode(payload.nonce), _b64decode(payload.ciphertext), aad)
+        content_key = suite.hpke.decrypt(fields.own_wrapped, private_key.agreement_key, info=info)
     except (InvalidTag, ValueError):
+        content_key = b""
+    if len(content_key) != CONTENT_KEY_BYTES:
+        raise SealingError("DECRYPTION_FAILED", "the wrapped key does not open with this key")
+    aes_key, commitment = _derive(content_key)
+    if not hmac.compare_digest(commitment, fields.commitment):
+        raise SealingError("COMMITMENT_MISMATCH", "the content key is not the one the payload commits to")
+    try:
+        plaintext = AESGCM(aes_key).decrypt(fields.nonce, fields.ciphertext, fields.aad)
+    except InvalidTag:
         raise SealingError("DECRYPTION_FAILED", "the ciphertext does not decrypt (tampered)") from None
-    return content_key, plaintext
+    return content_key, Opened(plaintext, 2, sealed_by)
 
 
-def _wrap(content_key: bytes, recipient: _Recipient) -> WrappedKey:
-    header = {"alg": WRAP_ALG, "enc": ALG, "kid": recipient.key_id}
-    token = jwe.encrypt_compact(header, content_key, recipient.key, registry=_JWE_REGISTRY)
-    return WrappedKey(recipient_id=recipient.recipient_id, wrap_alg=WRAP_ALG, wrapped_key=_b64encode(token.encode()))
+def _decoded(item: Item, private_key: RecipientPrivateKey) -> DecodedPayload:
+    """Step 1: every field the reader reads is canonical base64url of the right length, and
+    each recipient id is there once; another recipient's wrapped key is not decoded."""
+    payload = item.encrypted_payload
+    nonce = _field(payload.nonce, "nonce", NONCE_BYTES)
+    aad = _field(payload.aad, "aad")
+    ciphertext = _field(payload.ciphertext, "ciphertext")
+    commitment = signature = b""
+    if payload.version == FORMAT_VERSION:
+        commitment = _field(payload.commitment, "commitment", _COMMITMENT_BYTES)
+        signature = _field(payload.signature, "signature", _SIGNATURE_BYTES)
+    ids = [k.recipient_id for k in item.wrapped_keys]
+    if len(set(ids)) != len(ids):
+        raise SealingError("MALFORMED", "two wrapped keys have one recipient id")
+    own = next((k for k in item.wrapped_keys if k.recipient_id == private_key.recipient_id), None)
+    own_wrapped = b"" if own is None else _field(own.wrapped_key, "wrapped_key")
+    return DecodedPayload(nonce, aad, ciphertext, commitment, signature, own, own_wrapped)
+
+
+def _field(text: str, name: str, length: int | None = None) -> bytes:
+    try:
+        return b64url_decode(text, length)
+    except ValueError:
+        size = "" if length is None else f" of {length} bytes"
+        raise SealingError("MALFORMED", f"{name} is not canonical base64url{size}") from None
+
+
+def _check_signature(
+    item: Item, signature: bytes, private_key: RecipientPrivateKey, directory: SignerDirectory
+) -> SealedBy:
+    """Step 4: the signer is a device of the directory, and its signature verifies over the
+    statement rebuilt from the item; otherwise the first rebuilding that verifies names the
+    reason (the payload carries neither the signed recipients nor the signed version)."""
+    payload = item.encrypted_payload
+    device = directory.device(payload.signer)
+    if device is None:
+        raise SealingError("SIGNER_UNKNOWN", "the signer is not a device of the verified key directory")
+    public = Ed25519PublicKey.from_public_bytes(b64url_decode(json.loads(device.signing_jwk)["x"], 32))
+
+    def signed(recipients: Iterable[str], version: int) -> bool:
+        try:
+            public.verify(signature, payload_statement(payload, recipients, version))
+        except InvalidSignature:
+            return False
+        return True
+
+    recipients = sorted(k.recipient_id for k in item.wrapped_keys)
+    if signed(recipients, item.version):
+        return SealedBy(device.principal_id, payload.signer, device.live)
+    fewer = ([r for r in recipients if r != left_out] for left_out in recipients)
+    if any(signed(candidate, item.version) for candidate in fewer) or (
+        private_key.recipient_id not in recipients and signed([*recipients, private_key.recipient_id], item.version)
+    ):
+        raise SealingError("RECIPIENTS_MISMATCH", "the item's recipients are not those its sealer signed")
+    lower = range(item.version - 1, max(0, item.version - 1 - VERSION_WINDOW), -1)
+    if any(signed(recipients, version) for version in lower):
+        raise SealingError("VERSION_MISMATCH", "the payload was signed for an older version of the item")
+    raise SealingError("SIGNATURE_INVALID", "the signature does not verify with the signer's key")
+
+
+def _derive(content_key: bytes) -> tuple[bytes, bytes]:
+    """The AES-256-GCM key and the key commitment, both derived from the content key."""
+    derived = HKDF(algorithm=hashes.SHA256(), length=64, salt=None, info=_KDF_INFO).derive(content_key)
+    return derived[:32], derived[32:]
+
+
+def _key_info(aad: str, key_id: str) -> bytes:
+    """HPKE's `info`: the wrapped key bound to this item (its aad as sent) and this recipient."""
+    return canonical_json({"aad": aad, "keyId": key_id, "type": _ITEM_KEY})
+
+
+def _wrap(content_key: bytes, recipient: _Recipient, aad: str) -> WrappedKey:
+    suite = SUITES[recipient.curve]
+    wrapped = suite.hpke.encrypt(content_key, recipient.public, info=_key_info(aad, recipient.key_id))
+    return WrappedKey(recipient_id=recipient.recipient_id, wrap_alg=suite.wrap_alg, wrapped_key=b64url(wrapped))
 
 
 def _recipients(recipients: Iterable[RecipientKey | str]) -> list[_Recipient]:
@@ -312,12 +593,16 @@ def _recipients(recipients: Iterable[RecipientKey | str]) -> list[_Recipient]:
     found: dict[str, _Recipient] = {}
     for recipient in recipients:
         text = recipient.jwk if isinstance(recipient, RecipientKey) else recipient
-        canonical, key = _public_key(_public_members(text))
+        members = _public_members(text)
+        canonical, key = _public_key(members)
         digest = hashlib.sha256(canonical.encode()).digest()
-        key_id = _b64encode(digest)
+        key_id = b64url(digest)
         if isinstance(recipient, RecipientKey) and recipient.key_id != key_id:
             raise ValueError(f"recipient key {recipient.key_id} is not the thumbprint of its jwk")
-        found.setdefault(key_id, _Recipient(key_id, digest.hex(), key))
+        public = key.public_key
+        if not isinstance(public, X25519PublicKey | ec.EllipticCurvePublicKey):  # _public_key made it so
+            raise TypeError(public)
+        found.setdefault(key_id, _Recipient(key_id, digest.hex(), str(members["crv"]), canonical, public))
     return list(found.values())
 
 
@@ -361,23 +646,12 @@ def _public_key(members: Mapping[str, Any]) -> tuple[str, jwk.OKPKey | jwk.ECKey
     return json.dumps(canonical, sort_keys=True, separators=(",", ":")), key
 
 
-def _aad(tenant_id: str, vault_id: str, item_id: str, kind: str) -> bytes:
+def _aad(tenant_id: str, vault_id: str, item_id: str, kind: str, version: int) -> bytes:
     """The additional authenticated data: these members, in this order, no whitespace."""
-    document = {"itemId": item_id, "kind": kind, "tenantId": tenant_id, "v": VERSION, "vaultId": vault_id}
+    document = {"itemId": item_id, "kind": kind, "tenantId": tenant_id, "v": version, "vaultId": vault_id}
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64decode(text: str) -> bytes:
-    """Strict base64url without padding: a character outside the alphabet is an error, not skipped."""
-    if not _BASE64URL.fullmatch(text) or len(text) % 4 == 1:
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-# `sealing.open(item, key)`, the TypeScript package's name, for a module-qualified call; the
-# package exports `open_item`, which shadows no builtin.
+# `sealing.open(item, key, directory)`, the TypeScript package's name, for a module-qualified
+# call; the package exports `open_item`, which shadows no builtin.
 open = open_item  # noqa: A001
