@@ -318,7 +318,7 @@ def test_the_wheel_in_a_fresh_venv(tmp_path: Path, venv: str, server: Server) ->
     names = installed(venv)
 
     assert {"zkplatform-client", "connectrpc", "protobuf", "googleapis-common-protos", *NEIGHBOURS} <= set(names)
-    assert names["zkplatform-client"] == "1.1.0"
+    assert names["zkplatform-client"] == "1.2.0"
     assert "zkplatform" not in names
     run([venv, "-I", "-c", ALONE])
     sync_sees_a_change(server, [venv, "-I", "-m", "zkplatform_client.example"], "pkg-python", tmp_path)
