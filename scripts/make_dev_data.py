@@ -2,18 +2,20 @@
 
 `zkplatform serve --dev` seeds the memory store from that file (src/zkplatform/devmode.py):
 each principal gets a demo device (an Ed25519 signing key, and its X25519 agreement key), which
-it publishes in its tenant's key log; each vault holds six items sealed by the Python client
-package (clients/python, docs/sealing.md) for the agreement keys of the vault's members, so a
-demo opens them with a member's private key; the development log key signs the key logs and the
-development witness cosigns them. The private keys are in the file, and go to the development
-credentials file: they are demo keys, public by being committed here, never to be used for
-anything else.
+it publishes in its tenant's key log; each vault holds six items sealed in version 2 by the
+Python client package (clients/python, docs/sealing.md) for the agreement keys of the vault's
+members and signed by the demo device of its first member (for version 1: the server creates
+them at version 1), so a demo opens them with a member's private key and sees who sealed them;
+the development log key signs the key logs and the development witness cosigns them. The
+private keys are in the file, and go to the development credentials file: they are demo keys,
+public by being committed here, never to be used for anything else.
 
-    PYTHONPATH=clients/python .venv/bin/python scripts/make_dev_data.py [--reseal]
+    PYTHONPATH=clients/python .venv/bin/python scripts/make_dev_data.py [--reseal | --new-keys]
 
 The signing keys, the log key and the witness key are derived from fixed labels, so running it
 again writes the same ones. The agreement keys and the sealed items are kept from the file as
-it is; `--reseal` makes new ones (new keys, nonces and content keys), only to change the data
+it is; `--reseal` seals the items again (new content keys and nonces) for the same agreement
+keys, `--new-keys` makes new agreement keys first (and so seals again), only to change the data
 set. Commit the result; the server never seals anything.
 """
 
@@ -77,12 +79,24 @@ def content(vault_id: str, number: int, members: list[str]) -> tuple[str, dict[s
     return "note", {"title": f"Note {number} of {vault_id}", "text": f"Shared with {', '.join(members)}."}
 
 
-def sealed_data() -> tuple[dict[str, dict[str, str]], dict[str, list[dict[str, Any]]]]:
-    """New agreement keys for every principal, and every vault's items sealed for its members'."""
-    # Only here: keeping the sealed data as it is needs no client package.
-    from zkplatform_client import RecipientPrivateKey, SealContext, seal  # noqa: PLC0415
+def new_agreement_keys() -> dict[str, dict[str, str]]:
+    """A new X25519 agreement key for every principal's demo device."""
+    # Only here: keeping the data set as it is needs no client package.
+    from zkplatform_client import RecipientPrivateKey  # noqa: PLC0415
 
     keys = {principal: RecipientPrivateKey.generate("X25519") for names in TENANTS.values() for principal in names}
+    return {p: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()} for p, key in keys.items()}
+
+
+def sealed_vaults(principals: dict[str, dict[str, str]]) -> dict[str, list[dict[str, Any]]]:
+    """Every vault's items sealed in version 2 for its members' agreement keys, signed for
+    version 1 by the demo device of its first member."""
+    from zkplatform_client import DeviceKeyPair, SealContext, seal  # noqa: PLC0415
+
+    devices = {
+        principal: DeviceKeyPair.from_jwks(signing_key_jwk(principal), keys["privateKeyJwk"])
+        for principal, keys in principals.items()
+    }
     vaults: dict[str, list[dict[str, Any]]] = {}
     title_key = secrets.token_bytes(32)
     for vault_id, (tenant_id, members) in VAULTS.items():
@@ -91,9 +105,8 @@ def sealed_data() -> tuple[dict[str, dict[str, str]], dict[str, list[dict[str, A
             item_id = f"item-{number}"
             kind, document = content(vault_id, number, members)
             plaintext = json.dumps(document, separators=(",", ":")).encode()
-            sealed = seal(
-                plaintext, [keys[m].public_jwk for m in members], SealContext(tenant_id, vault_id, item_id, kind)
-            )
+            context = SealContext(tenant_id, vault_id, item_id, kind)
+            sealed = seal(plaintext, [devices[m].agreement_jwk for m in members], context, devices[members[0]])
             # A keyed hash, as the API asks (the server must not be able to guess titles); the demo
             # needs no search, so the key is thrown away.
             keyed = hmac.new(title_key, document["title"].encode(), hashlib.sha256).digest()
@@ -108,25 +121,23 @@ def sealed_data() -> tuple[dict[str, dict[str, str]], dict[str, list[dict[str, A
                 }
             )
         vaults[vault_id] = items
-    principals = {
-        principal: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()} for principal, key in keys.items()
-    }
-    return principals, vaults
+    return vaults
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reseal", action="store_true", help="new agreement keys and newly sealed items")
+    parser.add_argument("--reseal", action="store_true", help="seal the items again, for the same keys")
+    parser.add_argument("--new-keys", action="store_true", help="new agreement keys, and the items sealed again")
     args = parser.parse_args()
-    if args.reseal or not OUT.exists():
-        principals, vaults = sealed_data()
+    kept = json.loads(OUT.read_text()) if OUT.exists() else None
+    if args.new_keys or kept is None:
+        principals = new_agreement_keys()
     else:
-        kept = json.loads(OUT.read_text())
         principals = {
             name: {"publicKeyJwk": p["publicKeyJwk"], "privateKeyJwk": p["privateKeyJwk"]}
             for name, p in kept["principals"].items()
         }
-        vaults = kept["vaults"]
+    vaults = sealed_vaults(principals) if args.reseal or args.new_keys or kept is None else kept["vaults"]
     log_key, _ = generate_signer_key(LOG_NAME, seed=derived_seed("log key"))
     witness_key, _ = generate_cosigner_key(WITNESS_NAME, seed=derived_seed("witness key"))
     document = {

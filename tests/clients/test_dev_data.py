@@ -1,7 +1,8 @@
-"""The development data set is really sealed: against `zkplatform serve --dev`, every item opens
-with the demo device key of each member of its vault and with no other, its wrapped keys are for
-the agreement keys of devices the verified key log holds (those of the vault's members), and the
-README's walk-through opens one of bob's shared items as it says."""
+"""The development data set is really sealed, in version 2: against `zkplatform serve --dev`, every
+item opens with the demo device key of each member of its vault and with no other, against the key
+log that member verified, which says who sealed it (the demo device of the vault's first member);
+its wrapped keys are for the agreement keys of devices that log holds (those of the vault's
+members), and the README's walk-through opens one of bob's shared items as it says."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from tests.e2e.server import Server, serving
 from zkplatform_api.platform.v1.vault_pb2 import GetItemRequest, Item, ListItemsRequest, UpdateItemRequest
 from zkplatform_client import (
     KeyDirectory,
+    KeyLogState,
     Me,
     MemoryKeyLogStore,
     RecipientPrivateKey,
+    SealedBy,
     SealingError,
     clients,
     open_item,
@@ -40,35 +43,44 @@ def principals(dev_credentials: Path) -> dict[str, dict[str, Any]]:
     return dev_principals(dev_credentials)
 
 
-async def test_every_item_opens_for_its_vaults_members_only(
+async def verified_state(base_url: str, credentials: Path, member: dict[str, Any]) -> KeyLogState:
+    """The tenant's key log as the member's demo device verifies it."""
+    async with clients(base_url, token=member["token"]) as platform:
+        directory = KeyDirectory(
+            platform.directory,
+            member["tenantId"],
+            dev_policy(credentials),
+            MemoryKeyLogStore(),
+            me=Me(member["principalId"]),
+            device=dev_device(member),
+        )
+        return await directory.verify()
+
+
+async def test_every_item_opens_for_its_vaults_members_only_and_says_who_sealed_it(
     dev_server: Server, dev_credentials: Path, principals: dict[str, Any]
 ) -> None:
     keys = {name: dev_device(p).recipient_key() for name, p in principals.items()}
+    states = {name: await verified_state(dev_server.base_url, dev_credentials, p) for name, p in principals.items()}
     opened: dict[str, list[str]] = {}
+    sealed_by: dict[str, set[SealedBy | None]] = {}
     refused: dict[str, set[str]] = {}
     for vault_id, members in MEMBERS.items():
         member = principals[members[0]]
         async with clients(dev_server.base_url, token=member["token"]) as platform:
             items = (await platform.vault.list_items(ListItemsRequest(vault_id=vault_id))).items
-            directory = KeyDirectory(
-                platform.directory,
-                member["tenantId"],
-                dev_policy(dev_credentials),
-                MemoryKeyLogStore(),
-                me=Me(members[0]),
-                device=dev_device(member),
-            )
-            state = await directory.verify()
-            logged = {d.agreement_key_id: d.principal_id for d in state.devices.values() if d.live}
+        logged = {d.agreement_key_id: d.principal_id for d in states[members[0]].devices.values() if d.live}
         for item in items:
             for name, key in keys.items():
                 try:
-                    content = json.loads(open_item(item, key))
+                    result = open_item(item, key, states[name])
                 except SealingError as error:
                     refused.setdefault(f"{vault_id}/{name}", set()).add(error.reason)
                 else:
-                    assert content["title"]
+                    assert json.loads(result.plaintext)["title"]
+                    assert result.format_version == 2
                     opened.setdefault(vault_id, []).append(name)
+                    sealed_by.setdefault(vault_id, set()).add(result.sealed_by)
             recipients = {k.recipient_id for k in item.wrapped_keys}
             sealed_for = {principal for key_id, principal in logged.items() if _hex(key_id) in recipients}
             assert sealed_for == set(members)
@@ -76,12 +88,17 @@ async def test_every_item_opens_for_its_vaults_members_only(
 
     assert {vault: sorted(set(names)) for vault, names in opened.items()} == MEMBERS
     assert {vault: len(names) for vault, names in opened.items()} == {v: 6 * len(m) for v, m in MEMBERS.items()}
+    assert sealed_by == {
+        vault: {SealedBy(members[0], principals[members[0]]["deviceId"], live=True)}
+        for vault, members in MEMBERS.items()
+    }
+    # carol's tenant's log does not hold alice's device: were she a recipient, SIGNER_UNKNOWN.
     assert refused == {
         "acme-private/bob": {"NOT_A_RECIPIENT"},
-        "acme-private/carol": {"NOT_A_RECIPIENT"},
-        "acme-shared/carol": {"NOT_A_RECIPIENT"},
-        "globex-main/alice": {"NOT_A_RECIPIENT"},
-        "globex-main/bob": {"NOT_A_RECIPIENT"},
+        "acme-private/carol": {"SIGNER_UNKNOWN"},
+        "acme-shared/carol": {"SIGNER_UNKNOWN"},
+        "globex-main/alice": {"SIGNER_UNKNOWN"},
+        "globex-main/bob": {"SIGNER_UNKNOWN"},
     }
 
 
@@ -124,17 +141,21 @@ async def test_a_ciphertext_moved_to_another_item_or_vault_does_not_open(tmp_pat
     with serving(tmp_path, "--dev") as server:  # its own: the items it changes are the data set's
         principals = dev_principals(server.log_path.parent / "var" / "dev-credentials.json")
         copies, original = await _move(server.base_url, principals["alice"]["token"])
+        credentials = server.log_path.parent / "var" / "dev-credentials.json"
+        states = {
+            name: await verified_state(server.base_url, credentials, principals[name]) for name in ("alice", "bob")
+        }
     alice_key = RecipientPrivateKey.from_jwk(principals["alice"]["privateKeyJwk"])
     bob_key = RecipientPrivateKey.from_jwk(principals["bob"]["privateKeyJwk"])
 
     outcomes = []
     for copy in copies:
-        for key in (alice_key, bob_key):
+        for name, key in (("alice", alice_key), ("bob", bob_key)):
             with pytest.raises(SealingError) as refused:
-                open_item(copy, key)
+                open_item(copy, key, states[name])
             outcomes.append(refused.value.reason)
 
-    assert json.loads(open_item(original, bob_key))["title"]  # the original opens
+    assert json.loads(open_item(original, bob_key, states["bob"]).plaintext)["title"]  # the original opens
     assert outcomes == ["BINDING_MISMATCH"] * 4
 
 

@@ -1,7 +1,8 @@
 """Open an item of the development data set (`zkplatform serve --dev`) as one of its principals:
 read it with the principal's token, verify the tenant's key log against the log key and the
-witness the credentials file pins, name the principals it is sealed for, and open it with the
-principal's demo device key (from the credentials file).
+witness the credentials file pins, name the principals it is sealed for, open it with the
+principal's demo device key (from the credentials file) against that verified log, and say who
+sealed it: the device whose signature the log vouches for, and its principal.
 
 python open_dev_item.py CREDENTIALS_FILE PRINCIPAL VAULT_ID ITEM_ID
 """
@@ -45,7 +46,13 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
 
     # A wrapped key names its recipient by the agreement key's thumbprint in hex; the verified
     # log says whose device holds that key.
-    owners = {device.agreement_key_id: device.principal_id for device in state.devices.values()}
+    owners = {logged.agreement_key_id: logged.principal_id for logged in state.devices.values()}
+
+    # Checked against the verified log: SealingError if the signer is not a device of it, or if
+    # the item was changed behind its sealer's back (moved, its recipients or version changed).
+    opened = open_item(item, device.recipient_key(), state)
+    signer = opened.sealed_by  # None only for a version 1 item, which nobody signed
+    sealed_by = None if signer is None else {"principal": signer.principal_id, "device": signer.device_id}
 
     def owner(recipient_id: str) -> str:
         key_id = base64.urlsafe_b64encode(bytes.fromhex(recipient_id)).rstrip(b"=").decode()
@@ -57,7 +64,8 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
                 "item": f"{vault_id}/{item_id}",
                 "kind": item.kind,
                 "sealedFor": sorted(owner(k.recipient_id) for k in item.wrapped_keys),
-                "content": json.loads(open_item(item, device.recipient_key())),
+                "sealedBy": sealed_by,
+                "content": json.loads(opened.plaintext),
             }
         )
     )
