@@ -1,9 +1,11 @@
 """Sealed items and the key directory of the Python package against a real `zkplatform serve`:
 alice seals for the devices the log she verified holds, bob's laptop (endorsed by his phone)
-opens, unsharing shuts him out and sharing lets him in again; a revoked device is no longer
-sealed for, another tenant's principals have none; and a key log rewritten in the database
-behind the server's back is refused, on every call after and after a restart, with the
-verified state left as it was."""
+opens and is told alice's device sealed it, unsharing shuts him out and sharing lets him in
+again, each write signed for the version it creates; a revoked device is no longer sealed for,
+and what it sealed before opens answered as revoked; the server's own changes to a stored item
+(a recipient added, an older payload served again) are refused; another tenant's principals
+have none; and a key log rewritten in the database behind the server's back is refused, on
+every call after and after a restart, with the verified state left as it was."""
 
 from __future__ import annotations
 
@@ -26,12 +28,15 @@ from zkplatform_client import (
     FileKeyLogStore,
     KeyDirectory,
     KeyLogError,
+    KeyLogState,
     Me,
     MemoryKeyLogStore,
+    Opened,
     RecipientKey,
     RecipientPrivateKey,
     SealContext,
     Sealed,
+    SealedBy,
     SealingError,
     TrustPolicy,
     clients,
@@ -72,18 +77,27 @@ def ids(keys: list[RecipientKey]) -> set[str]:
     return {key.key_id for key in keys}
 
 
+async def verified(server: Server, credentials: Path, principal: dict[str, Any]) -> KeyLogState:
+    """The key log as the principal's demo device verified it: what it opens items against."""
+    async with clients(server.base_url, token=principal["token"]) as platform:
+        return await directory_of(platform, credentials, principal).verify()
+
+
+def directory_of(platform: Any, credentials: Path, principal: dict[str, Any]) -> KeyDirectory:
+    return KeyDirectory(
+        platform.directory,
+        principal["tenantId"],
+        dev_policy(credentials),
+        MemoryKeyLogStore(),
+        me=Me(principal["principalId"]),
+        device=dev_device(principal),
+    )
+
+
 async def keys_of(server: Server, credentials: Path, principal: dict[str, Any], asked: list[str]) -> list[RecipientKey]:
     """What the principal's demo device seals for, from the log it verified."""
     async with clients(server.base_url, token=principal["token"]) as platform:
-        directory = KeyDirectory(
-            platform.directory,
-            principal["tenantId"],
-            dev_policy(credentials),
-            MemoryKeyLogStore(),
-            me=Me(principal["principalId"]),
-            device=dev_device(principal),
-        )
-        return flat(await directory.recipient_keys(asked))
+        return flat(await directory_of(platform, credentials, principal).recipient_keys(asked))
 
 
 async def new_device_of_bob(server: Server, credentials: Path, bob: dict[str, Any]) -> DeviceKeyPair:
@@ -128,9 +142,9 @@ async def update(server: Server, token: str, item: Item, mask: list[str], sealed
         return (await platform.vault.update_item(request)).item
 
 
-def refusal(item: Item, key: RecipientPrivateKey) -> str:
+def refusal(item: Item, key: RecipientPrivateKey, state: KeyLogState) -> str:
     with pytest.raises(SealingError) as raised:
-        open_item(item, key)
+        open_item(item, key, state)
     return raised.value.reason
 
 
@@ -138,38 +152,76 @@ async def test_bob_opens_what_alice_sealed_for_him_until_she_unshares_and_again_
     server: Server, credentials: Path, principals: dict[str, Any]
 ) -> None:
     alice, bob = principals["alice"], principals["bob"]
-    laptop = (await new_device_of_bob(server, credentials, bob)).recipient_key()
-    alice_key = dev_device(alice).recipient_key()
+    laptop_keys = await new_device_of_bob(server, credentials, bob)
+    laptop = laptop_keys.recipient_key()
+    alices_device = dev_device(alice)
+    alice_key = alices_device.recipient_key()
     recipients = await keys_of(server, credentials, alice, ["alice", "bob"])
     alice_only = await keys_of(server, credentials, alice, ["alice"])
     bob_only = await keys_of(server, credentials, alice, ["bob"])
     assert {alice_key.key_id, laptop.key_id, bob["keyId"]} <= ids(recipients)
     assert {key.principal_id for key in alice_only} == {"alice"}
+    alices_log, bobs_log = await verified(server, credentials, alice), await verified(server, credentials, bob)
 
     context = SealContext("acme", VAULT, "sealed-round", "note")
-    await create(server, alice["token"], "sealed-round", seal(b"for alice and bob", recipients, context))
+    sealed = seal(b"for alice and bob", recipients, context, alices_device)
+    await create(server, alice["token"], "sealed-round", sealed)
     shared = await read(server, bob["token"], "sealed-round")
-    sealed_again = unshare(shared, alice_key, alice_only)
+    sealed_again = unshare(shared, alice_key, alice_only, alices_device, alices_log)
     unshared = await update(server, alice["token"], shared, ["encrypted_payload", "wrapped_keys"], sealed_again)
     shut_out = await read(server, bob["token"], "sealed-round")
-    again = Sealed(unshared.encrypted_payload, share(unshared, alice_key, bob_only))
-    reshared = await update(server, alice["token"], unshared, ["wrapped_keys"], again)
+    again = share(unshared, alice_key, bob_only, alices_device, alices_log)
+    reshared = await update(server, alice["token"], unshared, ["encrypted_payload", "wrapped_keys"], again)
     let_in = await read(server, bob["token"], "sealed-round")
 
-    assert open_item(shared, laptop) == b"for alice and bob"
-    assert refusal(shut_out, laptop) == "NOT_A_RECIPIENT"
-    assert open_item(shut_out, alice_key) == b"for alice and bob"
-    assert reshared.encrypted_payload == unshared.encrypted_payload  # sharing sends no ciphertext
-    assert open_item(let_in, laptop) == b"for alice and bob"
-    assert open_item(let_in, alice_key) == b"for alice and bob"
+    by_alice = SealedBy("alice", alices_device.device_id, live=True)
+    assert open_item(shared, laptop, bobs_log) == Opened(b"for alice and bob", 2, by_alice)
+    assert refusal(shut_out, laptop, bobs_log) == "NOT_A_RECIPIENT"
+    assert open_item(shut_out, alice_key, alices_log).plaintext == b"for alice and bob"
+    assert (sealed_again.version, again.version, reshared.version) == (2, 3, 3)
+    assert reshared.encrypted_payload.ciphertext == unshared.encrypted_payload.ciphertext  # no new ciphertext
+    assert open_item(let_in, laptop, bobs_log) == Opened(b"for alice and bob", 2, by_alice)
+    assert open_item(let_in, alice_key, alices_log).sealed_by == by_alice
 
 
-async def test_a_revoked_device_is_no_longer_sealed_for(
+async def test_what_a_writer_changes_behind_the_sealer_s_back_does_not_open(
     server: Server, credentials: Path, principals: dict[str, Any]
 ) -> None:
-    bob = principals["bob"]
+    """A token with write access to the vault (alice's own here) stands for a server that
+    rewrites what it stores: version 1's payload written again over version 2 (a replay), and a
+    wrapped key for bob added to the keys alice signed (through UpdateItem, which moves the
+    version too, so no single cause is told: SIGNATURE_INVALID)."""
+    alice = principals["alice"]
+    alices_device = dev_device(alice)
+    key = alices_device.recipient_key()
+    alices_log = await verified(server, credentials, alice)
+    alice_only = await keys_of(server, credentials, alice, ["alice"])
+    context = SealContext("acme", VAULT, "rewritten", "note")
+    first = seal(b"version 1", alice_only, context, alices_device)
+    created = await create(server, alice["token"], "rewritten", first)
+    second = await update(server, alice["token"], created, ["encrypted_payload", "wrapped_keys"],
+                          unshare(created, key, alice_only, alices_device, alices_log))  # fmt: skip
+    replayed = await update(server, alice["token"], second, ["encrypted_payload", "wrapped_keys"], first)
+    restored = await update(server, alice["token"], replayed, ["encrypted_payload", "wrapped_keys"],
+                            share(second, key, [], alices_device, alices_log, version=4))  # fmt: skip
+    for_bob = share(restored, key, await keys_of(server, credentials, alice, ["bob"]), alices_device, alices_log)
+    added = await update(server, alice["token"], restored, ["wrapped_keys"], for_bob)  # the old signature kept
+
+    assert (created.version, second.version, replayed.version, restored.version, added.version) == (1, 2, 3, 4, 5)
+    assert refusal(replayed, key, alices_log) == "VERSION_MISMATCH"
+    assert open_item(restored, key, alices_log).plaintext == b"version 1"
+    assert refusal(added, key, alices_log) == "SIGNATURE_INVALID"
+
+
+async def test_a_revoked_device_is_no_longer_sealed_for_and_what_it_sealed_opens_as_revoked(
+    server: Server, credentials: Path, principals: dict[str, Any]
+) -> None:
+    bob, alice = principals["bob"], principals["alice"]
     laptop = await new_device_of_bob(server, credentials, bob)
-    before = await keys_of(server, credentials, principals["alice"], ["bob"])
+    before = await keys_of(server, credentials, alice, ["bob"])
+    for_alice = await keys_of(server, credentials, bob, ["alice"])
+    context = SealContext("acme", VAULT, "from-bobs-laptop", "note")
+    await create(server, bob["token"], context.item_id, seal(b"from the laptop", for_alice, context, laptop))
     phone = dev_device(bob)
     async with clients(server.base_url, token=bob["token"]) as platform:
         directory = KeyDirectory(
@@ -177,8 +229,11 @@ async def test_a_revoked_device_is_no_longer_sealed_for(
         )
         await directory.revoke_device(laptop.device_id, phone)
         await verified_until(directory, lambda state: not state.devices[laptop.device_id].live)
-    after = await keys_of(server, credentials, principals["alice"], ["bob"])
+    after = await keys_of(server, credentials, alice, ["bob"])
+    written = await read(server, alice["token"], context.item_id)
+    opened = open_item(written, dev_device(alice).recipient_key(), await verified(server, credentials, alice))
 
+    assert opened == Opened(b"from the laptop", 2, SealedBy("bob", laptop.device_id, live=False))
     assert laptop.agreement_key_id in ids(before)
     assert laptop.agreement_key_id not in ids(after)
     assert bob["keyId"] in ids(after)

@@ -1,6 +1,8 @@
 """End-to-end encryption with a verified key directory, on `zkplatform serve --dev`: bob's phone
-(his demo device) endorses his new laptop; alice seals a note for every live device of alice
-and bob that the key log she verified holds, and creates the item; bob's laptop opens it.
+(his demo device) endorses his new laptop, whose keys are kept in a key file under a passphrase;
+alice seals a note for every live device of alice and bob that the key log she verified holds,
+signed by her device, and creates the item; bob's laptop, its keys read back from their file,
+opens it and is told who sealed it, checked against the key log bob verified.
 
 python sealing.py CREDENTIALS_FILE ITEM_ID STATE_DIR
 """
@@ -35,6 +37,11 @@ async def main(credentials: dict[str, Any], item_id: str, state_dir: Path) -> No
     # demo devices' are in the credentials file.
     phone = DeviceKeyPair.from_jwks(bob["signingKeyJwk"], bob["privateKeyJwk"])
     laptop = DeviceKeyPair.generate("P-256")
+    # A new device keeps its private keys in a key file, encrypted under its user's passphrase
+    # (PBES2: a wrong one is SealingError WRONG_PASSPHRASE). A real app asks the user for it.
+    passphrase = os.environ.get("DEMO_PASSPHRASE", "a demo passphrase, never a real one")
+    key_file = state_dir / "bob-laptop.jwe"
+    key_file.write_text(laptop.to_key_file(passphrase, tenant_id="acme", principal_id="bob"))
 
     async with clients(credentials["baseUrl"], token=bob["token"]) as platform:
         # The laptop shows its statement to the phone (a QR code, say), which endorses it.
@@ -49,18 +56,21 @@ async def main(credentials: dict[str, Any], item_id: str, state_dir: Path) -> No
     async with clients(credentials["baseUrl"], token=alice["token"]) as platform:
         # What alice's client verified is kept in a file: every later verification checks that
         # the log still extends it (KeyLogError when it was rewritten, forked or rolled back).
+        alices_device = DeviceKeyPair.from_jwks(alice["signingKeyJwk"], alice["privateKeyJwk"])
         directory = KeyDirectory(
             platform.directory,
             "acme",
             policy,
             FileKeyLogStore(state_dir / "alice.json"),
             me=Me("alice"),
-            device=DeviceKeyPair.from_jwks(alice["signingKeyJwk"], alice["privateKeyJwk"]),
+            device=alices_device,
         )
         found = await directory.recipient_keys(["alice", "bob"])
 
         context = SealContext(tenant_id="acme", vault_id="acme-shared", item_id=item_id, kind="note")
-        sealed = seal(b"the wifi password is hunter2", [key for keys in found.values() for key in keys], context)
+        recipients = [key for keys in found.values() for key in keys]
+        # Signed by alice's device for version 1, the version CreateItem makes.
+        sealed = seal(b"the wifi password is hunter2", recipients, context, alices_device)
         await platform.vault.create_item(
             CreateItemRequest(
                 vault_id=context.vault_id,
@@ -73,13 +83,18 @@ async def main(credentials: dict[str, Any], item_id: str, state_dir: Path) -> No
 
     async with clients(credentials["baseUrl"], token=bob["token"]) as platform:
         item = (await platform.vault.get_item(GetItemRequest(vault_id="acme-shared", item_id=item_id))).item
-        opened = open_item(item, laptop.recipient_key())  # SealingError if not for this key, or tampered with
+        bobs_laptop = DeviceKeyPair.from_key_file(key_file.read_text(), passphrase)
+        laptop_state = FileKeyLogStore(state_dir / "bob-laptop.json")
+        laptops_log = KeyDirectory(platform.directory, "acme", policy, laptop_state, me=Me("bob"), device=bobs_laptop)
+        # SealingError if not for this key, tampered with, or not signed by a device of the verified log.
+        opened = open_item(item, bobs_laptop.recipient_key(), await laptops_log.verify())
 
     print(
         json.dumps(
             {
                 "devices": {principal: len(keys) for principal, keys in found.items()},
-                "opened": opened.decode(),
+                "opened": opened.plaintext.decode(),
+                "sealedBy": None if opened.sealed_by is None else opened.sealed_by.principal_id,
             }
         )
     )
