@@ -26,7 +26,9 @@ from zkplatform_client import (
     KeyLogStore,
     Me,
     MemoryKeyLogStore,
+    Opened,
     Reset,
+    SealedBy,
     TrustPolicy,
     endorse,
     open_item,
@@ -346,9 +348,10 @@ async def test_a_reset_is_refused_until_acknowledged_and_the_acknowledgement_is_
 async def test_sealing_for_the_verified_keys_opens_with_the_device_s_agreement_key(server: LyingDirectory) -> None:
     bob = DeviceKeyPair.generate("P-256")
     server.append(first(bob, "bob"))
-    found = await directory(server, MemoryKeyLogStore()).recipient_keys(["bob"])
+    verified = directory(server, MemoryKeyLogStore())
+    found = await verified.recipient_keys(["bob"])
     context = SealContext(TENANT, "acme-shared", "item-1", "note")
-    sealed = seal(b"for bob's device", found["bob"], context)
+    sealed = seal(b"for bob's device", found["bob"], context, bob)
 
     opened = open_item(
         Item(
@@ -356,12 +359,14 @@ async def test_sealing_for_the_verified_keys_opens_with_the_device_s_agreement_k
             vault_id="acme-shared",
             item_id="item-1",
             kind="note",
+            version=1,
             encrypted_payload=sealed.encrypted_payload,
             wrapped_keys=sealed.wrapped_keys,
         ),
         bob.recipient_key(),
+        await verified.verify(),
     )
-    assert opened == b"for bob's device"
+    assert opened == Opened(b"for bob's device", 2, SealedBy("bob", bob.device_id, live=True))
 
 
 # What a KeyDirectory is made of

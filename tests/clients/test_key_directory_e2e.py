@@ -77,9 +77,8 @@ async def test_a_device_bob_s_phone_endorses_is_verified_by_alice_then_revoked(
         clients(server.base_url, token=principals["alice"]["token"]) as alice,
     ):
         bobs = directory(bob, credentials, tmp_path / "bob.json", "bob", phone, bob_told)
-        alices = directory(
-            alice, credentials, tmp_path / "alice.json", "alice", dev_device(principals["alice"]), alice_told
-        )
+        alice_device = dev_device(principals["alice"])
+        alices = directory(alice, credentials, tmp_path / "alice.json", "alice", alice_device, alice_told)
         before = await alices.recipient_keys(["bob"])
 
         published = await bobs.add_device(laptop.device_statement("acme", "bob", endorser=phone.device_id), phone)
@@ -140,9 +139,8 @@ async def test_after_a_reset_alice_seals_for_bob_s_new_device_only_once_acknowle
         clients(server.base_url, token=principals["bob"]["token"]) as bob,
         clients(server.base_url, token=principals["alice"]["token"]) as alice,
     ):
-        alices = directory(
-            alice, credentials, tmp_path / "alice.json", "alice", dev_device(principals["alice"]), alice_told
-        )
+        alice_device = dev_device(principals["alice"])
+        alices = directory(alice, credentials, tmp_path / "alice.json", "alice", alice_device, alice_told)
         olds = directory(bob, credentials, tmp_path / "old-phone.json", "bob", phone, old_told)
         await alices.verify()
         await olds.verify()
@@ -158,12 +156,13 @@ async def test_after_a_reset_alice_seals_for_bob_s_new_device_only_once_acknowle
         old_state = await verified_until(olds, lambda s: new_phone.device_id in s.devices)
         new_state = await news.verify()
 
-    sealed = seal(b"after the reset", [key for keys in found.values() for key in keys], context)
+    sealed = seal(b"after the reset", [key for keys in found.values() for key in keys], context, alice_device)
     item = Item(
         tenant_id="acme",
         vault_id="acme-shared",
         item_id="after-reset",
         kind="note",
+        version=1,
         encrypted_payload=sealed.encrypted_payload,
         wrapped_keys=sealed.wrapped_keys,
     )
@@ -171,7 +170,7 @@ async def test_after_a_reset_alice_seals_for_bob_s_new_device_only_once_acknowle
     assert [(r.principal_id, r.index) for r in state.unacknowledged_resets] == [("bob", reset.entry.index)]
     assert held.value.reason == "RESET_UNACKNOWLEDGED"
     assert [key.key_id for key in found["bob"]] == [new_phone.agreement_key_id]
-    assert open_item(item, new_phone.recipient_key()) == b"after the reset"
+    assert open_item(item, new_phone.recipient_key(), new_state).plaintext == b"after the reset"
     assert not old_state.devices[phone.device_id].live
     assert old_told == [
         Alert(reset.entry.index, "PRINCIPAL_RESET", ""),
