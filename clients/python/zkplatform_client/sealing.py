@@ -115,7 +115,8 @@ class Suite:
     hpke: hpke.Suite = field(repr=False, compare=False)
 
 
-# One entry a key type: a new KEM (X-Wing, say) is a new key type and a new entry here.
+# One entry a key type (a JWK `crv`): a new KEM (X-Wing, say) is an entry here, with its keys'
+# import and export in RecipientPrivateKey and _public_key.
 SUITES: Final[Mapping[str, Suite]] = {
     "X25519": Suite(
         "HPKE-Base-X25519-SHA256-A256GCM", hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
@@ -397,8 +398,8 @@ def share(  # noqa: PLR0913 - docs/sealing.md's parameters, the version by name
     content_key, opened = _open(item, private_key, directory)
     keys = _recipients(recipients)
     if opened.format_version == 1:
-        return seal(opened.plaintext, [private_key.public_jwk, *(k.jwk for k in keys)], SealContext.of(item), signer,
-                    version=signed_for)  # fmt: skip
+        everyone = [private_key.public_jwk, *(key.jwk for key in keys)]
+        return seal(opened.plaintext, everyone, SealContext.of(item), signer, version=signed_for)
     new = {key.recipient_id: key for key in keys}
     kept = [
         WrappedKey(recipient_id=k.recipient_id, wrap_alg=k.wrap_alg, wrapped_key=k.wrapped_key)
