@@ -40,6 +40,7 @@ from zkplatform_tlog.statements import (
     PrincipalReset,
     Statement,
     b64url,
+    b64url_decode,
     canonical_json,
     canonical_public_jwk,
     ed25519_jwk,
@@ -142,6 +143,7 @@ B3 = Device.make("bob 3")
 B4 = Device.make("bob 4")
 M1 = Device.make("server's device 1")  # keys the server made itself, to pass them off as bob's
 M2 = Device.make("server's device 2")
+C1 = Device.make("carol 1")
 
 
 def publish(  # noqa: PLR0913 - every way a statement is signed, by name
@@ -504,6 +506,141 @@ def _with_agreement_of(owner: Device, device: Device, principal: str) -> str:
     return publish(thief, principal, T0 - 500, A1)[0]
 
 
+# Curve25519's field prime, and the points whose keys no statement may carry (docs/key-transparency.md,
+# "Canonical JSON"): X25519's u-coordinates of small order (RFC 7748 section 6.1; cr.yp.to/ecdh.html),
+# the y-coordinate of Ed25519's points of order 8 (libsodium's ge25519_has_small_order list).
+P25519 = 2**255 - 19
+X25519_ORDER_8 = (
+    325606250916557431795983626356110631294008115727848805560023387167927233504,
+    39382357235489614581723060781553021112529911719440698176882885853963445705823,
+)
+ED25519_ORDER_8_Y = 2707385501144840649318225287225658788936804267575313519463743609750303402022
+SIGN = 1 << 255  # the sign bit of an Ed25519 encoding; bit 255 of an X25519 one, which RFC 7748 masks
+P256 = 2**256 - 2**224 + 2**192 + 2**96 - 1
+P256_B = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+DEGENERATE = Ed25519PrivateKey.from_private_bytes(seed("degenerate keys' device"))
+
+
+def x25519_jwk(u: int) -> str:
+    """The JWK text of the X25519 key of these 32 bytes (little-endian u), canonical or not."""
+    return entry_text({"crv": "X25519", "kty": "OKP", "x": b64url(u.to_bytes(32, "little"))})
+
+
+def ed25519_raw_jwk(encoded: int) -> str:
+    return entry_text({"crv": "Ed25519", "kty": "OKP", "x": b64url(encoded.to_bytes(32, "little"))})
+
+
+def p256_jwk(x: int, y: int) -> str:
+    return entry_text(
+        {"crv": "P-256", "kty": "EC", "x": b64url(x.to_bytes(32, "big")), "y": b64url(y.to_bytes(32, "big"))}
+    )
+
+
+def p256_point_of_smallest_x() -> tuple[int, int]:
+    """The point of P-256 with the smallest x: x + p still fits 32 bytes, a non-canonical coordinate."""
+    for x in range(1, 100):
+        rhs = (x**3 - 3 * x + P256_B) % P256
+        y = pow(rhs, (P256 + 1) // 4, P256)  # p = 3 mod 4: a square root, when there is one
+        if y * y % P256 == rhs:
+            return x, y
+    raise AssertionError
+
+
+def universal_signature() -> bytes:
+    """A "signature" that the identity, as an Ed25519 key A, verifies for every message: s*B = R + k*A
+    holds with R = s*B whatever k. R is a public key of a seed, s that key's scalar: RFC 8032, 5.1.5."""
+    secret = seed("the identity's signatures")
+    scalar = bytearray(hashlib.sha512(secret).digest()[:32])
+    scalar[0] &= 248
+    scalar[31] &= 127
+    scalar[31] |= 64
+    order = 2**252 + 27742317777372353535851937790883648493
+    s = int.from_bytes(scalar, "little") % order
+    return Ed25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw() + s.to_bytes(32, "little")
+
+
+def with_keys(signing_jwk: str, agreement_jwk: str, principal: str, endorser: Device | None) -> str:
+    """A DeviceKeys entry of these key texts, as they are (canonical or not): signed by the
+    degenerate keys' device (whose signature it is only when `signing_jwk` is its key; the
+    identity's universal signature when it is the identity), endorsed by `endorser`."""
+    named = endorser.id if endorser else ""
+    statement = DeviceKeys(TENANT, principal, signing_jwk, agreement_jwk, T0 - 500, named)
+    device_id = thumbprint(signing_jwk)
+    identity = ed25519_raw_jwk(1)
+    possession = universal_signature() if signing_jwk == identity else DEGENERATE.sign(statement.canonical())
+    signatures = [EntrySignature(device_id, possession)]
+    if endorser:
+        signatures.append(EntrySignature(endorser.id, endorser.sign(statement)))
+    return Entry(statement, tuple(signatures)).canonical().decode()
+
+
+def degenerate_keys() -> list[dict[str, Any]]:
+    """Entries carrying a key no device may publish: each refused as malformed, the log as it was."""
+    own = ed25519_jwk(DEGENERATE.public_key())
+    alices = int.from_bytes(b64url_decode(json.loads(A1.agreement_jwk)["x"], 32), "little")
+    agreement = [
+        ("X25519 u = 0", 0),
+        ("X25519 u = 1", 1),
+        ("X25519 u of order 8 (the first)", X25519_ORDER_8[0]),
+        ("X25519 u of order 8 (the second)", X25519_ORDER_8[1]),
+        ("X25519 u = p - 1 (order 4, on the twist)", P25519 - 1),
+        ("X25519 u = p (0, not reduced)", P25519),
+        ("X25519 u = p + 1 (1, not reduced)", P25519 + 1),
+        ("X25519 u = 2^255 - 1 (18, not reduced)", 2**255 - 1),
+        ("X25519 u = 0 with bit 255 set", SIGN),
+    ]
+    cases = [(f"key: an agreement key of {name}", with_keys(own, x25519_jwk(u), "bob", B1)) for name, u in agreement]
+    cases.append(
+        (
+            "attack: alice's agreement key with bit 255 set, another key id for one key, published for bob",
+            with_keys(own, x25519_jwk(alices | SIGN), "bob", B1),
+        )
+    )
+    x, y = p256_point_of_smallest_x()
+    cases += [
+        (
+            "key: a P-256 agreement key of x = y = 0 (where infinity would be)",
+            with_keys(own, p256_jwk(0, 0), "bob", B1),
+        ),
+        ("key: a P-256 agreement key off the curve", with_keys(own, p256_jwk(x, y + 1), "bob", B1)),
+        ("key: a P-256 agreement key with x + p for x", with_keys(own, p256_jwk(x + P256, y), "bob", B1)),
+    ]
+    signing = [
+        ("the identity, whose signature of any statement anyone makes", 1),
+        ("the identity with the sign bit set (x = 0 cannot be negative)", 1 | SIGN),
+        ("order 2", P25519 - 1),
+        ("order 4", 0),
+        ("order 4, the other", SIGN),
+        ("order 8", ED25519_ORDER_8_Y),
+        ("order 8, negated", ED25519_ORDER_8_Y | SIGN),
+        ("order 8, another", P25519 - ED25519_ORDER_8_Y),
+        ("order 8, another negated", (P25519 - ED25519_ORDER_8_Y) | SIGN),
+        ("y = p (0, not reduced)", P25519),
+        ("y = p + 1 (the identity, not reduced)", P25519 + 1),
+        ("y = p + 3 (a point of the curve, not reduced)", P25519 + 3),
+    ]
+    cases += [
+        (
+            f"key: a signing key of {name}, carol's first device",
+            with_keys(ed25519_raw_jwk(y), C1.agreement_jwk, "carol", None),
+        )
+        for name, y in signing
+    ]
+    verified = [step(NOW, BASE.update(0, AT), ok(2, {"alice": [A1], "bob": [B1]}))]
+    return [
+        case(
+            name,
+            None,
+            [
+                *verified,
+                step(NOW + 10, BASE.then(entry).update(2, AT + 10), fail("ENTRY_MALFORMED")),
+                keys(["bob", "carol"], {"bob": [B1], "carol": []}),
+            ],
+        )
+        for name, entry in cases
+    ]
+
+
 def revocation_attacks() -> list[dict[str, Any]]:
     log = BASE.then(B2_ENDORSED, B1_REVOKES_B2)
     verified = [step(NOW, log.update(0, AT), ok(4, {"alice": [A1], "bob": [B1]}))]
@@ -727,6 +864,7 @@ def main() -> None:
         *owners_are_told(),
         *resets(),
         *endorsement_attacks(),
+        *degenerate_keys(),
         *revocation_attacks(),
         *witness_cases(),
         *checkpoint_cases(),

@@ -7,6 +7,7 @@ listed)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
@@ -45,6 +47,7 @@ from zkplatform_tlog.statements import (
     Entry,
     EntrySignature,
     PrincipalReset,
+    b64url,
     b64url_decode,
     parse_entry,
     verify_statement,
@@ -393,6 +396,140 @@ async def test_keys_of_another_device_are_refused(client: httpx.AsyncClient, wor
 
     refused(same_agreement, 409, "already_exists", "KEY_EXISTS")
     refused(same_signing, 409, "already_exists", "KEY_EXISTS")
+
+
+# Keys no device may publish (docs/key-transparency.md, "Canonical JSON"): Curve25519's field prime,
+# X25519's points of small order (RFC 7748 section 6.1) and Ed25519's (libsodium's list).
+P25519 = 2**255 - 19
+X25519_ORDER_8 = (
+    325606250916557431795983626356110631294008115727848805560023387167927233504,
+    39382357235489614581723060781553021112529911719440698176882885853963445705823,
+)
+ED25519_ORDER_8_Y = 2707385501144840649318225287225658788936804267575313519463743609750303402022
+BIT_255 = 1 << 255
+DEGENERATE_AGREEMENT = {
+    "u = 0": 0,
+    "u = 1": 1,
+    "order 8": X25519_ORDER_8[0],
+    "order 8, the other": X25519_ORDER_8[1],
+    "u = p - 1": P25519 - 1,
+    "u = p": P25519,
+    "u = p + 1": P25519 + 1,
+    "u = 2^255 - 1": 2**255 - 1,
+    "u = 0, bit 255 set": BIT_255,
+}
+DEGENERATE_SIGNING = {
+    "identity": 1,
+    "identity, negative zero": 1 | BIT_255,
+    "order 2": P25519 - 1,
+    "order 4": 0,
+    "order 4, negated": BIT_255,
+    "order 8": ED25519_ORDER_8_Y,
+    "order 8, negated": ED25519_ORDER_8_Y | BIT_255,
+    "order 8, another": P25519 - ED25519_ORDER_8_Y,
+    "y = p": P25519,
+    "y = p + 1": P25519 + 1,
+    "y = p + 3": P25519 + 3,
+}
+
+
+def okp_jwk(crv: str, encoded: int) -> str:
+    """The JWK text of the 32 little-endian bytes of `encoded`, canonical or not."""
+    return json.dumps({"crv": crv, "kty": "OKP", "x": b64url(encoded.to_bytes(32, "little"))}, separators=(",", ":"))
+
+
+def with_keys(
+    device: TestDevice, principal_id: str, now: int, *, signing_jwk: str = "", agreement_jwk: str = ""
+) -> Any:
+    """A first device's publication with these key texts in place of the device's, signed by it."""
+    statement = DeviceKeys(
+        "acme", principal_id, signing_jwk or device.signing_jwk, agreement_jwk or device.agreement_jwk, now, ""
+    )
+    return directory_pb2.PublishDeviceRequest(
+        statement=statement.canonical().decode(), signature=device.sign(statement)
+    )
+
+
+def identitys_signature() -> str:
+    """What the identity, as an Ed25519 key A, verifies for any statement: s*B = R + k*A holds for
+    R = s*B whatever k (R a key pair's public key, s its scalar: RFC 8032, 5.1.5)."""
+    seed = bytes(range(32))
+    scalar = bytearray(hashlib.sha512(seed).digest()[:32])
+    scalar[0] &= 248
+    scalar[31] = (scalar[31] & 127) | 64
+    s = int.from_bytes(scalar, "little") % (2**252 + 27742317777372353535851937790883648493)
+    r = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    return b64url(r + s.to_bytes(32, "little"))
+
+
+@pytest.mark.parametrize("u", DEGENERATE_AGREEMENT.values(), ids=DEGENERATE_AGREEMENT.keys())
+async def test_an_x25519_key_of_small_order_or_not_canonical_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, u: int
+) -> None:
+    request = with_keys(TestDevice(), "bob", clock.now, agreement_jwk=okp_jwk("X25519", u))
+
+    response = await call(client, request, world.token("bob"))
+
+    assert violations(response) == ["statement"]
+    assert "agreementKey: an X25519 key must" in response.json()["message"]
+    assert await _listed(client, world.token("bob")) == []
+
+
+@pytest.mark.parametrize("y", DEGENERATE_SIGNING.values(), ids=DEGENERATE_SIGNING.keys())
+async def test_an_ed25519_key_of_small_order_or_not_canonical_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, y: int
+) -> None:
+    request = with_keys(TestDevice(), "bob", clock.now, signing_jwk=okp_jwk("Ed25519", y))
+    if y == 1:  # a possession signature that verifies: the identity's, which anyone makes
+        request.signature = identitys_signature()
+
+    response = await call(client, request, world.token("bob"))
+
+    assert violations(response) == ["statement"]
+    assert "signingKey: an Ed25519 key must" in response.json()["message"]
+    assert await _listed(client, world.token("bob")) == []
+
+
+P256 = 2**256 - 2**224 + 2**192 + 2**96 - 1
+# The point of P-256 of the smallest x (5): y^2 = x^3 - 3x + b, a square root as p = 3 mod 4 gives it.
+P256_5 = pow(5**3 - 3 * 5 + 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B, (P256 + 1) // 4, P256)
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "taken"),
+    [(5, P256_5, True), (0, 0, False), (5, P256_5 + 1, False), (5 + P256, P256_5, False)],
+    ids=["the point", "zero", "off the curve", "x + p"],
+)
+async def test_a_p256_key_off_the_curve_or_not_canonical_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, x: int, y: int, *, taken: bool
+) -> None:
+    coordinates = {"x": b64url(x.to_bytes(32, "big")), "y": b64url(y.to_bytes(32, "big"))}
+    agreement_jwk = json.dumps({"crv": "P-256", "kty": "EC", **coordinates}, separators=(",", ":"))
+
+    response = await call(
+        client, with_keys(TestDevice(), "bob", clock.now, agreement_jwk=agreement_jwk), world.token("bob")
+    )
+
+    if taken:
+        assert response.status_code == 200, response.text
+    else:
+        assert violations(response) == ["statement"]
+        assert "agreementKey: the key is not a point of P-256" in response.json()["message"]
+
+
+async def test_one_key_is_not_published_under_a_second_id(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    alices = await first_device(client, world, "alice", clock)
+    u = int.from_bytes(b64url_decode(json.loads(alices.agreement_jwk)["x"], 32), "little")
+    # The same key for every X25519 implementation (RFC 7748 section 5 masks bit 255), another id.
+    request = with_keys(TestDevice(), "bob", clock.now, agreement_jwk=okp_jwk("X25519", u | BIT_255))
+
+    response = await call(client, request, world.token("bob"))
+
+    assert violations(response) == ["statement"]
+    assert "an X25519 key must be canonical" in response.json()["message"]
+    assert len(await _listed(client, world.token("bob"))) == 1
 
 
 async def test_a_revoked_devices_keys_are_not_published_again(

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 __all__ = [
     "DEVICE_KEYS",
@@ -59,6 +59,18 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 # Agreement key types: (kty, crv) and the members RFC 7638 hashes for each.
 _AGREEMENT_CURVES: Final = {("OKP", "X25519"): ("crv", "kty", "x"), ("EC", "P-256"): ("crv", "kty", "x", "y")}
+# The prime of Curve25519's field (RFC 7748 section 4.1): a coordinate is canonical below it.
+_P25519: Final = 2**255 - 19
+# The y-coordinates, the sign bit aside, of Ed25519's eight points of small order: the identity
+# (1), the point of order 2 (p - 1), the two of order 4 (0) and the four of order 8. libsodium's
+# list (ge25519_has_small_order); Chalkias, Garillot, Nikolaenko, "Taming the many EdDSAs" (2020).
+# With the sign bit ignored, it holds the "negative zero" encodings of the first two as well.
+_ED25519_ORDER_8_Y: Final = 2707385501144840649318225287225658788936804267575313519463743609750303402022
+_ED25519_SMALL_ORDER_Y: Final = frozenset({0, 1, _ED25519_ORDER_8_Y, _P25519 - _ED25519_ORDER_8_Y, _P25519 - 1})
+# Any fixed private key finds an X25519 point of small order: an exchange with such a point gives
+# the all-zero secret whatever the key (the scalar is a multiple of the cofactor), which
+# cryptography refuses (RFC 7748 section 6.1), and with no other point of the curve or its twist.
+_LOW_ORDER_PROBE: Final = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 Reason = Literal["ENTRY_MALFORMED", "ENTRY_UNSUPPORTED"]
 
@@ -110,7 +122,8 @@ def ed25519_jwk(public: Ed25519PublicKey) -> str:
 def canonical_public_jwk(members: Mapping[str, Any], *, signing: bool) -> str:
     """The canonical JWK text of a public key given as JWK members: an Ed25519 key when
     `signing`, else an X25519 or P-256 agreement key. Exactly the RFC 7638 members, each a
-    canonical coordinate of a usable key; ValueError saying what is wrong otherwise."""
+    canonical coordinate of a usable key: no point of small order (Ed25519, X25519), none off the
+    curve (P-256, whose points all have its prime order); ValueError saying what is wrong otherwise."""
     kty, crv = members.get("kty"), members.get("crv")
     if signing:
         required: tuple[str, ...] | None = ("crv", "kty", "x") if (kty, crv) == ("OKP", "Ed25519") else None
@@ -126,13 +139,39 @@ def canonical_public_jwk(members: Mapping[str, Any], *, signing: bool) -> str:
         raise ValueError("a JWK's members must be strings")
     x = b64url_decode(members["x"], 32)
     if crv == "Ed25519":
-        Ed25519PublicKey.from_public_bytes(x)
+        _require_ed25519(x)
     elif crv == "X25519":
-        X25519PublicKey.from_public_bytes(x)
+        _require_x25519(x)
     else:
         y = b64url_decode(members["y"], 32)
-        ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b"\x04" + x + y)  # ValueError off the curve
+        try:  # off the curve, or a coordinate not below the field's prime; infinity has no x and y
+            ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b"\x04" + x + y)
+        except ValueError:
+            raise ValueError("the key is not a point of P-256") from None
     return canonical_json({name: members[name] for name in required}).decode()
+
+
+def _require_ed25519(x: bytes) -> None:
+    """An Ed25519 public key that a signature can bind: canonical, and of no small order, whose
+    "signatures" anyone makes (the identity verifies every message under s*B = R)."""
+    y = int.from_bytes(x, "little") & ((1 << 255) - 1)
+    if y >= _P25519:
+        raise ValueError("an Ed25519 key must be canonical: its y below 2^255 - 19 (RFC 8032 section 5.1.3)")
+    if y in _ED25519_SMALL_ORDER_Y:
+        raise ValueError("an Ed25519 key must not be a point of small order: anyone can make its signatures")
+    Ed25519PublicKey.from_public_bytes(x)
+
+
+def _require_x25519(x: bytes) -> None:
+    """An X25519 public key that items can be sealed for: canonical (so that one key has one id),
+    and of no small order (an exchange with it gives the all-zero secret)."""
+    if int.from_bytes(x, "little") >= _P25519:  # bit 255 set too: RFC 7748 section 5 masks it
+        raise ValueError("an X25519 key must be canonical: below 2^255 - 19, bit 255 clear (RFC 7748 section 5)")
+    try:
+        _LOW_ORDER_PROBE.exchange(X25519PublicKey.from_public_bytes(x))
+    except ValueError:
+        msg = "an X25519 key must not be of small order: every exchange with it gives the all-zero secret"
+        raise ValueError(f"{msg} (RFC 7748 section 6.1)") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -307,6 +307,51 @@ function canonicalDocument(text: string, what: string): JsonObject {
 
 // Agreement key types: kty/crv and the members RFC 7638 hashes for each.
 const AGREEMENT_CURVES: Record<string, readonly string[]> = { "OKP/X25519": ["crv", "kty", "x"], "EC/P-256": ["crv", "kty", "x", "y"] };
+// The prime of Curve25519's field (RFC 7748 section 4.1): a coordinate is canonical below it.
+const P25519 = 2n ** 255n - 19n;
+// The y-coordinates, the sign bit aside, of Ed25519's eight points of small order: the identity
+// (1), the point of order 2 (p - 1), the two of order 4 (0) and the four of order 8. libsodium's
+// list (ge25519_has_small_order); Chalkias, Garillot, Nikolaenko, "Taming the many EdDSAs" (2020).
+// With the sign bit ignored, it holds the "negative zero" encodings of the first two as well.
+const ED25519_ORDER_8_Y = 2707385501144840649318225287225658788936804267575313519463743609750303402022n;
+const ED25519_SMALL_ORDER_Y = new Set([0n, 1n, ED25519_ORDER_8_Y, P25519 - ED25519_ORDER_8_Y, P25519 - 1n]);
+// The canonical u-coordinates of X25519's points of small order, on the curve and on its twist:
+// those an exchange with gives the all-zero secret whatever the private key (RFC 7748 section
+// 6.1), which the Python package finds by such an exchange. The same list as @noble/curves'
+// x25519 refuses (and https://cr.yp.to/ecdh.html#validate): compared here rather than found by an
+// exchange, which costs milliseconds in JavaScript for every device a replay reads.
+const X25519_SMALL_ORDER_U = new Set([
+  0n,
+  1n,
+  P25519 - 1n,
+  325606250916557431795983626356110631294008115727848805560023387167927233504n,
+  39382357235489614581723060781553021112529911719440698176882885853963445705823n,
+]);
+
+function littleEndian(bytes: Uint8Array): bigint {
+  let value = 0n;
+  for (let i = bytes.length - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[i]!);
+  return value;
+}
+
+// An Ed25519 public key that a signature can bind: canonical, and of no small order, whose
+// "signatures" anyone makes (the identity verifies every message under s*B = R). A key that is
+// no point of the curve is taken, as the Python package takes it: no signature by it verifies.
+function requireEd25519(x: Uint8Array): void {
+  const y = littleEndian(x) & ((1n << 255n) - 1n);
+  if (y >= P25519) throw new RangeError("an Ed25519 key must be canonical: its y below 2^255 - 19 (RFC 8032 section 5.1.3)");
+  if (ED25519_SMALL_ORDER_Y.has(y)) throw new RangeError("an Ed25519 key must not be a point of small order: anyone can make its signatures");
+}
+
+// An X25519 public key that items can be sealed for: canonical (so that one key has one id), and
+// of no small order (an exchange with it gives the all-zero secret).
+function requireX25519(x: Uint8Array): void {
+  const u = littleEndian(x);
+  if (u >= P25519) throw new RangeError("an X25519 key must be canonical: below 2^255 - 19, bit 255 clear (RFC 7748 section 5)");
+  if (X25519_SMALL_ORDER_U.has(u)) {
+    throw new RangeError("an X25519 key must not be of small order: every exchange with it gives the all-zero secret (RFC 7748 section 6.1)");
+  }
+}
 
 function memberNames(members: Record<string, unknown> | JsonObject): string[] {
   return members instanceof Map ? [...members.keys()] : Object.keys(members);
@@ -319,7 +364,8 @@ function member(members: Record<string, unknown> | JsonObject, name: string): un
 /**
  * The canonical JWK text of a public key given as JWK members: an Ed25519 key when `signing`, else
  * an X25519 or P-256 agreement key. Exactly the RFC 7638 members, each a canonical 32-byte
- * coordinate (a P-256 point on the curve); throws RangeError saying what is wrong otherwise.
+ * coordinate of a usable key: no point of small order (Ed25519, X25519), none off the curve
+ * (P-256, whose points all have its prime order); throws RangeError saying what is wrong otherwise.
  */
 export function canonicalPublicJwk(members: Record<string, unknown> | JsonObject, options: { signing: boolean }): string {
   const [kty, crv] = [member(members, "kty"), member(members, "crv")];
@@ -337,6 +383,8 @@ export function canonicalPublicJwk(members: Record<string, unknown> | JsonObject
   }
   if (!required.every((name) => typeof member(members, name) === "string")) throw new RangeError("a JWK's members must be strings");
   const x = b64urlDecode(member(members, "x") as string, 32);
+  if (crv === "Ed25519") requireEd25519(x);
+  if (crv === "X25519") requireX25519(x);
   if (crv === "P-256") {
     const y = b64urlDecode(member(members, "y") as string, 32);
     const point = new Uint8Array(65);
@@ -349,8 +397,6 @@ export function canonicalPublicJwk(members: Record<string, unknown> | JsonObject
       throw new RangeError("the key is not a point of P-256");
     }
   }
-  // Ed25519 and X25519 keys are any 32 bytes here, as the Python package reads them: a signature
-  // by a key that is no point never verifies.
   return canonicalJson(Object.fromEntries(required.map((name) => [name, member(members, name)])));
 }
 
