@@ -1,31 +1,55 @@
 """The TypeScript package's sealing, devices and key directory as a consumer installs them (the npm
 tarball in an empty project, tests/e2e/test_client_packages.py's `project`):
-tests/e2e/clients/sealing_checks.ts offline (the format of docs/sealing.md, the limits, share and
-unshare, every clients/testdata sealed-*.json vector whichever package sealed it, devices' keys and
-statements, the key log state file both packages read, no private key in what a key or an error
-shows) and against a --dev server (the cosigned log verified; seal by alice for the verified
-devices, open by bob; an endorsed second device shared with, then revoked; a reset surfaced,
-alerted and refused until acknowledged; a server that lies: a forked, truncated, gapped or
-rewritten log, a device the log does not hold, a stale checkpoint, an unknown witness or log key,
-another tenant's log); and the sealing example docs/clients.md shows."""
+tests/e2e/clients/sealing_checks.ts offline (the format of docs/sealing.md version 2, its
+signature verified here with cryptography over the statement rebuilt from the doc; the limits,
+share and unshare; every clients/testdata sealed-*.json vector of both packages and both versions,
+each run and answered as it says; key files both ways; no extractable private key of the
+package's own; devices' keys and statements; the key log state file both packages read; no
+private key in what a key or an error shows) and against a --dev server (the cosigned log
+verified; seal by alice for the verified devices, open by bob against his verified log, who
+sealed; a server that adds a wrapped key or replays a version, a signer the log lacks; an endorsed
+second device shared with, then revoked, what it sealed answered as revoked; a reset surfaced,
+alerted and refused until acknowledged; a server that lies about the log); and the sealing example
+docs/clients.md shows."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from tests.clients.conftest import PY_CLIENT  # noqa: F401 # the Python package's sources on the path
 from tests.e2e.server import serving
 from tests.e2e.test_client_packages import packages, project, run, tokens  # noqa: F401 # fixtures
+from zkplatform_client import DeviceKeyPair
 from zkplatform_client.key_log import LogUpdate, Me, TrustPolicy, state_document, verify_update
 from zkplatform_client.key_log_store import format_state, parse_state
 
 TESTDATA = Path(__file__).resolve().parents[2] / "clients" / "testdata"
 VECTORS = json.loads((TESTDATA / "key-transparency.json").read_text())
+SIGNERS: dict[str, Any] = json.loads((TESTDATA / "signers.json").read_text())["signers"]
+REASONS = {
+    "MALFORMED",
+    "UNSUPPORTED",
+    "BINDING_MISMATCH",
+    "SIGNER_UNKNOWN",
+    "SIGNATURE_INVALID",
+    "RECIPIENTS_MISMATCH",
+    "VERSION_MISMATCH",
+    "NOT_A_RECIPIENT",
+    "DECRYPTION_FAILED",
+    "COMMITMENT_MISMATCH",
+}
+# Version 1 vectors whose expectation version 2 changed (as tests/clients/test_sealing.py has
+# it): a version 1 payload relabelled version 2 was UNSUPPORTED when only version 1 was known;
+# now it is a version 2 payload without its commitment (docs/sealing.md, step 1).
+V1_SUPERSEDED = {"payload version 2": "MALFORMED"}
+PYTHON_PASSPHRASE = "the driver's passphrase: pässwörd"  # a test key file's, public by being here
 
 
 def checks(project: Path, *args: str) -> dict[str, Any]:  # noqa: F811
@@ -35,10 +59,26 @@ def checks(project: Path, *args: str) -> dict[str, Any]:  # noqa: F811
     return report
 
 
-def expected_openings(path: Path) -> dict[str, str]:
-    """What each vector of a sealed-*.json file must come to: "ok" (its plaintext), or its error."""
-    vectors = json.loads(path.read_text())["vectors"]
-    return {v["name"]: "ok" if "plaintext" in v else v["error"] for v in vectors}
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def expected_answers(path: Path) -> list[dict[str, Any]]:
+    """What each vector of a sealed-*.json file must come to, in the shape of version 2's expect
+    (version 1's files say plaintext or error)."""
+    answers = []
+    for vector in json.loads(path.read_text())["vectors"]:
+        if "expect" in vector:
+            answers.append(vector["expect"])
+        elif "plaintext" in vector:
+            answers.append({"ok": True, "plaintext": vector["plaintext"], "formatVersion": 1, "signer": None})
+        else:
+            answers.append({"ok": False, "reason": V1_SUPERSEDED.get(vector["name"], vector["error"])})
+    return answers
 
 
 def python_state() -> str:
@@ -59,10 +99,21 @@ def python_state() -> str:
 
 
 @pytest.fixture(scope="module")
-def offline_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The offline checks' directory: the Python package's state file in it; theirs written to it."""
+def python_device() -> DeviceKeyPair:
+    return DeviceKeyPair.generate("P-256")
+
+
+@pytest.fixture(scope="module")
+def offline_work(tmp_path_factory: pytest.TempPathFactory, python_device: DeviceKeyPair) -> Path:
+    """The offline checks' directory: the Python package's state file and a key file it wrote in
+    it; theirs written to it."""
     work = tmp_path_factory.mktemp("offline")
     (work / "python-state.json").write_text(python_state())
+    key_file = python_device.to_key_file(PYTHON_PASSPHRASE, tenant_id="acme", principal_id="bob")
+    (work / "python-key-file.jwe").write_text(key_file)
+    (work / "python-key-file.json").write_text(
+        json.dumps({"passphrase": PYTHON_PASSPHRASE, "deviceId": python_device.device_id})
+    )
     return work
 
 
@@ -76,25 +127,10 @@ def test_sealing_offline(offline: dict[str, Any]) -> None:
     report = offline
 
     keys = ["crv", "d", "kty", "x"]
+    common = {"opens": True, "formatVersion": 2, "sealedBy": True, "reloadedOpens": True, "sameKeyId": True}
     assert report["roundTrip"] == {
-        "X25519": {"opens": True, "reloadedOpens": True, "sameKeyId": True, "privateJwkMembers": keys},
-        "P-256": {"opens": True, "reloadedOpens": True, "sameKeyId": True, "privateJwkMembers": [*keys, "y"]},
-    }
-    assert report["format"] == {
-        "alg": "A256GCM",
-        "version": 1,
-        "nonceBytes": 12,
-        "aad": '{"itemId":"checks-1","kind":"note","tenantId":"acme","v":1,"vaultId":"acme-shared"}',
-        "ciphertextBytes": len("format") + 16,
-        "recipientIdIsHexKeyId": True,
-        "wrapAlg": "ECDH-ES+A256KW",
-        "header": {
-            "alg": "ECDH-ES+A256KW",
-            "enc": "A256GCM",
-            "kidIsKeyId": True,
-            "epk": ["crv", "kty", "x", "y"],
-            "members": ["alg", "enc", "epk", "kid"],
-        },
+        "X25519": {**common, "privateJwkMembers": keys},
+        "P-256": {**common, "privateJwkMembers": [*keys, "y"]},
     }
     assert report["recipients"] == {
         "wrappedKeys": 3,  # seven recipients given, three keys among them
@@ -108,34 +144,179 @@ def test_sealing_offline(offline: dict[str, Any]) -> None:
         "unknownCurve": "UNSUPPORTED",
         "notOnCurve": "UNSUPPORTED",
         "badContext": "TypeError",
+        "noSigner": "TypeError",
+        "versionZero": "TypeError",
     }
-    assert report["sharing"] == {
-        "shareKeepsExisting": True,  # an unknown wrap_alg's key too
+
+
+def test_the_format_is_docs_sealing_md_s(offline: dict[str, Any]) -> None:
+    """The payload's fields as the doc says, and its signature verified by cryptography over the
+    statement rebuilt from the doc alone (canonical JSON, members sorted, no whitespace)."""
+    report = offline["format"]
+    payload = report["payload"]
+    statement = {
+        "aad": payload["aad"],
+        "ciphertextSha256": b64url(hashlib.sha256(b64url_decode(payload["ciphertext"])).digest()),
+        "commitment": payload["commitment"],
+        "format": 2,
+        "nonce": payload["nonce"],
+        "recipients": sorted(report["recipients"]),
+        "signer": payload["signer"],
+        "type": "zkplatform.sealed-item",
+        "version": 7,  # what seal() was asked to sign for
+    }
+    signing_key = Ed25519PublicKey.from_public_bytes(b64url_decode(json.loads(report["signingJwk"])["x"]))
+
+    signing_key.verify(
+        b64url_decode(payload["signature"]), json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    )
+    assert {k: v for k, v in report.items() if k not in {"payload", "recipients", "signingJwk"}} == {
+        "alg": "A256GCM",
+        "version": 2,
+        "nonceBytes": 12,
+        "aad": '{"itemId":"checks-1","kind":"note","tenantId":"acme","v":2,"vaultId":"acme-shared"}',
+        "ciphertextBytes": len("format") + 16,
+        "commitmentBytes": 32,
+        "signatureBytes": 64,
+        "signerIsDevice": True,
+        "sortedByRecipientId": True,
+        "recipientIdIsHexKeyId": True,
+        "wrapAlgs": {"X25519": "HPKE-Base-X25519-SHA256-A256GCM", "P-256": "HPKE-Base-P256-SHA256-A256GCM"},
+        "wrappedKeyBytes": {"X25519": 32 + 32 + 16, "P-256": 65 + 32 + 16},  # enc || the content key and its tag
+    }
+
+
+def test_share_and_unshare(offline: dict[str, Any]) -> None:
+    report = offline["sharing"]
+
+    assert report.pop("replantedSignedBy")["principalId"] == "bob"  # signed by the device that shared
+    assert report == {
+        "plantedRefused": "NOT_A_RECIPIENT",  # an entry of an unknown wrap_alg for it
+        "shareKeepsExisting": True,
+        "shareKeepsUnknownOfOthers": True,  # one not shared with again is kept as it is
         "shareAdds": 1,
+        "sameContent": True,
         "friendOpensShared": True,
+        "sharedSignedBy": "alice",
+        "sharedServedAsBefore": "SIGNATURE_INVALID",  # signed for version 2, served as 1
+        "plantedReplaced": True,  # share put a usable key in the unknown entry's place
+        "resignedOnly": {"sameKeys": True, "opens": True, "version": "4"},
         "shareByNonRecipient": "NOT_A_RECIPIENT",
         "removedAfterUnshare": "NOT_A_RECIPIENT",
         "keptAfterUnshare": True,
         "addedByUnshare": True,
         "unsharedWrappedKeys": 3,
         "newNonce": True,
-        "oldContentKey": "DECRYPTION_FAILED",
+        "oldContentKey": "COMMITMENT_MISMATCH",  # the old content key, wrapped for the right key
+        "v1Shared": {"formatVersion": 2, "opener": 2, "added": True, "wrappedKeys": 2, "newNonce": True},
     }
-    assert report["secrets"]["secretsShown"] == 0
-    assert report["secrets"]["checked"] > 40
-    key_id = "tZsee3qIMrOJPFQ9SPHRunnC23pe8zhCleNWHPULEu4"  # x25519-a's
-    assert report["secrets"]["inspected"] == f"RecipientKeyPair {{ curve: 'X25519', keyId: '{key_id}' }}"
 
 
 def test_every_sealed_vector_opens_as_it_says(offline: dict[str, Any]) -> None:
+    """Every case of every file, both packages' and both versions' (sealed-v2-python.json is the
+    Python package's: required, so that its cases are run rather than skipped), in order."""
     files = sorted(TESTDATA.glob("sealed-*.json"))
 
     report = offline["vectors"]
 
-    assert "sealed-ts.json" in report
-    assert report == {path.name: expected_openings(path) for path in files}
-    reasons = {reason for path in files for reason in expected_openings(path).values()}
-    assert reasons >= {"ok", "UNSUPPORTED", "BINDING_MISMATCH", "NOT_A_RECIPIENT", "DECRYPTION_FAILED"}
+    assert [path.name for path in files] == [
+        "sealed-python.json",
+        "sealed-ts.json",
+        "sealed-v2-python.json",
+        "sealed-v2-ts.json",
+    ]
+    assert sorted(report) == [path.name for path in files]
+    for path in files:
+        expected = expected_answers(path)
+        assert len(report[path.name]) == len(expected), path.name
+        assert report[path.name] == expected, path.name
+
+
+def test_the_version_2_vectors_cover_every_reason_both_key_types_and_a_revoked_signer() -> None:
+    recipients = json.loads((TESTDATA / "recipients.json").read_text())["keys"]
+    for name in ("sealed-v2-python.json", "sealed-v2-ts.json"):
+        vectors = json.loads((TESTDATA / name).read_text())["vectors"]
+        expected = [v["expect"] for v in vectors]
+
+        assert {e["reason"] for e in expected if not e["ok"]} == REASONS, name
+        assert {recipients[v["recipient"]]["crv"] for v in vectors if v["expect"]["ok"]} == {"X25519", "P-256"}, name
+        assert {e["signerLive"] for e in expected if e["ok"]} == {True, False}, name
+
+
+def test_key_files_both_ways(offline: dict[str, Any], offline_work: Path) -> None:
+    report = offline["keyFiles"]
+    written = json.loads((offline_work / "ts-key-file.json").read_text())
+
+    read_by_python = DeviceKeyPair.from_key_file((offline_work / "ts-key-file.jwe").read_text(), written["passphrase"])
+
+    assert (read_by_python.device_id, read_by_python.agreement_key_id) == (
+        written["deviceId"],
+        written["agreementKeyId"],
+    )
+    assert report == {
+        "header": {
+            "members": ["alg", "enc", "p2c", "p2s"],
+            "alg": "PBES2-HS512+A256KW",
+            "enc": "A256GCM",
+            "p2c": 210_000,
+            "p2sBytes": 16,
+        },
+        "iterations": 210_000,
+        "parts": 5,
+        "readBack": True,
+        "fromKeyFile": True,
+        "opensSealed": True,
+        "newSaltEachTime": True,
+        "wrongPassphrase": "WRONG_PASSPHRASE",
+        "damagedCiphertext": "WRONG_PASSPHRASE",
+        "damagedKey": "WRONG_PASSPHRASE",
+        "notJwe": "MALFORMED",
+        "plainWithoutSaying": "MALFORMED",
+        "plainSaid": True,
+        "plainMembers": ["agreementKeyJwk", "deviceId", "principalId", "signingKeyJwk", "tenantId", "type"],
+        "jweAsPlain": "MALFORMED",
+        "writePlainWithoutSaying": "TypeError",
+        "writeEmptyPassphrase": "TypeError",
+        "writeTooFewIterations": "RangeError",
+        "tooFewIterations": "UNSUPPORTED",
+        "tooManyIterations": "UNSUPPORTED",
+        "otherAlg": "UNSUPPORTED",
+        "otherEnc": "UNSUPPORTED",
+        # Both packages' committed files, with what key-files.json says they hold.
+        "committed": {
+            name: {"holds": True, "wrongPassphrase": "WRONG_PASSPHRASE"}
+            for name in ("key-file-python.jwe", "key-file-ts.jwe")
+        },
+        # The one the Python package wrote for this run.
+        "fromPython": {"deviceId": True, "wrongPassphrase": "WRONG_PASSPHRASE"},
+    }
+
+
+def test_the_package_makes_no_private_key_extractable(offline: dict[str, Any]) -> None:
+    """The WebCrypto keys the package makes itself (agreement keys, AES and HKDF keys) are never
+    extractable; the HPKE and JOSE libraries' own keys (HPKE's ephemeral sender keys, PBES2's
+    derived keys) are theirs, made and dropped within one call."""
+    report = offline["extractable"]
+
+    assert report["packageExtractable"] == 0
+    assert report["privateKeys"] >= 4  # two generated, one imported, one from a key file
+    assert report["packageKeys"] > report["privateKeys"]
+
+
+def test_no_private_key_in_what_keys_and_errors_show(offline: dict[str, Any]) -> None:
+    report = offline["secrets"]
+    recipients = json.loads((TESTDATA / "recipients.json").read_text())["keys"]
+    key_files = json.loads((TESTDATA / "key-files.json").read_text())["files"]
+    secrets = [jwk["d"] for jwk in recipients.values()] + [s["privateJwk"]["d"] for s in SIGNERS.values()]
+    secrets += [about["passphrase"] for about in key_files.values()] + [PYTHON_PASSPHRASE]
+
+    assert report["secretsShown"] == 0
+    assert report["checked"] > 400  # every refusal of every vector file among them
+    key_id = "tZsee3qIMrOJPFQ9SPHRunnC23pe8zhCleNWHPULEu4"  # x25519-a's
+    assert report["inspected"] == f"RecipientKeyPair {{ curve: 'X25519', keyId: '{key_id}' }}"
+    assert report["device"]
+    # Nor in the whole report.
+    assert not [secret for secret in secrets if secret in json.dumps(offline, ensure_ascii=False)]
 
 
 def test_devices_keys_and_statements(offline: dict[str, Any]) -> None:
@@ -206,9 +387,19 @@ def test_the_key_directory_over_a_server(project: Path, tmp_path: Path) -> None:
     assert report["demo"] == {"size": 2, "alice": [ids["alice"]], "devices": ["alice", "bob"]}
     assert report["found"] == {"alice": [ids["alice"]], "bob": [ids["bob"]]}
     assert report["bobOpens"]
-    # bob's phone, endorsed by his demo device: in the log alice verifies, shared with, opens.
+    # Who sealed, as bob's verified log has it: alice's demo device, live.
+    assert report["sealedBy"] == {"principalId": "alice", "deviceId": ids["alice"], "live": True, "formatVersion": 2}
+    # The item served changed: a wrapped key the sealer did not sign for, a version it was not.
+    assert report["servedChanged"] == {"keyAdded": "RECIPIENTS_MISMATCH", "replayedAsNewer": "VERSION_MISMATCH"}
+    assert report["strangerSigned"] == "SIGNER_UNKNOWN"  # a device the log does not hold
+    # bob's phone, endorsed by his demo device: in the log alice verifies, shared with (signed
+    # again by alice for version 2), opens.
     assert report["added"]
-    assert report["phone"] == {"found": 1, "opens": True, "live": True}
+    alice_signed = {"principalId": "alice", "deviceId": ids["alice"], "live": True}
+    assert report["phone"] == {"found": 1, "opens": True, "sealedBy": alice_signed, "sharedVersion": "2", "live": True}
+    # What the phone sealed: signed by it, live; still opens once it is revoked, answered so.
+    phone_signed = {"principalId": "bob", "deviceId": ids["phone"]}
+    assert report["byPhone"] == {"before": {**phone_signed, "live": True}, "after": {**phone_signed, "live": False}}
     assert report["afterUnshare"] == {
         "bob": "NOT_A_RECIPIENT",
         "phone": "NOT_A_RECIPIENT",
@@ -273,8 +464,13 @@ def test_the_sealing_example(project: Path, tmp_path: Path) -> None:  # noqa: F8
     secrets += [json.loads(p[name])["d"] for p in principals for name in ("signingKeyJwk", "privateKeyJwk")]
 
     assert result.stderr == ""
-    # alice's and bob's demo devices, as alice's device verified the log
-    assert json.loads(result.stdout) == {"recipients": 2, "opened": "door code: 4711", "afterwards": "NOT_A_RECIPIENT"}
+    # alice's and bob's demo devices, as alice's device verified the log; bob sees alice sealed it
+    assert json.loads(result.stdout) == {
+        "recipients": 2,
+        "opened": "door code: 4711",
+        "sealedBy": "alice",
+        "afterwards": "NOT_A_RECIPIENT",
+    }
     assert not [secret for secret in secrets if secret in result.stdout]
     saved = parse_state((state / "alice-key-log.json").read_text())
     assert (saved.tenant_id, saved.size, [d.principal_id for d in saved.devices.values()]) == (

@@ -1,7 +1,8 @@
 // Seal an item for the members of a vault and open it as one of them, for the devices the tenant's
 // key log holds as alice's device verified it itself: signed by the log key and cosigned by the
-// witnesses the operator named, kept in a file between runs. Then take a member off (unshare):
-// sealed again for the others, under a new content key.
+// witnesses the operator named, kept in a file between runs. The item is signed by alice's device;
+// bob's opening checks that signature against the log he verified, and learns who sealed it. Then
+// take a member off (unshare): sealed again for the others, under a new content key.
 //   node sealing.js CREDENTIALS_FILE STATE_DIR    (the credentials file of `zkplatform serve --dev`)
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,8 +16,8 @@ const principal = (id: string) => credentials.tenants.flatMap((tenant) => tenant
 
 // What the operator gives every client out of band: the log key, the witnesses, how many must cosign.
 const policy = { logKeys: credentials.logKeys, witnesses: credentials.witnesses, quorum: credentials.witnessQuorum };
-// Each device keeps its two private keys (DeviceKeyPair.toJwks()) as it keeps its secrets: here,
-// the demo devices' keys the credentials file holds.
+// Each device keeps its two private keys in a key file under a passphrase (DeviceKeyPair.toKeyFile,
+// read back with DeviceKeyPair.fromKeyFile): here, the demo devices' keys the credentials file holds.
 const aliceDevice = await DeviceKeyPair.fromJwks(principal("alice").signingKeyJwk, principal("alice").privateKeyJwk);
 const bobDevice = await DeviceKeyPair.fromJwks(principal("bob").signingKeyJwk, principal("bob").privateKeyJwk);
 const alice = clients(credentials.baseUrl, "connect-binary", { token: principal("alice").token });
@@ -29,23 +30,26 @@ const directory = new KeyDirectory(alice.directory, "acme", policy, store, { me:
 // alice seals for every live device of alice and bob in the log she verified.
 const recipients = [...(await directory.recipientKeys(["alice", "bob"])).values()].flat();
 const context = { tenantId: "acme", vaultId: "acme-shared", itemId: "door-code", kind: "note" };
-const sealed = await seal(new TextEncoder().encode("door code: 4711"), recipients, context);
+const sealed = await seal(new TextEncoder().encode("door code: 4711"), recipients, context, aliceDevice);
 const { item } = await alice.vault.createItem({ vaultId: context.vaultId, itemId: context.itemId, kind: context.kind, ...sealed });
 
-// bob reads it and opens it with his device's agreement key.
+// bob reads it and opens it with his device's keys, against the key log his device verified: the
+// content, and who sealed it (the device that signed, its principal, whether it is still live).
+const bobDirectory = new KeyDirectory(bob.directory, "acme", policy, new FileKeyLogStore(join(stateDir, "bob-key-log.json")), { me: new Me("bob"), device: bobDevice });
 const read = async () => (await bob.vault.getItem({ vaultId: context.vaultId, itemId: context.itemId })).item!;
-const opened = new TextDecoder().decode(await openItem(await read(), bobDevice.recipientKey()));
+const { plaintext, sealedBy } = await openItem(await read(), bobDevice, await bobDirectory.verify());
+const opened = new TextDecoder().decode(plaintext);
 
-// alice takes bob off: the content sealed again for her device alone.
-const resealed = await unshare(item!, aliceDevice.recipientKey(), [aliceDevice.recipientKey()]);
+// alice takes bob off: the content sealed again for her device alone, signed for the next version.
+const resealed = await unshare(item!, aliceDevice, [aliceDevice.recipientKey()], aliceDevice, await directory.verify());
 const updateMask = { paths: ["encrypted_payload", "wrapped_keys"] };
 await alice.vault.updateItem({ vaultId: context.vaultId, itemId: context.itemId, baseVersion: item!.version, updateMask, ...resealed });
 let afterwards = "opened";
 try {
-  await openItem(await read(), bobDevice.recipientKey());
+  await openItem(await read(), bobDevice, await bobDirectory.verify());
 } catch (error) {
   if (!(error instanceof SealingError)) throw error;
   afterwards = error.reason; // NOT_A_RECIPIENT
 }
 
-console.log(JSON.stringify({ recipients: recipients.length, opened, afterwards }));
+console.log(JSON.stringify({ recipients: recipients.length, opened, sealedBy: sealedBy?.principalId, afterwards }));

@@ -3,26 +3,61 @@
 //
 // A device holds an Ed25519 signing key, whose RFC 7638 thumbprint is its device id, and an
 // agreement key (X25519 or P-256, a RecipientKeyPair as sealing uses it) that items' keys are
-// wrapped for. DeviceKeyPair makes them, exports and imports them as private JWKs, and signs the
-// statements of statements.ts: its publication as a principal's first device, its publication to
-// be endorsed by a device the principal already has (endorse), and revocations. Keys live in
-// memory here; neither util.inspect nor JSON.stringify shows a private part, nor does any error.
-// Ed25519 is @noble/curves'; the agreement key is WebCrypto's.
+// wrapped for. DeviceKeyPair makes them, exports and imports them as private JWKs or as a key file
+// under a passphrase (docs/sealing.md, "Device keys at rest"), and signs the statements of
+// statements.ts: its publication as a principal's first device, its publication to be endorsed by
+// a device the principal already has (endorse), revocations, and the items it seals
+// (sealing-statement.ts). Keys live in memory here; neither util.inspect nor JSON.stringify shows
+// a private part, nor does any error. Ed25519 is @noble/curves'; the agreement key is WebCrypto's
+// (not extractable); the key file's JWE (PBES2) is jose's. No node:* import.
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { RecipientKeyPair, type Curve } from "./recipient-keys.js";
+import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, errors } from "jose";
+import { RecipientKeyPair, SealingError, type Curve } from "./recipient-keys.js";
+import type { SealedItemStatement } from "./sealing-statement.js";
 import {
   DeviceKeys,
   DeviceRevocation,
   b64url,
   b64urlDecode,
+  canonicalJson,
   canonicalPublicJwk,
   ed25519Jwk,
   signStatement,
   thumbprint,
+  utf8,
   verifyStatement,
 } from "./statements.js";
 
 const INSPECT = Symbol.for("nodejs.util.inspect.custom");
+
+/** The `type` of a device key file's plaintext. */
+export const KEY_FILE_TYPE = "zkplatform.device-keys-file";
+/** PBKDF2-HMAC-SHA512 iterations a key file is written with (OWASP's figure for HMAC-SHA512). */
+export const KEY_FILE_ITERATIONS = 210_000;
+// The iterations a key file is read with: fewer is too weak to trust; more is past what the Python
+// package reads (joserfc's own bound), and a way to stall a reader.
+const MIN_ITERATIONS = 100_000;
+const MAX_ITERATIONS = 300_000;
+const KEY_FILE_MEMBERS = ["agreementKeyJwk", "deviceId", "principalId", "signingKeyJwk", "tenantId", "type"];
+const KEY_FILE_ALG = "PBES2-HS512+A256KW";
+const KEY_FILE_ENC = "A256GCM";
+
+/** What a key file holds besides the keys: the device's tenant and principal. */
+export interface KeyFileOptions {
+  tenantId: string;
+  principalId: string;
+  /** Write the private keys as plain JSON, without a passphrase: only when asked in so many words. */
+  unencrypted?: boolean;
+  /** PBKDF2 iterations (KEY_FILE_ITERATIONS by default; 100,000 to 300,000). */
+  iterations?: number;
+}
+
+/** A key file's content: the device and the tenant and principal it is of. */
+export interface DeviceKeyFile {
+  device: DeviceKeyPair;
+  tenantId: string;
+  principalId: string;
+}
 
 export type AgreementCurve = Curve;
 
@@ -182,9 +217,48 @@ export class DeviceKeyPair {
     return new SignedRevocation(statement, signStatement(this.#seed, statement));
   }
 
-  /** This device's Ed25519 signature of a statement's canonical bytes. */
-  sign(statement: DeviceKeys | DeviceRevocation): Uint8Array {
-    return signStatement(this.#seed, statement);
+  /** This device's Ed25519 signature of a statement's canonical bytes: a key log statement, or a sealed item's. */
+  sign(statement: DeviceKeys | DeviceRevocation | SealedItemStatement): Uint8Array {
+    return ed25519.sign(utf8(statement.canonical()), this.#seed);
+  }
+
+  /**
+   * Both private keys in a key file (docs/sealing.md, "Device keys at rest"): a compact JWE under
+   * `passphrase` (PBES2-HS512+A256KW, A256GCM, 210,000 iterations), or plain JSON when
+   * `options.unencrypted` is true and `passphrase` null. Secret all the same: keep it as the
+   * application keeps its secrets.
+   */
+  async toKeyFile(passphrase: string | null, options: KeyFileOptions): Promise<string> {
+    const { tenantId, principalId, unencrypted = false, iterations = KEY_FILE_ITERATIONS } = options;
+    if (typeof tenantId !== "string" || typeof principalId !== "string" || !tenantId || !principalId) {
+      throw new TypeError("a key file names the device's tenantId and principalId");
+    }
+    const { signingKeyJwk, privateKeyJwk } = await this.toJwks();
+    const text = canonicalJson({ agreementKeyJwk: privateKeyJwk, deviceId: this.deviceId, principalId, signingKeyJwk, tenantId, type: KEY_FILE_TYPE });
+    if (unencrypted) {
+      if (passphrase !== null) throw new TypeError("an unencrypted key file takes no passphrase (null)");
+      return text;
+    }
+    if (typeof passphrase !== "string" || passphrase === "") {
+      throw new TypeError("a key file is encrypted under a passphrase (or written plain with {unencrypted: true} and null)");
+    }
+    if (!Number.isSafeInteger(iterations) || iterations < MIN_ITERATIONS || iterations > MAX_ITERATIONS) {
+      throw new RangeError(`a key file's iterations are from ${MIN_ITERATIONS} to ${MAX_ITERATIONS}`);
+    }
+    return new CompactEncrypt(utf8(text))
+      .setProtectedHeader({ alg: KEY_FILE_ALG, enc: KEY_FILE_ENC })
+      .setKeyManagementParameters({ p2c: iterations, p2s: globalThis.crypto.getRandomValues(new Uint8Array(16)) })
+      .encrypt(utf8(passphrase));
+  }
+
+  /**
+   * The device of a key file toKeyFile() wrote (in either package), with its passphrase; a plain
+   * one only with `{unencrypted: true}` and null. SealingError: WRONG_PASSPHRASE (or a damaged
+   * ciphertext), MALFORMED (not a key file), UNSUPPORTED (another algorithm, or iterations out of
+   * bounds).
+   */
+  static async fromKeyFile(text: string, passphrase: string | null, options: { unencrypted?: boolean } = {}): Promise<DeviceKeyPair> {
+    return (await readKeyFile(text, passphrase, options)).device;
   }
 
   toJSON(): { deviceId: string; agreementKeyId: string } {
@@ -211,4 +285,72 @@ export function endorse(statement: DeviceStatement, endorser: DeviceKeyPair): De
   if (keys.endorser !== endorser.deviceId) throw new TypeError("the statement does not name this device as its endorser");
   if (!verifyStatement(keys.signingJwk, keys, statement.signature)) throw new TypeError("the statement's signature is not the new device's");
   return new DeviceStatement(keys, statement.signature, endorser.sign(keys));
+}
+
+// The plaintext of a key file, checked: its type, its ids, and keys whose public members match
+// their private ones and whose thumbprint is the device id it names.
+async function keyFileContent(text: string): Promise<DeviceKeyFile> {
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new SealingError("MALFORMED", "the key file's content is not JSON");
+  }
+  if (typeof document !== "object" || document === null || Array.isArray(document)) throw new SealingError("MALFORMED", "the key file's content is not a JSON object");
+  const { agreementKeyJwk, deviceId, principalId, signingKeyJwk, tenantId, type } = document as Record<string, unknown>;
+  const members = Object.keys(document).sort();
+  if (type !== KEY_FILE_TYPE || members.join() !== KEY_FILE_MEMBERS.join()) throw new SealingError("MALFORMED", `not a ${KEY_FILE_TYPE}`);
+  if (typeof tenantId !== "string" || typeof principalId !== "string" || typeof deviceId !== "string" || !tenantId || !principalId) {
+    throw new SealingError("MALFORMED", "the key file has no tenantId, principalId or deviceId");
+  }
+  let device: DeviceKeyPair;
+  try {
+    device = await DeviceKeyPair.fromJwks(signingKeyJwk as object, agreementKeyJwk as object);
+  } catch {
+    // Not the error itself: it is about the keys, and says nothing a reader of logs needs.
+    throw new SealingError("MALFORMED", "the key file's keys are not an Ed25519 signing key and an X25519 or P-256 agreement key, each with its public members");
+  }
+  if (device.deviceId !== deviceId) throw new SealingError("MALFORMED", "the key file's signing key is not the device it names");
+  return { device, tenantId, principalId };
+}
+
+/**
+ * The device, tenant and principal of a key file (DeviceKeyPair.toKeyFile, in either package),
+ * with its passphrase; a plain one only with `{unencrypted: true}` and null. SealingError:
+ * WRONG_PASSPHRASE, MALFORMED or UNSUPPORTED, as DeviceKeyPair.fromKeyFile.
+ */
+export async function readKeyFile(text: string, passphrase: string | null, options: { unencrypted?: boolean } = {}): Promise<DeviceKeyFile> {
+  if (typeof text !== "string") throw new TypeError("a key file is a text");
+  if (options.unencrypted) {
+    if (passphrase !== null) throw new TypeError("an unencrypted key file takes no passphrase (null)");
+    if (text.trimStart().startsWith("{")) return keyFileContent(text);
+    throw new SealingError("MALFORMED", "not a plain key file (an encrypted one takes its passphrase)");
+  }
+  if (typeof passphrase !== "string" || passphrase === "") throw new TypeError("a key file is opened with its passphrase (a plain one with {unencrypted: true} and null)");
+  let header: Record<string, unknown>;
+  try {
+    header = decodeProtectedHeader(text.trim());
+  } catch {
+    throw new SealingError("MALFORMED", text.trimStart().startsWith("{") ? "a plain key file, read only with {unencrypted: true}" : "not a compact JWE");
+  }
+  if (header.alg !== KEY_FILE_ALG || header.enc !== KEY_FILE_ENC) throw new SealingError("UNSUPPORTED", `a key file is ${KEY_FILE_ALG} with ${KEY_FILE_ENC}`);
+  const count = header.p2c;
+  if (typeof count !== "number" || !Number.isSafeInteger(count) || count < MIN_ITERATIONS || count > MAX_ITERATIONS) {
+    throw new SealingError("UNSUPPORTED", `a key file's p2c is from ${MIN_ITERATIONS} to ${MAX_ITERATIONS}`);
+  }
+  let plaintext: Uint8Array;
+  try {
+    const decryptOptions = { keyManagementAlgorithms: [KEY_FILE_ALG], contentEncryptionAlgorithms: [KEY_FILE_ENC], maxPBES2Count: MAX_ITERATIONS };
+    ({ plaintext } = await compactDecrypt(text.trim(), utf8(passphrase), decryptOptions));
+  } catch (error) {
+    if (error instanceof errors.JWEDecryptionFailed) throw new SealingError("WRONG_PASSPHRASE", "the key file does not open with this passphrase (or it is damaged)");
+    throw new SealingError("MALFORMED", "not a key file's JWE");
+  }
+  let content: string;
+  try {
+    content = new TextDecoder("utf-8", { fatal: true }).decode(plaintext);
+  } catch {
+    throw new SealingError("MALFORMED", "the key file's content is not UTF-8");
+  }
+  return keyFileContent(content);
 }

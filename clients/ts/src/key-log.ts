@@ -320,6 +320,23 @@ export class KeyLogState implements StateFields {
   liveDevices(principalId: string): LoggedDevice[] {
     return this.devicesOf(principalId).filter((device) => device.revokedIndex === null);
   }
+
+  /**
+   * The device `deviceId` as a sealed item's signer (sealing's SignerDirectory): its principal,
+   * its signing key and whether it is live; null for a device this log never published.
+   */
+  signer(deviceId: string): SignerEntry | null {
+    const device = this.devices.get(deviceId);
+    if (device === undefined) return null;
+    return { principalId: device.principalId, signingJwk: device.signingJwk, live: device.revokedIndex === null };
+  }
+}
+
+/** A device as a reader of sealed items needs it: the principal it is of, its Ed25519 signing key (canonical JWK text), whether it is live. */
+export interface SignerEntry {
+  readonly principalId: string;
+  readonly signingJwk: string;
+  readonly live: boolean;
 }
 
 /**
