@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from tests.clients.conftest import dev_device, dev_policy, dev_principals, verified_until
+from tests.clients.sealing_support import TESTDATA
 from tests.e2e.server import Server, serving
 from tests.e2e.test_durable import ENV, seed
 from zkplatform_api.platform.v1.vault_pb2 import CreateItemRequest, GetItemRequest, Item, UpdateItemRequest
@@ -46,7 +48,7 @@ from zkplatform_client import (
     unshare,
 )
 from zkplatform_tlog.merkle import leaf_hash
-from zkplatform_tlog.statements import Entry, EntrySignature
+from zkplatform_tlog.statements import Entry, EntrySignature, b64url_decode
 
 pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tests/e2e by place)
 
@@ -325,3 +327,30 @@ async def test_a_log_rewritten_in_the_database_is_refused_on_every_call_after(tm
     assert [asked.value.reason, verifying.value.reason, restarted.value.reason] == ["LOG_FORKED"] * 3
     assert state_file.read_bytes() == verified
     assert json.loads(verified)["checkpoint"]["size"] == 2  # the development data set's two devices
+
+
+async def test_a_version_1_item_on_the_server_opens_unsigned_and_sharing_it_writes_version_2(
+    server: Server, credentials: Path, principals: dict[str, Any]
+) -> None:
+    """sealed-python.json's version 1 item sealed for all four test keys, stored through the API
+    as a client of the previous release stored it: it opens, answered unsigned; shared (with
+    bob's demo device), it is sealed again in version 2, signed by alice's device."""
+    document = json.loads((TESTDATA / "sealed-python.json").read_text())
+    vector = next(v for v in document["vectors"] if v["name"] == "sealed for all four keys, opened with p256-a")
+    old = json_format.ParseDict(vector["item"], Item())
+    test_key = RecipientPrivateKey.from_jwk(json.loads((TESTDATA / "recipients.json").read_text())["keys"]["p256-a"])
+    alice, bob = principals["alice"], principals["bob"]
+    alices_device = dev_device(alice)
+    alices_log, bobs_log = await verified(server, credentials, alice), await verified(server, credentials, bob)
+    stored = await create(server, alice["token"], old.item_id, Sealed(old.encrypted_payload, list(old.wrapped_keys)))
+    for_bob = await keys_of(server, credentials, alice, ["bob"])
+    shared = share(stored, test_key, for_bob, alices_device, alices_log)
+    updated = await update(server, alice["token"], stored, ["encrypted_payload", "wrapped_keys"], shared)
+
+    assert open_item(stored, test_key, alices_log) == Opened(b64url_decode(vector["plaintext"]), 1, None)
+    assert (updated.version, updated.encrypted_payload.version) == (2, 2)
+    by_alice = SealedBy("alice", alices_device.device_id, live=True)
+    assert open_item(updated, dev_device(bob).recipient_key(), bobs_log) == Opened(
+        b64url_decode(vector["plaintext"]), 2, by_alice
+    )
+    assert open_item(updated, test_key, alices_log).sealed_by == by_alice  # the sharer's own key kept
