@@ -23,7 +23,7 @@ from typing import Literal
 from joserfc import jwk, jws
 from joserfc.errors import JoseError, SecurityWarning
 
-from zkplatform.domain.dpop import access_token_hash
+from zkplatform.domain.dpop import access_token_hash, normalize_htu
 
 KeyKind = Literal["ec", "ed25519"]
 _ALG = {"EC": "ES256", "OKP": "EdDSA"}
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "new-key":
             print(_write_new_key(args.keyfile, args.kind, force=args.force))  # noqa: T201
         else:
-            print(make_proof(_read_key(args.keyfile), args.url, args.token, method=args.method))  # noqa: T201
+            print(make_proof(_read_key(args.keyfile), _htu(args.url), args.token, method=args.method))  # noqa: T201
     except _Unusable as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # noqa: T201
         return USAGE_ERROR
@@ -112,6 +112,14 @@ def _write_new_key(path: Path, kind: KeyKind, *, force: bool) -> str:
     with os.fdopen(fd, "w") as file:
         json.dump(key.as_dict(private=True), file)
     return thumbprint(key)
+
+
+def _htu(url: str) -> str:
+    """The URL, unless every server would refuse a proof of it (domain/authority.py says which hosts pass)."""
+    if normalize_htu(url) is None:
+        msg = f"{url} is not an http(s) URL naming a host and an optional port from 1 to 65535"
+        raise _Unusable(msg)
+    return url
 
 
 def _read_key(path: Path) -> jwk.Key:

@@ -270,7 +270,6 @@ async def test_htm_is_compared_with_the_request_method(ec_key: jwk.Key) -> None:
         "http://api.example/platform.v1.VaultService/DeleteItem",
         "https://api.example:8443/platform.v1.VaultService/DeleteItem",
         "https://api.example/platform.v1.VaultService/deleteitem",
-        "",
         OMIT,
         42,
         None,
@@ -278,6 +277,27 @@ async def test_htm_is_compared_with_the_request_method(ec_key: jwk.Key) -> None:
 )
 async def test_htu_other_than_the_request_url_is_refused(ec_key: jwk.Key, htu: object) -> None:
     with refused("htu does not match the request URL"):
+        await verify(proof_of(ec_key, claims={"htu": htu}), ec_key)
+
+
+@pytest.mark.parametrize(
+    "htu",
+    [
+        "",
+        "api.example/platform.v1.VaultService/DeleteItem",
+        "ftp://api.example/platform.v1.VaultService/DeleteItem",
+        "https://[::1/platform.v1.VaultService/DeleteItem",
+        "https://[zz::1]/platform.v1.VaultService/DeleteItem",
+        "https://api.example:99999/platform.v1.VaultService/DeleteItem",
+        "https://api.example:1e3/platform.v1.VaultService/DeleteItem",
+        "https://user@api.example/platform.v1.VaultService/DeleteItem",
+    ],
+)
+async def test_htu_that_is_no_http_url_of_a_host_is_refused_so(ec_key: jwk.Key, htu: str) -> None:
+    """tests/rpc/test_malformed_hosts.py has the full table of malformed hosts."""
+    with refused(
+        "htu does not match the request URL: the proof's htu is not an http(s) URL naming a host and an optional port"
+    ):
         await verify(proof_of(ec_key, claims={"htu": htu}), ec_key)
 
 

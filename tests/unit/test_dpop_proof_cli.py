@@ -105,3 +105,23 @@ def test_an_unreadable_key_file_is_one_line_and_exit_2(tmp_path: Path, capsys: p
     assert main(["proof", str(tmp_path), URL, TOKEN]) == 2
 
     assert "Is a directory" in error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/x", "http://[zz::1]/x", "https://host:65536/x", "https://host:1e3/x", "host/x"]
+)
+def test_a_url_of_no_host_and_port_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    keyfile = tmp_path / "key.json"
+    assert main(["new-key", str(keyfile)]) == 0
+    capsys.readouterr()
+
+    assert main(["proof", str(keyfile), url, TOKEN]) == 2
+
+    assert (
+        error_line(capsys)
+        .rstrip()
+        .endswith(f"{url} is not an http(s) URL naming a host and an optional port from 1 to 65535")
+    )
+    assert capsys.readouterr().out == ""

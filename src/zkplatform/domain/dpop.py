@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from joserfc import jwk, jws
 from joserfc.errors import JoseError, SecurityWarning
 
+from zkplatform.domain.authority import parse_authority
 from zkplatform.domain.errors import ProofInvalid, ProofReplayed
 from zkplatform.repository import LimitsRepository
 
@@ -31,6 +32,7 @@ MAX_PROOF_BYTES: Final = 8 * 1024
 MAX_JTI_LENGTH: Final = 256
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _METHOD_NAME: Final = re.compile(r"[A-Za-z]{1,16}")
+_NO_HTTP_URL: Final = "the proof's htu is not an http(s) URL naming a host and an optional port"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,17 +49,19 @@ def access_token_hash(access_token: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(access_token.encode()).digest()).rstrip(b"=").decode()
 
 
-def normalize_htu(url: str) -> str:
-    """A URL as `htu` compares (RFC 9449 section 4.3): no query or fragment,
-    scheme and host in lower case, default port dropped."""
-    parts = urlsplit(url)
+def normalize_htu(url: str) -> str | None:
+    """A URL as `htu` compares (RFC 9449 section 4.3): no query or fragment, scheme and host in
+    lower case, default port dropped; None when it is not an http(s) URL whose authority is a
+    host and an optional port (domain/authority.py), which nothing the server serves matches."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # brackets that do not close, or that hold no address
+        return None
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    port = parts.port
-    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
-    return f"{scheme}://{netloc}{parts.path or '/'}"
+    authority = parse_authority(parts.netloc)
+    if scheme not in _DEFAULT_PORTS or authority is None:
+        return None
+    return f"{scheme}://{authority.text(_DEFAULT_PORTS[scheme])}{parts.path or '/'}"
 
 
 def _refused(reason: str) -> ProofInvalid:
@@ -88,9 +92,7 @@ async def verify_proof(
     claims = _claims(signed)
     if claims.get("htm") != request.htm:
         raise _htm_refused(claims.get("htm"), request.htm)
-    htu = claims.get("htu")
-    if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(request.htu):
-        raise _refused("htu does not match the request URL")
+    _check_htu(claims.get("htu"), request.htu)
     iat = claims.get("iat")
     if not isinstance(iat, int) or isinstance(iat, bool) or abs(now - iat) > MAX_AGE_SECONDS:
         raise _refused(f"iat is not within {MAX_AGE_SECONDS} seconds of the server's time")
@@ -104,6 +106,17 @@ async def verify_proof(
     # Remembered long enough to cover every iat the window still accepts.
     if not await replay.remember_proof(key_thumbprint, jti, now, iat + 2 * MAX_AGE_SECONDS):
         raise ProofReplayed("DPoP proof: jti was already used")
+
+
+def _check_htu(htu: object, request_url: str) -> None:
+    if not isinstance(htu, str):
+        raise _refused("htu does not match the request URL")
+    normal = normalize_htu(htu)
+    if normal is None:
+        raise _refused(f"htu does not match the request URL: {_NO_HTTP_URL}")
+    # The request's URL is the front's (rpc/origin.py), its Host checked there: None is no match all the same.
+    if normal != normalize_htu(request_url):
+        raise _refused("htu does not match the request URL")
 
 
 def _storable(text: str) -> bool:

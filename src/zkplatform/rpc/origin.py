@@ -12,7 +12,9 @@ to know the public one:
   Each proxy appends its element, so the last one is what the nearest proxy,
   the trusted peer, saw. A malformed value is ignored, never half-used.
 
-Without either, the origin is the request's own scheme and Host header.
+Without either, the origin is the request's own scheme and Host header. Every
+host is read alike (domain/authority.py): a Host that is not a host and an
+optional port is refused at the front (`host_refusal`), a forwarded one ignored.
 
 The client's address is the connecting peer's, unless that peer is a trusted
 proxy: then it is the address the proxies forwarded (the `for` parameters of
@@ -31,13 +33,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zkplatform.domain.authority import parse_authority
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _TCHAR = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 # Values are tokens or quoted strings; a host:port or [IPv6] left unquoted, as some proxies
 # send them, is taken too.
 _PAIR = re.compile(rf'({_TCHAR})=([!#$%&\'*+.^_`|~0-9A-Za-z:\[\]-]+|"(?:[^"\\]|\\.)*")')
-_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?")
 _SCHEMES = ("http", "https")
 # A node (RFC 7239 section 6, the unquoted value; X-Forwarded-For members alike): an IPv4
 # address or a bracketed IPv6 address with an optional port, or an IPv6 address alone.
@@ -119,10 +122,21 @@ def _proto(value: str | None) -> str | None:
 
 
 def _host(value: str | None) -> str | None:
-    match = _HOST.fullmatch(value) if value is not None else None
-    if match is None or (match[2] is not None and not 1 <= int(match[2][1:]) <= 65535):
-        return None
-    return value
+    authority = parse_authority(value) if value is not None else None
+    return None if authority is None else authority.text()
+
+
+def host_refusal(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """Why the request's Host header (HTTP/2's `:authority`, which the server hands on as one) cannot
+    be taken, or None when it can: RFC 9112 section 3.2 answers 400 to more than one, and to one
+    that is not a host and an optional port (domain/authority.py). Empty or absent, it is fine:
+    the origin is then the address the request reached."""
+    hosts = [value for key, value in headers if key == b"host"]
+    if len(hosts) > 1:
+        return "more than one Host header"
+    if hosts and hosts[0] and parse_authority(hosts[0].decode("latin-1")) is None:
+        return "the Host header is not a host name or [IPv6 address] with an optional port from 1 to 65535"
+    return None
 
 
 def forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> list[str] | None:
@@ -215,10 +229,12 @@ class Origin:
             return self.public
         headers: Sequence[tuple[bytes, bytes]] = scope.get("headers", ())
         scheme: str = scope.get("scheme", "http")
-        host = next((value.decode("latin-1") for key, value in headers if key == b"host"), None)
-        if host is None:
+        # Malformed or repeated, the Host was refused at the front (rpc/front/malformed.py).
+        host = next((value.decode("latin-1") for key, value in headers if key == b"host"), "")
+        if not host:  # HTTP/1.0 without one, or an empty one (RFC 9112 section 3.2): the address it reached
             server = scope.get("server") or ("localhost", None)
-            host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+            name = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
+            host = name if server[1] is None else f"{name}:{server[1]}"
         if is_trusted(scope.get("client"), self.trusted):
             forwarded = forwarded_by_proxy(headers)
             scheme = forwarded.proto or scheme

@@ -1,7 +1,10 @@
 """Requests connectrpc would answer with a 500 and a traceback, refused in a sentence instead.
 
 connectrpc decodes every header as UTF-8 and needs HTTP trailers for gRPC, which
-HTTP/1.1 does not have: both fail inside it as unexpected exceptions.
+HTTP/1.1 does not have: both fail inside it as unexpected exceptions. A Host
+that is malformed or repeated (HTTP/2's `:authority` arrives as the Host) names
+no URL a DPoP proof could be checked against (rpc/origin.py): RFC 9112 answers
+it 400 on every path, and so does this.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from connectrpc.errors import ConnectError
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
 from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error
+from zkplatform.rpc.origin import host_refusal
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _GRPC_NEEDS_HTTP2 = "gRPC needs HTTP/2; over HTTP/1.1 use the Connect protocol or gRPC-Web"
@@ -38,6 +42,9 @@ def _malformed(scope: Scope) -> ConnectError | None:
             return refusal(Code.INVALID_ARGUMENT, ErrorReason.HEADER_INVALID, message, metadata=named)
         if key == b"content-type" and not content_type:
             content_type = value
+    if (wrong_host := host_refusal(scope["headers"])) is not None:
+        message = f"malformed request: {wrong_host}"
+        return refusal(Code.INVALID_ARGUMENT, ErrorReason.HEADER_INVALID, message, metadata={"header": "host"})
     grpc = content_type.startswith(b"application/grpc") and not content_type.startswith(b"application/grpc-web")
     if grpc and scope["http_version"] != "2":
         return refusal(Code.UNIMPLEMENTED, ErrorReason.HTTP2_REQUIRED, _GRPC_NEEDS_HTTP2)
