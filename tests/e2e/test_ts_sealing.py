@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from tests.clients.conftest import PY_CLIENT  # noqa: F401 # the Python package's sources on the path
 from tests.e2e.server import serving
 from tests.e2e.test_client_packages import packages, project, run, tokens  # noqa: F401 # fixtures
+from tests.e2e.test_ts_key_transparency import relative_imports
 from zkplatform_client import DeviceKeyPair
 from zkplatform_client.key_log import LogUpdate, Me, TrustPolicy, state_document, verify_update
 from zkplatform_client.key_log_store import format_state, parse_state
@@ -317,6 +319,31 @@ def test_no_private_key_in_what_keys_and_errors_show(offline: dict[str, Any]) ->
     assert report["device"]
     # Nor in the whole report.
     assert not [secret for secret in secrets if secret in json.dumps(offline, ensure_ascii=False)]
+
+
+def test_sealing_devices_and_key_files_import_nothing_of_nodes(project: Path) -> None:  # noqa: F811
+    """What a browser entry point will reuse: sealing.js and devices.js, and every module they
+    import, reach no node:* module, nor Buffer or process; only these libraries."""
+    dist = project / "node_modules" / "zkplatform-client" / "dist"
+    pending = [dist / "sealing.js", dist / "devices.js"]
+    seen: dict[Path, str] = {}
+    outside: set[str] = set()
+    while pending:  # every module they import, transitively
+        path = pending.pop().resolve()
+        if path in seen:
+            continue
+        seen[path] = path.read_text()
+        own, others = relative_imports(seen[path])
+        outside |= others
+        pending += [path.parent / spec for spec in own]
+
+    assert {"key-wrapping.js", "sealing-statement.js", "sealing-v1.js", "recipient-keys.js", "bytes.js"} <= {
+        path.name for path in seen
+    }
+    assert {spec.split("/")[0] for spec in outside} == {"@bufbuild", "@hpke", "@noble", "jose"}
+    assert not [spec for spec in outside if spec.startswith("node:")]
+    code = {path.name: re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.DOTALL) for path, text in seen.items()}
+    assert not [name for name, text in code.items() if re.search(r"\b(Buffer|process|require)\b", text)]
 
 
 def test_devices_keys_and_statements(offline: dict[str, Any]) -> None:
