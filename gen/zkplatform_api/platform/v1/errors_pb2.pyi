@@ -62,6 +62,8 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ENDORSER_NOT_LIVE: _ClassVar[ErrorReason]
     REVOKER_NOT_LIVE: _ClassVar[ErrorReason]
     PRINCIPAL_NOT_FOUND: _ClassVar[ErrorReason]
+    STORE_BUSY: _ClassVar[ErrorReason]
+    TOKEN_MISPLACED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 TOKEN_MISSING: ErrorReason
 TOKEN_INVALID: ErrorReason
@@ -118,3 +120,5 @@ ENDORSEMENT_REQUIRED: ErrorReason
 ENDORSER_NOT_LIVE: ErrorReason
 REVOKER_NOT_LIVE: ErrorReason
 PRINCIPAL_NOT_FOUND: ErrorReason
+STORE_BUSY: ErrorReason
+TOKEN_MISPLACED: ErrorReason
