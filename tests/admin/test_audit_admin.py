@@ -345,13 +345,22 @@ EVENT_4 = "UPDATE audit_events SET {} WHERE tenant_id = 'acme' AND sequence = 4"
     [
         (EVENT_4.format("event = CAST(event AS TEXT)"), "event 4 cannot be read: its event holds text, not bytes"),
         (EVENT_4.format("hash = hex(hash)"), "event 4 cannot be read: its hash holds text, not bytes"),
+        # Text that is no UTF-8: the driver cannot even decode it (it was "unexpected error (AttributeError)").
+        (
+            EVENT_4.format("hash = CAST(X'FF' || hash AS TEXT)"),
+            "event 4 cannot be read: its hash holds text, not bytes",
+        ),
         (EVENT_4.format("sequence = 'x'"), "event x cannot be read: its sequence holds text, not an integer"),
         (
             "UPDATE audit_heads SET hash = hex(hash) WHERE tenant_id = 'acme'",
             "the chain's head cannot be read: its hash holds text, not bytes",
         ),
+        (
+            "UPDATE audit_heads SET hash = CAST(X'FF' || hash AS TEXT) WHERE tenant_id = 'acme'",
+            "the chain's head cannot be read: its hash holds text, not bytes",
+        ),
     ],
-    ids=["event", "hash", "sequence", "head"],
+    ids=["event", "hash", "undecodable hash", "sequence", "head", "undecodable head"],
 )
 def test_verify_names_an_event_whose_column_holds_another_type(
     url: str, capsys: pytest.CaptureFixture[str], statement: str, named: str

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
@@ -58,6 +59,7 @@ from zkplatform.store.statements import token_listing
 from zkplatform_tlog.merkle import leaf_hash
 
 DIALECT = "sqlite"
+T = TypeVar("T")
 
 
 class SQLiteStore:
@@ -611,10 +613,13 @@ class SQLiteStore:
         return [row[0] for row in await self._read(lambda c: c.execute(SQL.audit_tenants).fetchall())]
 
     async def audit_head(self, tenant_id: str) -> Head | None:
-        return _head(await self._read(lambda c: c.execute(SQL.audit_head, (tenant_id,)).fetchone()), tenant_id)
+        row = await self._read(_as_stored(lambda c: c.execute(SQL.audit_head, (tenant_id,)).fetchone()))
+        return _head(row, tenant_id)
 
     async def audit_records(self, tenant_id: str, after: int, limit: int) -> list[AuditRecord]:
-        found = await self._read(lambda c: c.execute(SQL.audit_records, (tenant_id, after, limit)).fetchall())
+        found = await self._read(
+            _as_stored(lambda c: c.execute(SQL.audit_records, (tenant_id, after, limit)).fetchall())
+        )
         return [rows.audit_record_from_row(row) for row in found]
 
     # key log
@@ -728,6 +733,25 @@ class SQLiteStore:
             return inserted > 0
 
         return await self._write(remember)
+
+
+def _as_stored(fn: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
+    """fn with text read as stored, for the rows whose columns' types are checked: a text that is
+    no UTF-8 (written behind the store's back, SQLite keeping whatever a column is given) is read
+    with its bytes escaped, for the check to name, where the driver would refuse the whole read."""
+
+    def run(conn: sqlite3.Connection) -> T:
+        conn.text_factory = _stored_text
+        try:
+            return fn(conn)
+        finally:
+            conn.text_factory = str
+
+    return run
+
+
+def _stored_text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _ping(conn: sqlite3.Connection) -> None:

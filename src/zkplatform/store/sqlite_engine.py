@@ -194,7 +194,9 @@ def _in_savepoint(conn: sqlite3.Connection, fn: Work) -> Any:
 
 def _unavailable(error: sqlite3.OperationalError) -> Exception:
     """StoreUnavailable when the error says the file cannot be used now; else the error itself."""
-    if error.sqlite_errorcode & 0xFF not in _UNAVAILABLE_CODES:  # the primary code of an extended one
+    # The module's own errors (a text it cannot decode as UTF-8) carry no SQLite code at all.
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in _UNAVAILABLE_CODES:  # the primary code of an extended one
         return error
     log.warning("the SQLite store is unavailable: %s (%s)", error, error.sqlite_errorname)
     return StoreUnavailable()
