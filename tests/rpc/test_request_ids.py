@@ -279,6 +279,23 @@ async def test_a_repeat_recognised_by_its_content_is_recorded_under_its_id(
     assert await answer(client, create("twice", request_id=ID_A), alice) == answered
 
 
+async def test_an_update_mask_in_another_order_is_the_same_request(
+    client: httpx.AsyncClient, world: World, codec: Codec
+) -> None:
+    alice = world.token("alice")
+    await answer(client, create("set"), alice)
+    first = update("set", 1, "B", ID_A)
+    first.update_mask.paths.extend(["kind", "title_hash"])  # JSON: "kind,titleHash"
+    answered = await answer(client, first, alice, codec)
+    events = await audit_events(world)
+
+    again = update("set", 1, "B", ID_A)
+    again.update_mask.paths.extend(["title_hash", "kind"])  # JSON: "titleHash,kind"
+
+    assert await answer(client, again, alice, codec) == answered
+    assert await audit_events(world) == events  # answered from the record: nothing done twice
+
+
 async def test_the_fingerprint_covers_every_field_the_update_mask_included(
     client: httpx.AsyncClient, world: World
 ) -> None:

@@ -53,3 +53,21 @@ def test_another_field_value_or_method_is_another_request() -> None:
     assert request_id_of(delete(base_version=2, request_id=ID)) != first
     # The same bytes (none but the id) in two methods' requests are two requests.
     assert revoke.fingerprint != empty_delete.fingerprint
+
+
+def masked(*paths: str) -> vault_pb2.UpdateItemRequest:
+    request = vault_pb2.UpdateItemRequest(vault_id="v1", item_id="i1", kind="note", base_version=1, request_id=ID)
+    request.update_mask.paths.extend(paths)
+    return request
+
+
+def test_an_update_mask_is_a_set_of_fields() -> None:
+    one = request_id_of(masked("kind", "title_hash"))
+    empty = masked()
+    empty.update_mask.SetInParent()  # present, naming no field (JSON: "updateMask": "")
+
+    assert request_id_of(masked("title_hash", "kind")) == one
+    assert request_id_of(masked("kind")) != one
+    # An empty mask names every field, as no mask does.
+    assert empty.HasField("update_mask")
+    assert request_id_of(empty) == request_id_of(masked())
