@@ -35,7 +35,7 @@ from zkplatform.app import Server, create_app
 from zkplatform.config import Settings
 from zkplatform.domain import tokens
 from zkplatform.domain.broker import MintPolicy
-from zkplatform.domain.errors import StoreUnavailable
+from zkplatform.domain.errors import StoreBusy, StoreUnavailable
 from zkplatform.domain.models import Scope
 from zkplatform.domain.sync import WatchPolicy
 from zkplatform.dpop_proof import make_proof, new_key, thumbprint
@@ -446,6 +446,7 @@ def _decoding_rows(rpc: Rpc) -> list[Row]:
     not_utf8 = _calls(rpc, headers={"x-foo": b"\xff"})
     connect_timeout = _calls(rpc, headers={"connect-timeout-ms": "soon"})
     grpc_timeout = _calls(rpc, headers={"grpc-timeout": "soon"})
+    bad_host = _calls(rpc, headers={"host": "[::1"})
     version_2 = _calls(rpc, drop=("connect-protocol-version",), headers={"connect-protocol-version": "2"})
     not_json = _calls(rpc, body=b"\xff\xfe\xfd" if streaming else b"{")
     not_proto = _calls(rpc, body=b"\xff\xfe\xfd")
@@ -454,6 +455,7 @@ def _decoding_rows(rpc: Rpc) -> list[Row]:
     return [
         row(rpc, INVALID, R.TOKEN_IN_URL, "access_token", _calls(rpc, query="access_token=x")),
         row(rpc, INVALID, R.HEADER_INVALID, "not-utf8", not_utf8, "header"),
+        row(rpc, INVALID, R.HEADER_INVALID, "host", bad_host, "header"),
         row(rpc, INVALID, R.HEADER_INVALID, "timeout", connect_timeout, "header", **connect),
         row(rpc, INVALID, R.HEADER_INVALID, "timeout", grpc_timeout, "header", **grpc_web),
         row(rpc, INVALID, R.PROTOCOL_VERSION_INVALID, "2", version_2, **connect),
@@ -527,6 +529,7 @@ def _fault_rows(rpc: Rpc) -> list[Row]:
     return [
         row(rpc, Code.INTERNAL, R.INTERNAL, "bug", rigged(raising(RuntimeError("a bug")))),
         row(rpc, Code.UNAVAILABLE, R.STORE_UNAVAILABLE, "store", rigged(raising(StoreUnavailable()))),
+        row(rpc, EXHAUSTED, R.STORE_BUSY, "busy", rigged(raising(StoreBusy()))),
         row(rpc, Code.DEADLINE_EXCEEDED, R.DEADLINE_EXCEEDED, "slow", rigged(slow, timeout_ms=50)),
     ]
 

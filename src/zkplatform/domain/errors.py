@@ -282,12 +282,22 @@ class WatchesExceeded(LimitReached):
 
 
 class StoreUnavailable(DomainError):
-    """The store cannot be reached now (down, refusing connections, every connection busy, locked);
-    nothing was changed, and trying again later may succeed. The adapters raise it in place of their
-    driver's errors of that kind, having logged the cause; its message is the same for every cause."""
+    """The store cannot be reached now (down, refusing connections, a connection that cannot be made
+    in time, locked); nothing was changed, and trying again later may succeed. The adapters raise it
+    in place of their driver's errors of that kind, having logged the cause; its message is the same
+    for every cause."""
 
     def __init__(self) -> None:
         super().__init__("the store is unavailable; try again later")
+
+
+class StoreBusy(DomainError):
+    """Every connection to the store stayed in use by other calls for as long as a call may wait:
+    overload, not an outage (the store answers, so readiness does not follow it). Nothing was
+    changed; trying again shortly, or on another server, may succeed."""
+
+    def __init__(self) -> None:
+        super().__init__("the server is busy; try again shortly")
 
 
 class RequestIdReused(InvalidArgument):

@@ -137,6 +137,7 @@ _DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]
     domain.ActiveTokensExceeded: (Code.RESOURCE_EXHAUSTED, ErrorReason.ACTIVE_TOKEN_LIMIT_EXCEEDED),
     domain.WatchesExceeded: (Code.RESOURCE_EXHAUSTED, ErrorReason.WATCH_LIMIT_EXCEEDED),
     domain.StoreUnavailable: (Code.UNAVAILABLE, ErrorReason.STORE_UNAVAILABLE),
+    domain.StoreBusy: (Code.RESOURCE_EXHAUSTED, ErrorReason.STORE_BUSY),
 }
 
 
@@ -148,7 +149,7 @@ def to_connect_error(error: domain.DomainError) -> ConnectError:
         return internal_error()
     code, reason = entry
     retry_after = error.retry_after_seconds if isinstance(error, domain.LimitReached) else None
-    if isinstance(error, domain.StoreUnavailable):
+    if isinstance(error, domain.StoreUnavailable | domain.StoreBusy):
         retry_after = RETRY_AFTER_SECONDS
     violations = error.violations if isinstance(error, domain.InvalidArgument) else ()
     return refusal(
@@ -238,7 +239,9 @@ class ErrorMapping:
 
     def __init__(self, max_body_bytes: int | None = None, readiness: Readiness | None = None) -> None:
         self._max_body_bytes = max_body_bytes  # the limit a body over it is told of
-        self._readiness = readiness  # told at once of a call that found the store unavailable
+        # Told at once of a call that found the store unavailable; never of one that found it busy
+        # (StoreBusy): a full pool is overload, and a load balancer must not pull the server for it.
+        self._readiness = readiness
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         return None

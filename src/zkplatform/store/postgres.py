@@ -10,10 +10,13 @@ cap, the mint rate) first locks the principal's row, so concurrent mints from
 any process are counted one after the other.
 
 A database that cannot be reached (down, restarting, refusing connections, or
-every pooled connection busy for ACQUIRE_TIMEOUT) fails a use case with the
-domain's StoreUnavailable, never with the driver's error; the pool checks a
-connection before handing it out and replaces a broken one, so the first call
-after an outage works.
+no connection made within ACQUIRE_TIMEOUT) fails a use case with the domain's
+StoreUnavailable, never with the driver's error; the pool checks a connection
+before handing it out and replaces a broken one, so the first call after an
+outage works. A pool whose every connection stayed held by other calls for
+ACQUIRE_TIMEOUT is overload, not an outage: StoreBusy. Readiness pings the
+database on a connection of its own, outside the pool, so that a burst that
+holds every pooled connection does not make a healthy database look down.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor, AuditRecord, Event, Head
-from zkplatform.domain.errors import StoreUnavailable
+from zkplatform.domain.errors import StoreBusy, StoreUnavailable
 from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, LogChange
 from zkplatform.domain.models import (
     ChangePage,
@@ -83,16 +86,19 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 DIALECT = "postgresql"
 OPEN_TIMEOUT = 10.0  # seconds to wait for a server that may yet accept connections
-# Seconds a use case waits for a pooled connection (all busy, or none can be made) before it
-# fails with StoreUnavailable: its caller gets `unavailable` and tries again later.
+# Seconds a use case waits for a pooled connection before it fails: with StoreBusy when other
+# calls held every connection the pool may open all along (its caller gets `resource_exhausted`),
+# else with StoreUnavailable (none could be made: `unavailable`). Either way it tries again later.
 ACQUIRE_TIMEOUT = 5.0
 # Seconds the pool goes on trying to replace a lost connection in the background. Its delays
 # double from 1 s, so after a long outage its next attempt could be minutes away; given up
 # instead, a new one starts, at once, with the next call that needs a connection.
 RECONNECT_TIMEOUT = 5.0
-# Seconds a ping (readiness: domain/readiness.py) may take, its wait for a connection included:
-# a server that does not answer within it is taken for unreachable.
+# Seconds a ping (readiness: domain/readiness.py) may take, connecting included: a server that
+# does not answer within it is taken for unreachable.
 PING_TIMEOUT = 2.0
+# Seconds between two log lines about a busy pool: a burst refuses many calls, which one line tells.
+BUSY_LOG_INTERVAL = 10.0
 # SQLSTATEs of a server that cannot serve now: a lost connection (class 08), too many clients
 # or no resources (class 53), shutting down or starting up (57P01-57P03). An error without a
 # SQLSTATE is libpq's own: refused, timed out, the connection closed under it.
@@ -140,6 +146,9 @@ class PostgresStore:
     def __init__(self, pool: AsyncConnectionPool[Conn], url: str) -> None:
         self._pool = pool
         self._url = display_url(url)
+        self._held = 0  # pooled connections held by calls now: all of them held is overload, not an outage
+        self._busy = _BusyLog(self._url, pool.max_size)
+        self._pinger = _Pinger(url, self._url)
         self._background = Background("recording a token's last use")
         # Changes of every worker and host arrive by LISTEN on one connection of this worker.
         self.listener = Listener(lambda: self._feed, url, self._url)
@@ -184,33 +193,39 @@ class PostgresStore:
     async def close(self) -> None:
         await self.listener.stop()
         await self._background.drain()
+        await self._pinger.close()
         await self._pool.close()
 
     def change_feed(self) -> ChangeFeed:
         return self._feed
 
     async def ping(self) -> None:
-        """`SELECT 1` on a pooled connection, all within PING_TIMEOUT: StoreUnavailable when the
-        database cannot be reached, or did not answer in time."""
+        """`SELECT 1` within PING_TIMEOUT, on the ping's own connection (never a pooled one, which
+        calls may all hold): StoreUnavailable when the database cannot be reached, or did not
+        answer in time."""
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(PING_TIMEOUT), self._connection(PING_TIMEOUT) as conn:
-                await conn.execute("SELECT 1")
-        except TimeoutError:
-            log.warning("the store %s is unavailable: no answer to a ping within %g s", self._url, PING_TIMEOUT)
-            raise StoreUnavailable from None
+            await self._pinger.ping()
         finally:
             probes.store_operation("postgresql", "query", started)
 
     @asynccontextmanager
     async def _connection(self, wait: float | None = None) -> AsyncIterator[Conn]:
-        """A pooled connection; StoreUnavailable, in place of the driver's error, when the
-        database cannot be reached or no connection came free in time (the pool's
-        acquire timeout, unless `wait` says another)."""
+        """A pooled connection, in place of the driver's error: StoreBusy when other calls held
+        every connection the pool may open until the wait (the pool's acquire timeout, unless
+        `wait` says another) ran out; StoreUnavailable when the database cannot be reached or
+        no connection could be made in time."""
         try:
             async with self._pool.connection(wait) as conn:
-                yield conn
+                self._held += 1
+                try:
+                    yield conn
+                finally:
+                    self._held -= 1
         except psycopg.OperationalError as error:  # PoolTimeout is one too
+            if isinstance(error, PoolTimeout) and self._held >= self._pool.max_size:
+                self._busy.refused()
+                raise StoreBusy from error
             if not _unreachable(error):
                 raise
             log.warning("the store %s is unavailable: %s", self._url, _one_line(error))
@@ -999,6 +1014,68 @@ async def _revoke_tree(conn: Conn, token_id: str, actor: Actor, action: Action, 
     if audited:
         await _record(conn, audit.revoke_events(actor, action, row[1], token_id, revoked))
     return revoked
+
+
+class _BusyLog:
+    """One warning line per BUSY_LOG_INTERVAL at most about calls refused for a busy pool, with
+    how many were since the last line: a burst that the pool cannot take is one line, not thousands."""
+
+    def __init__(self, url: str, pool_size: int) -> None:
+        self._url = url
+        self._pool_size = pool_size
+        self._unsaid = 0
+        self._said_at: float | None = None
+
+    def refused(self) -> None:
+        self._unsaid += 1
+        now = time.monotonic()
+        if self._said_at is not None and now - self._said_at < BUSY_LOG_INTERVAL:
+            return
+        log.warning(
+            "the store %s is busy: %d call(s) found all %d pooled connections held by other calls for their"
+            " whole wait, and answered resource_exhausted; if this lasts, give the workers larger pools"
+            " (ZKPLATFORM_STORE_POOL_SIZE) or more workers, within the database's max_connections",
+            self._url,
+            self._unsaid,
+            self._pool_size,
+        )
+        self._unsaid, self._said_at = 0, now
+
+
+class _Pinger:
+    """The readiness probe's connection, outside the pool (made at the first ping, made again after
+    a failure): it asks the database whether it answers, whatever the pool's calls hold."""
+
+    def __init__(self, url: str, shown: str) -> None:
+        self._url = url
+        self._shown = shown
+        self._conn: Conn | None = None
+        self._lock = asyncio.Lock()  # one ping at a time on the one connection
+
+    async def ping(self) -> None:
+        async with self._lock:
+            try:
+                async with asyncio.timeout(PING_TIMEOUT):
+                    if self._conn is None or self._conn.closed:
+                        self._conn = await AsyncConnection.connect(
+                            self._url, autocommit=True, connect_timeout=math.ceil(PING_TIMEOUT)
+                        )
+                    await self._conn.execute("SELECT 1")
+            except TimeoutError:
+                await self.close()  # a connection left mid-query is no use for the next ping
+                log.warning("the store %s is unavailable: no answer to a ping within %g s", self._shown, PING_TIMEOUT)
+                raise StoreUnavailable from None
+            except psycopg.OperationalError as error:
+                await self.close()
+                if not _unreachable(error):
+                    raise
+                log.warning("the store %s is unavailable: %s", self._shown, _one_line(error))
+                raise StoreUnavailable from error
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
 
 
 def _unreachable(error: psycopg.OperationalError) -> bool:
