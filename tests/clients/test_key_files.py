@@ -117,7 +117,7 @@ def test_plain_key_files_only_in_so_many_words() -> None:
 def committed(name: str) -> tuple[str, dict[str, Any]]:
     """A committed key file and what key-files.json says of it (its passphrase, what it holds)."""
     about = json.loads((TESTDATA / "key-files.json").read_text())["files"]
-    return (TESTDATA / name).read_text().strip(), about[name]
+    return (TESTDATA / name).read_text(), about[name]  # as committed, with its final newline
 
 
 @pytest.mark.parametrize("name", ["key-file-python.jwe", "key-file-ts.jwe"])

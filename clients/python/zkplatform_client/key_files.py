@@ -78,6 +78,7 @@ def read_key_file(text: str, passphrase: str | None, *, unencrypted: bool = Fals
         if passphrase is not None:
             raise ValueError("unencrypted=True reads no passphrase: give None")
         return _key_file(text.encode())
+    text = text.strip()  # a file as editors and `echo` leave it: a compact JWE has no whitespace of its own
     key = _passphrase_key(passphrase)
     _check_header(text)
     try:
