@@ -40,6 +40,7 @@ from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
 from zkplatform.rpc.front.stopping import CloseWhenStopping
 from zkplatform.rpc.front.streams import StreamLimits
+from zkplatform.rpc.front.unread import Unread
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.protocol_version import RequireProtocolVersion
@@ -277,7 +278,10 @@ def build_front(
     app: ASGIApp = LowercaseCodings(Routes(routes, platform.readiness))
     app = RefuseMalformed(app)
     app = RevokeLeakedTokens(app, platform.authenticator)
-    app = ClientGone(app, settings.client_stall_seconds)
+    unread = Unread(
+        settings.client_stall_seconds, settings.max_unread_bytes_per_connection, settings.max_unread_bytes_per_worker
+    )
+    app = ClientGone(app, unread)
     app = connections = CloseWhenStopping(app)
     app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
     return Front(app, observed, streams, connections)

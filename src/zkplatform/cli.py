@@ -33,6 +33,8 @@ from zkplatform.config import (
     DEFAULT_DEV_CREDENTIALS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION,
+    DEFAULT_MAX_UNREAD_BYTES_PER_WORKER,
     DEFAULT_STATE_DIR,
     DEFAULT_STORE,
     DEFAULT_TOMBSTONE_RETENTION_DAYS,
@@ -97,6 +99,12 @@ _ENVIRONMENT = {
         f"seconds an answer may wait for its client to read before the call is given up"
         f" (default {DEFAULT_CLIENT_STALL_SECONDS})"
     ),
+    "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION": (
+        f"bytes of answers a connection's clients may leave unread (default {DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION})"
+    ),
+    "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER": (
+        f"bytes of answers a worker's clients may leave unread (default {DEFAULT_MAX_UNREAD_BYTES_PER_WORKER})"
+    ),
     "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
     "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",
     "ZKPLATFORM_FORWARDED_ALLOW_IPS": "proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
@@ -141,8 +149,10 @@ def _table(rows: dict[str, str], width: int) -> str:
     )
 
 
+_NAMES_WIDTH = max(map(len, _ENVIRONMENT)) + 2
 SERVE_EPILOG = (
-    f"environment (the flags above win over it):\n{_table(_ENVIRONMENT, 38)}\n\nexit codes:\n{_table(_EXIT_CODES, 5)}"
+    f"environment (the flags above win over it):\n{_table(_ENVIRONMENT, _NAMES_WIDTH)}\n\n"
+    f"exit codes:\n{_table(_EXIT_CODES, 5)}"
 )
 
 

@@ -26,6 +26,10 @@ DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_BODY_READ_TIMEOUT_SECONDS = 30
 DEFAULT_CLIENT_STALL_SECONDS = 30
+# Answers held for clients that have not taken them (rpc/front/unread.py): four of the largest
+# messages (3 MiB) on a connection; a worker's share of memory in all.
+DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION = 16 * 1024 * 1024
+DEFAULT_MAX_UNREAD_BYTES_PER_WORKER = 64 * 1024 * 1024
 DEFAULT_MAX_STREAMS = 1100  # the watches' own limit (1,000) and room for health and reflection streams
 DEFAULT_WATCH_HEARTBEAT_SECONDS = 15
 DEFAULT_WATCH_MAX_PER_PRINCIPAL = 10
@@ -116,6 +120,10 @@ class Settings:
     body_read_timeout_seconds: int = DEFAULT_BODY_READ_TIMEOUT_SECONDS
     # How long an answer may wait for its client to take any of it before the call is given up.
     client_stall_seconds: int = DEFAULT_CLIENT_STALL_SECONDS
+    # Bytes of answers a connection's, and a worker's, clients may leave unread before the calls
+    # that waited longest for them are given up.
+    max_unread_bytes_per_connection: int = DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION
+    max_unread_bytes_per_worker: int = DEFAULT_MAX_UNREAD_BYTES_PER_WORKER
     # Open streaming calls (reflection, health watches) per worker.
     max_streams: int = DEFAULT_MAX_STREAMS
     # Where the server keeps its own files (the token pepper, when none is configured).
@@ -177,6 +185,12 @@ class Settings:
             client_stall_seconds=_positive_int(
                 env, "ZKPLATFORM_CLIENT_STALL_SECONDS", DEFAULT_CLIENT_STALL_SECONDS, at_most=3600
             ),
+            max_unread_bytes_per_connection=_positive_int(
+                env, "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION", DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION
+            ),
+            max_unread_bytes_per_worker=_positive_int(
+                env, "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER", DEFAULT_MAX_UNREAD_BYTES_PER_WORKER
+            ),
             max_streams=_positive_int(env, "ZKPLATFORM_MAX_STREAMS", DEFAULT_MAX_STREAMS, at_most=100_000),
             state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
             token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
@@ -217,6 +231,8 @@ class Settings:
             "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
             "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(self.body_read_timeout_seconds),
             "ZKPLATFORM_CLIENT_STALL_SECONDS": str(self.client_stall_seconds),
+            "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION": str(self.max_unread_bytes_per_connection),
+            "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER": str(self.max_unread_bytes_per_worker),
             "ZKPLATFORM_MAX_STREAMS": str(self.max_streams),
             "ZKPLATFORM_STATE_DIR": str(self.state_dir),
             "ZKPLATFORM_DEV": "1" if self.dev else "0",
