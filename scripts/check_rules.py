@@ -1,4 +1,5 @@
-"""The half of the contract gate that `buf breaking` cannot see: the protovalidate rules.
+"""The half of the contract gate that `buf breaking` cannot see: the protovalidate rules, and the
+fields' `google.api.field_behavior` (scripts/field_behaviors.py, AIP-203).
 
     python -m scripts.check_rules BASELINE_IMAGE CURRENT_IMAGE   (`-`: a binary image on stdin)
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import protovalidate
 from google.protobuf import message_factory
 
+from scripts import field_behaviors
 from scripts.protoimage import Image, Rules, show
 
 if TYPE_CHECKING:
@@ -67,13 +69,14 @@ class Violation:
     old: object
     new: object
     role: str
+    why: str = ""  # what breaks, when it is no rule made stricter or looser (a field behaviour)
 
     def __str__(self) -> str:
         where = "message" if self.field == "(message)" else "field"
-        return (
-            f"{self.file}: {self.message}.{self.field}: {self.rule}: {_show(self.old)} -> {_show(self.new)}"
-            f" is {FAILS[self.role]} on a {self.role} {where}"
-        )
+        change = f"{self.file}: {self.message}.{self.field}: {self.rule}: {_show(self.old)} -> {_show(self.new)}"
+        if self.why:
+            return f"{change}: {self.why} on a {self.role} {where} (AIP-203)"
+        return f"{change} is {FAILS[self.role]} on a {self.role} {where}"
 
 
 def _show(value: object) -> str:
@@ -85,15 +88,20 @@ def _show(value: object) -> str:
 def roles(*images: Image) -> dict[str, set[str]]:
     """Message name -> {"request", "response"}, from the RPCs of every image given."""
     found: dict[str, set[str]] = defaultdict(set)
+    # Walked per image: a message may hold a field in one image that it lacks in the other (a
+    # message newly carried in a request is a request message from then on).
+    seen: set[tuple[str, str]] = set()
 
     def mark(message: Descriptor, role: str) -> None:
-        if role not in found[message.full_name]:
+        if (message.full_name, role) not in seen:
+            seen.add((message.full_name, role))
             found[message.full_name].add(role)
             for field in message.fields:
                 if field.message_type is not None:
                     mark(field.message_type, role)
 
     for image in images:
+        seen.clear()
         for file in image.files:
             for method in (method for service in file.service for method in service.method):
                 mark(image.pool.FindMessageTypeByName(method.input_type.lstrip(".")), REQUEST)
@@ -219,6 +227,19 @@ def check(baseline: Image, current: Image) -> list[Violation]:
                 for role in sorted(role_of[name])
                 if FAILS[role] in found
             )
+        violations.extend(
+            Violation(
+                after.file.name,
+                name,
+                change.field,
+                field_behaviors.RULE,
+                Note("(a new field)") if change.old is None else change.old,
+                change.new,
+                change.role,
+                change.why,
+            )
+            for change in field_behaviors.breaking(baseline, current, before, after, role_of[name])
+        )
     return violations
 
 
@@ -230,9 +251,12 @@ def main(argv: list[str]) -> int:
     for violation in violations:
         print(violation)
     if violations:
-        print(f"check_rules: {len(violations)} rule change(s) would break clients of {argv[0]}", file=sys.stderr)
+        print(
+            f"check_rules: {len(violations)} rule or field behavior change(s) would break clients of {argv[0]}",
+            file=sys.stderr,
+        )
         return 1
-    print(f"check_rules: no protovalidate rule change breaks clients of {argv[0]}")
+    print(f"check_rules: no protovalidate rule or field behavior change breaks clients of {argv[0]}")
     return 0
 
 

@@ -175,3 +175,79 @@ def test_a_new_request_field_that_ignores_its_absence_passes(protos: Protos, bas
     )
     outcome = protos.add("DeleteItemRequest", declaration).gate(baseline)
     assert outcome.passed, (outcome.breaking.stdout, outcome.violations)
+
+
+# google.api.field_behavior (AIP-203): buf breaking does not compare it, check_rules does.
+
+SHOW_DELETED = "bool show_deleted = 4 [(google.api.field_behavior) = OPTIONAL];"
+
+
+def behavior_change(field: str, old: str, new: str, why: str, role: str = "request") -> str:
+    return f"{VAULT}: platform.v1.{field}: google.api.field_behavior: {old} -> {new}: {why} on a {role} field (AIP-203)"
+
+
+def test_an_optional_request_field_made_required_fails_though_buf_breaking_passes(
+    protos: Protos, baseline: Image
+) -> None:
+    required = SHOW_DELETED.replace("OPTIONAL", "REQUIRED")
+    outcome = protos.edit("ListItemsRequest", SHOW_DELETED, required).gate(baseline)
+    assert outcome.breaking.returncode == 0, outcome.breaking.stdout  # buf compares no field behavior
+    assert outcome.violations == [
+        behavior_change("ListItemsRequest.show_deleted", "[OPTIONAL]", "[REQUIRED]", "REQUIRED added")
+    ]
+
+
+def test_a_new_required_request_field_fails(protos: Protos, baseline: Image) -> None:
+    declaration = "// probe: required.\n  bool probe = 99 [(google.api.field_behavior) = REQUIRED];"
+    outcome = protos.add("ListItemsRequest", declaration).gate(baseline)
+    assert outcome.violations == [
+        behavior_change("ListItemsRequest.probe", "(a new field)", "[REQUIRED]", "REQUIRED on a new field")
+    ]
+
+
+def test_output_only_or_immutable_added_to_a_request_field_fails(protos: Protos, baseline: Image) -> None:
+    # EncryptedPayload is sent and answered: the request role is the one broken.
+    aad = "string aad = 3 [\n    (google.api.field_behavior) = OPTIONAL,"
+    protos.edit("EncryptedPayload", aad, aad.replace("OPTIONAL", "OUTPUT_ONLY"))
+    kind = "string kind = 3 [\n    (google.api.field_behavior) = OPTIONAL,"
+    protos.edit("UpdateItemRequest", kind, kind + "\n    (google.api.field_behavior) = IMMUTABLE,")
+    outcome = protos.gate(baseline)
+    assert outcome.violations == [
+        behavior_change("EncryptedPayload.aad", "[OPTIONAL]", "[OUTPUT_ONLY]", "OUTPUT_ONLY added"),
+        behavior_change("UpdateItemRequest.kind", "[OPTIONAL]", "[OPTIONAL, IMMUTABLE]", "IMMUTABLE added"),
+    ]
+
+
+def test_output_only_removed_from_a_field_a_request_now_carries_fails(protos: Protos, baseline: Image) -> None:
+    """Item becomes part of a request: a client sends back what it was answered, output-only
+    fields included, and the server must keep ignoring them."""
+    protos.add("ListItemsRequest", "// probe: an item.\n  Item probe = 99 [(google.api.field_behavior) = OPTIONAL];")
+    title_hash = "string title_hash = 6 [\n    (google.api.field_behavior) = OUTPUT_ONLY,"
+    protos.edit("Item", title_hash, title_hash.replace("OUTPUT_ONLY", "OPTIONAL"))
+    outcome = protos.gate(baseline)
+    assert outcome.violations == [
+        behavior_change("Item.title_hash", "[OUTPUT_ONLY]", "[OPTIONAL]", "OUTPUT_ONLY removed"),
+    ]
+
+
+def test_input_only_added_to_a_response_field_fails(protos: Protos, baseline: Image) -> None:
+    kind = "string kind = 5 [\n    (google.api.field_behavior) = OUTPUT_ONLY,"
+    outcome = protos.edit("Item", kind, kind + "\n    (google.api.field_behavior) = INPUT_ONLY,").gate(baseline)
+    assert outcome.violations == [
+        behavior_change("Item.kind", "[OUTPUT_ONLY]", "[OUTPUT_ONLY, INPUT_ONLY]", "INPUT_ONLY added", "response"),
+    ]
+
+
+def test_field_behavior_changes_that_break_no_client_pass(protos: Protos, baseline: Image) -> None:
+    """AIP-203's compatible changes: OPTIONAL removed, REQUIRED made OPTIONAL, IMMUTABLE removed;
+    and IMMUTABLE added where no request carries the field (Cursor is only answered)."""
+    output_only, immutable = "(google.api.field_behavior) = OUTPUT_ONLY", "(google.api.field_behavior) = IMMUTABLE"
+    protos.edit("ListItemsRequest", SHOW_DELETED, "bool show_deleted = 4;")
+    vault_id = "string vault_id = 1 [\n    (google.api.field_behavior) = REQUIRED,"
+    protos.edit("GetItemRequest", vault_id, vault_id.replace("REQUIRED", "OPTIONAL"))
+    item_id = f"string item_id = 1 [\n    {output_only},\n    {immutable},"
+    protos.edit("Item", item_id, f"string item_id = 1 [\n    {output_only},")
+    epoch = f"string epoch = 3 [{output_only}];"
+    protos.edit("Cursor", epoch, f"string epoch = 3 [\n    {output_only},\n    {immutable}\n  ];")
+    outcome = protos.gate(baseline)
+    assert outcome.passed, (outcome.breaking.stdout, outcome.violations)
