@@ -10,6 +10,11 @@
   transaction commits (WAL, `synchronous=FULL`: on disk) before any of them is
   answered. A commit costs one fsync whatever it holds; without grouping, the
   fsync rate would be the write rate of the whole file.
+- The busy timeout bounds a use case's wait for the file's write lock from the
+  moment it was asked, not each transaction's: one that queued behind a
+  transaction that waited for the lock waits only what is left of its own
+  timeout, so that a call behind a held lock is answered (StoreUnavailable)
+  after the busy timeout, not after two or three of them in a row.
 - Reads run on a second connection in a thread of their own: in WAL mode a read
   sees the last committed state and never waits for a writer, nor for a batch's
   fsync.
@@ -33,7 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from time import perf_counter
+from time import monotonic, perf_counter
 from typing import Any, TypeVar
 
 from zkplatform.domain.errors import StoreUnavailable
@@ -67,6 +72,16 @@ class _Failed:
     error: BaseException
 
 
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A write use case waiting for its transaction: the lock must be had by `deadline` (a
+    monotonic time: when it was asked, plus the busy timeout), or it fails."""
+
+    work: Work
+    done: asyncio.Future[Any]
+    deadline: float
+
+
 class SQLiteEngine:
     def __init__(self, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._path = path
@@ -76,7 +91,7 @@ class SQLiteEngine:
         self._write_conn: sqlite3.Connection | None = None
         self._read_conn: sqlite3.Connection | None = None
         self._lookup_conn: sqlite3.Connection | None = None
-        self._waiting: list[tuple[Work, asyncio.Future[Any]]] = []
+        self._waiting: list[_Asked] = []
         self._committing = False
 
     async def open(self) -> None:
@@ -135,7 +150,7 @@ class SQLiteEngine:
         _open(self._write_conn)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
-        self._waiting.append((fn, done))
+        self._waiting.append(_Asked(fn, done, monotonic() + self._busy_timeout_ms / 1000))
         if not self._committing:
             self._committing = True
             loop.create_task(self._commit_waiting())  # noqa: RUF006 # it clears _committing itself; errors go to the futures
@@ -154,30 +169,61 @@ class SQLiteEngine:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 probes.commit_batch(len(batch))
                 try:
-                    outcomes = await loop.run_in_executor(self._writer, self._transaction, [fn for fn, _ in batch])
+                    outcomes = await loop.run_in_executor(self._writer, self._transaction, batch)
                 except BaseException as error:  # noqa: BLE001 # the commit failed: every use case in it failed
                     outcomes = [_Failed(error)] * len(batch)
-                for (_, done), outcome in zip(batch, outcomes, strict=True):
-                    if done.done():  # its caller was cancelled; the change stands or falls with the batch
+                for asked, outcome in zip(batch, outcomes, strict=True):
+                    if asked.done.done():  # its caller was cancelled; the change stands or falls with the batch
                         continue
                     if isinstance(outcome, _Failed):
-                        done.set_exception(outcome.error)
+                        asked.done.set_exception(outcome.error)
                     else:
-                        done.set_result(outcome)
+                        asked.done.set_result(outcome)
         finally:
             self._committing = False
 
-    def _transaction(self, batch: list[Work]) -> list[Any]:
+    def _transaction(self, batch: list[_Asked]) -> list[Any]:
+        """The outcome of each use case of the batch, in its order: what it returned, or _Failed."""
         conn = _open(self._write_conn)
-        conn.execute("BEGIN IMMEDIATE")
+        outcomes: list[Any] = [None] * len(batch)
+        running = list(range(len(batch)))
+        # The lock, waited for until the earliest deadline of those still waiting; when it is not
+        # had by then, those whose deadline has passed fail, and the others wait on for theirs.
+        while (busy := self._begin(conn, min(batch[i].deadline for i in running))) is not None:
+            now = monotonic()
+            for i in running:
+                if batch[i].deadline <= now:
+                    outcomes[i] = _Failed(busy)
+            running = [i for i in running if batch[i].deadline > now]
+            if not running:
+                return outcomes
         try:
             # Alone, a use case needs no savepoint: the transaction is one.
-            outcomes = [batch[0](conn)] if len(batch) == 1 else [_in_savepoint(conn, fn) for fn in batch]
+            if len(running) == 1:
+                outcomes[running[0]] = batch[running[0]].work(conn)
+            else:
+                for i in running:
+                    outcomes[i] = _in_savepoint(conn, batch[i].work)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
         return outcomes
+
+    def _begin(self, conn: sqlite3.Connection, deadline: float) -> sqlite3.OperationalError | None:
+        """BEGIN IMMEDIATE, waiting for the write lock at most until `deadline`; the error when
+        the file stayed locked (busy) until then. The statements after it wait as configured."""
+        conn.execute(f"PRAGMA busy_timeout = {max(0, int((deadline - monotonic()) * 1000))}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            code = getattr(error, "sqlite_errorcode", None)
+            if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:  # the primary code of an extended one
+                raise
+            return error
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        return None
 
 
 def _in_savepoint(conn: sqlite3.Connection, fn: Work) -> Any:
