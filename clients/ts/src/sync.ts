@@ -295,6 +295,9 @@ export class VaultSync {
 
   private async watch(): Promise<void> {
     for (;;) {
+      // As fetch does: a signal that already fired fires no "abort" event for the listener below
+      // (an application that stops the sync inside its "synced" event), so it is checked first.
+      if (this.options.signal?.aborted) throw new Stopped();
       const stream = new AbortController();
       const abort = () => stream.abort();
       this.options.signal?.addEventListener("abort", abort);
