@@ -191,7 +191,8 @@ export type PublishDeviceRequest = Message<"platform.v1.PublishDeviceRequest"> &
    * format 1, the caller's tenant and principal, the new device's signing
    * and agreement keys as canonical public JWKs, its creation time and the
    * endorsing device's id (empty for a first device). At most 4096
-   * characters: a statement with an X-Wing agreement key is about 2,100.
+   * characters: a statement with an X-Wing agreement key (its public key
+   * alone 1,622) takes up to about 2,050.
    *
    * @generated from field: string statement = 1;
    */
