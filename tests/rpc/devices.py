@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, mlkem
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -55,6 +55,10 @@ class TestDevice:
         if self.curve == "X25519":
             public = X25519PrivateKey.generate().public_key().public_bytes_raw()
             members = {"crv": "X25519", "kty": "OKP", "x": b64url(public)}
+        elif self.curve == "X-Wing":  # ML-KEM-768's encapsulation key, then X25519's
+            mlkem_key = mlkem.MLKEM768PrivateKey.generate().public_key().public_bytes_raw()
+            x25519_key = X25519PrivateKey.generate().public_key().public_bytes_raw()
+            members = {"alg": "X-Wing", "kty": "AKP", "pub": b64url(mlkem_key + x25519_key)}
         else:
             numbers = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
             x, y = numbers.x.to_bytes(32, "big"), numbers.y.to_bytes(32, "big")

@@ -15,7 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric import mlkem
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
@@ -30,7 +32,7 @@ from zkplatform.app import create_app
 from zkplatform.config import Settings
 from zkplatform.domain.audit import Action, Actor
 from zkplatform.domain.key_log import AddDevice, Device
-from zkplatform.domain.models import Scope
+from zkplatform.domain.models import Principal, Role, Scope, Tenant
 from zkplatform.domain.witnessing import Witness
 from zkplatform.observability.metrics import Metrics
 from zkplatform.observability.telemetry import Telemetry
@@ -226,6 +228,36 @@ async def test_a_p256_agreement_key_is_published(client: httpx.AsyncClient, worl
     published = await answer(client, device.publish("bob", clock.now), world.token("bob"))
 
     assert json.loads(published.device.agreement_jwk)["crv"] == "P-256"
+
+
+async def test_an_x_wing_agreement_key_is_published(client: httpx.AsyncClient, world: World, clock: FakeClock) -> None:
+    device = TestDevice(curve="X-Wing")
+
+    published = await answer(client, device.publish("bob", clock.now), world.token("bob"))
+
+    assert published.device.agreement_jwk == device.agreement_jwk
+    assert (json.loads(device.agreement_jwk)["alg"], len(json.loads(device.agreement_jwk)["pub"])) == ("X-Wing", 1622)
+
+
+async def test_an_x_wing_device_of_the_longest_ids_is_published(
+    client: httpx.AsyncClient, platform: Platform, clock: FakeClock
+) -> None:
+    """A statement with an X-Wing agreement key, a tenant and a principal of 64 characters and an
+    endorser: past the 2048 characters PublishDevice took before X-Wing."""
+    tenant_id, principal_id = "t" * 64, "p" * 64
+    operator = Actor.operator(clock.now)
+    await platform.store.add_tenant(Tenant(tenant_id), operator)
+    principal = Principal.new(principal_id, tenant_id, Role.MEMBER)
+    await platform.store.add_principal(principal, operator)
+    token = (await platform.issuer.issue(principal, 3600)).secret
+    first, second = TestDevice(), TestDevice(curve="X-Wing")
+    await answer(client, first.publish(principal_id, clock.now, tenant_id=tenant_id), token)
+    request = second.publish(principal_id, clock.now, tenant_id=tenant_id, endorser=first)
+
+    published = await answer(client, request, token)
+
+    assert len(request.statement) > 2048
+    assert published.device.endorser_device_id == first.device_id
 
 
 async def test_publishing_the_same_statement_again_answers_the_same(
@@ -515,6 +547,54 @@ async def test_a_p256_key_off_the_curve_or_not_canonical_is_refused(
     else:
         assert violations(response) == ["statement"]
         assert "agreementKey: the key is not a point of P-256" in response.json()["message"]
+
+
+def xwing_jwk(mlkem_part: bytes, x25519_part: bytes) -> str:
+    return json.dumps({"alg": "X-Wing", "kty": "AKP", "pub": b64url(mlkem_part + x25519_part)}, separators=(",", ":"))
+
+
+def _mlkem768_part() -> bytes:
+    return mlkem.MLKEM768PrivateKey.generate().public_key().public_bytes_raw()
+
+
+def _x25519_part() -> bytes:
+    return X25519PrivateKey.generate().public_key().public_bytes_raw()
+
+
+# ML-KEM-768's encapsulation key is 384 * 3 bytes of 12-bit coefficients, each below q = 3329,
+# then a 32-byte seed: FIPS 203 section 7.2 refuses a coefficient of q or more.
+MLKEM_REFUSED = "agreementKey: the X-Wing key's ML-KEM-768 part is no encapsulation key"
+X25519_REFUSED = "agreementKey: the X-Wing key's X25519 part: an X25519 key must"
+DEGENERATE_XWING = {
+    "a coefficient of q": (
+        lambda: xwing_jwk(bytes([0x01, 0x0D]) + _mlkem768_part()[2:], _x25519_part()),
+        MLKEM_REFUSED,
+    ),
+    "the last coefficient 4095": (
+        lambda: xwing_jwk(_mlkem768_part()[:1150] + bytes([0xFF, 0xFF]) + _mlkem768_part()[1152:], _x25519_part()),
+        MLKEM_REFUSED,
+    ),
+    "X25519 part u = 0": (lambda: xwing_jwk(_mlkem768_part(), bytes(32)), X25519_REFUSED),
+    "X25519 part of order 8": (
+        lambda: xwing_jwk(_mlkem768_part(), X25519_ORDER_8[0].to_bytes(32, "little")),
+        X25519_REFUSED,
+    ),
+    "X25519 part u = p": (lambda: xwing_jwk(_mlkem768_part(), P25519.to_bytes(32, "little")), X25519_REFUSED),
+    "a byte short": (lambda: xwing_jwk(_mlkem768_part()[1:], _x25519_part()), "agreementKey: not 1216 bytes"),
+}
+
+
+@pytest.mark.parametrize(("make", "why"), DEGENERATE_XWING.values(), ids=DEGENERATE_XWING.keys())
+async def test_an_x_wing_key_that_is_not_one_is_refused(
+    client: httpx.AsyncClient, world: World, clock: FakeClock, make: Any, why: str
+) -> None:
+    request = with_keys(TestDevice(), "bob", clock.now, agreement_jwk=make())
+
+    response = await call(client, request, world.token("bob"))
+
+    assert violations(response) == ["statement"]
+    assert why in response.json()["message"]
+    assert await _listed(client, world.token("bob")) == []
 
 
 async def test_one_key_is_not_published_under_a_second_id(

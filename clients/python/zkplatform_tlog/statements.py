@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, mlkem
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
@@ -27,6 +27,8 @@ __all__ = [
     "DEVICE_REVOCATION",
     "FORMAT",
     "PRINCIPAL_RESET",
+    "XWING",
+    "XWING_PUBLIC_BYTES",
     "DeviceKeys",
     "DeviceRevocation",
     "Entry",
@@ -59,6 +61,15 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 # Agreement key types: (kty, crv) and the members RFC 7638 hashes for each.
 _AGREEMENT_CURVES: Final = {("OKP", "X25519"): ("crv", "kty", "x"), ("EC", "P-256"): ("crv", "kty", "x", "y")}
+# X-Wing, the hybrid ML-KEM-768 + X25519 KEM (draft-connolly-cfrg-xwing-kem), the third agreement
+# key type. No JWK form of it is standard: ours is the "AKP" key type of the JOSE/COSE drafts for
+# post-quantum keys (draft-ietf-cose-dilithium), {"alg":"X-Wing","kty":"AKP","pub":...}, `pub` the
+# 1216-byte public key (ML-KEM-768's encapsulation key, 1184 bytes, then X25519's, 32) and the
+# RFC 7638 thumbprint over alg, kty and pub, as those drafts define it for AKP keys.
+XWING: Final = "X-Wing"
+XWING_PUBLIC_BYTES: Final = 1216
+_XWING_MEMBERS: Final = ("alg", "kty", "pub")
+_MLKEM768_PUBLIC_BYTES: Final = 1184
 # The prime of Curve25519's field (RFC 7748 section 4.1): a coordinate is canonical below it.
 _P25519: Final = 2**255 - 19
 # The y-coordinates, the sign bit aside, of Ed25519's eight points of small order: the identity
@@ -121,18 +132,23 @@ def ed25519_jwk(public: Ed25519PublicKey) -> str:
 
 def canonical_public_jwk(members: Mapping[str, Any], *, signing: bool) -> str:
     """The canonical JWK text of a public key given as JWK members: an Ed25519 key when
-    `signing`, else an X25519 or P-256 agreement key. Exactly the RFC 7638 members, each a
+    `signing`, else an X25519, P-256 or X-Wing agreement key. Exactly the RFC 7638 members, each a
     canonical coordinate of a usable key: no point of small order (Ed25519, X25519), none off the
-    curve (P-256, whose points all have its prime order); ValueError saying what is wrong otherwise."""
+    curve (P-256, whose points all have its prime order), an X-Wing key whose ML-KEM-768 part passes
+    FIPS 203's checks and whose X25519 part is an X25519 key of these; ValueError saying what is
+    wrong otherwise (StatementError ENTRY_UNSUPPORTED for an X-Wing key where cryptography's backend
+    has no ML-KEM)."""
     kty, crv = members.get("kty"), members.get("crv")
     if signing:
         required: tuple[str, ...] | None = ("crv", "kty", "x") if (kty, crv) == ("OKP", "Ed25519") else None
         if required is None:
             raise ValueError('a signing key must be Ed25519 (kty "OKP", crv "Ed25519")')
     else:
+        if (kty, members.get("alg")) == ("AKP", XWING):
+            return _xwing_jwk(members)
         required = _AGREEMENT_CURVES.get((kty, crv)) if isinstance(kty, str) and isinstance(crv, str) else None
         if required is None:
-            raise ValueError('an agreement key must be X25519 (kty "OKP") or P-256 (kty "EC")')
+            raise ValueError('an agreement key must be X25519 (kty "OKP"), P-256 (kty "EC") or X-Wing (kty "AKP")')
     if set(members) != set(required):
         raise ValueError(f"a {crv} public key has exactly the members {', '.join(required)}")
     if not all(isinstance(members[name], str) for name in required):
@@ -149,6 +165,30 @@ def canonical_public_jwk(members: Mapping[str, Any], *, signing: bool) -> str:
         except ValueError:
             raise ValueError("the key is not a point of P-256") from None
     return canonical_json({name: members[name] for name in required}).decode()
+
+
+def _xwing_jwk(members: Mapping[str, Any]) -> str:
+    """The canonical JWK text of an X-Wing public key: its ML-KEM-768 part imported by cryptography
+    (FIPS 203 section 7.2's checks: its length, and every coefficient below q), its X25519 part as
+    any X25519 agreement key (canonical, of no small order)."""
+    if set(members) != set(_XWING_MEMBERS):
+        raise ValueError(f"an X-Wing public key has exactly the members {', '.join(_XWING_MEMBERS)}")
+    if not isinstance(members["pub"], str):
+        raise ValueError("a JWK's members must be strings")  # noqa: TRY004 - JSON given
+    public = b64url_decode(members["pub"], XWING_PUBLIC_BYTES)
+    try:
+        mlkem.MLKEM768PublicKey.from_public_bytes(public[:_MLKEM768_PUBLIC_BYTES])
+    except UnsupportedAlgorithm:
+        raise StatementError(
+            "ENTRY_UNSUPPORTED", "X-Wing keys need ML-KEM, which this cryptography backend lacks: update it"
+        ) from None
+    except ValueError:
+        raise ValueError("the X-Wing key's ML-KEM-768 part is no encapsulation key (FIPS 203 section 7.2)") from None
+    try:
+        _require_x25519(public[_MLKEM768_PUBLIC_BYTES:])
+    except ValueError as error:
+        raise ValueError(f"the X-Wing key's X25519 part: {error}") from None
+    return canonical_json({name: members[name] for name in _XWING_MEMBERS}).decode()
 
 
 def _require_ed25519(x: bytes) -> None:
@@ -427,6 +467,8 @@ def _jwk(document: dict[str, Any], name: str, *, signing: bool) -> str:
         raise _malformed(f"{name} must be a JWK object")
     try:
         return canonical_public_jwk(members, signing=signing)
+    except StatementError:
+        raise
     except ValueError as error:
         raise _malformed(f"{name}: {error}") from None
 

@@ -307,6 +307,17 @@ function canonicalDocument(text: string, what: string): JsonObject {
 
 // Agreement key types: kty/crv and the members RFC 7638 hashes for each.
 const AGREEMENT_CURVES: Record<string, readonly string[]> = { "OKP/X25519": ["crv", "kty", "x"], "EC/P-256": ["crv", "kty", "x", "y"] };
+// X-Wing, the hybrid ML-KEM-768 + X25519 KEM (draft-connolly-cfrg-xwing-kem), the third agreement
+// key type. No JWK form of it is standard: ours is the "AKP" key type of the JOSE/COSE drafts for
+// post-quantum keys (draft-ietf-cose-dilithium), {"alg":"X-Wing","kty":"AKP","pub":...}, `pub` the
+// 1216-byte public key (ML-KEM-768's encapsulation key, 1184 bytes, then X25519's, 32) and the
+// RFC 7638 thumbprint over alg, kty and pub, as those drafts define it for AKP keys.
+export const XWING = "X-Wing";
+export const XWING_PUBLIC_BYTES = 1216;
+const XWING_MEMBERS = ["alg", "kty", "pub"] as const;
+const MLKEM768_PUBLIC_BYTES = 1184;
+// ML-KEM's modulus: every coefficient of an encapsulation key is below it (FIPS 203 section 7.2).
+const MLKEM_Q = 3329;
 // The prime of Curve25519's field (RFC 7748 section 4.1): a coordinate is canonical below it.
 const P25519 = 2n ** 255n - 19n;
 // The y-coordinates, the sign bit aside, of Ed25519's eight points of small order: the identity
@@ -353,6 +364,38 @@ function requireX25519(x: Uint8Array): void {
   }
 }
 
+// FIPS 203 section 7.2's check of an ML-KEM-768 encapsulation key, the one the Python package's
+// cryptography makes when it imports one (and mlkem's, only inside an asynchronous encapsulation;
+// statements are read synchronously): its 768 coefficients, 12 bits each in little-endian order
+// (ByteDecode12), all below q. A comparison of integers, no primitive; its length the caller's.
+function requireMlKem768(key: Uint8Array): void {
+  for (let i = 0; i < MLKEM768_PUBLIC_BYTES - 32; i += 3) {
+    const [b0, b1, b2] = [key[i]!, key[i + 1]!, key[i + 2]!];
+    if ((b0 | ((b1 & 0x0f) << 8)) >= MLKEM_Q || ((b1 >> 4) | (b2 << 4)) >= MLKEM_Q) {
+      throw new RangeError("the X-Wing key's ML-KEM-768 part is no encapsulation key (FIPS 203 section 7.2)");
+    }
+  }
+}
+
+// The canonical JWK text of an X-Wing public key: its ML-KEM-768 part checked as FIPS 203 says,
+// its X25519 part as any X25519 agreement key (canonical, of no small order).
+function xwingJwk(members: Record<string, unknown> | JsonObject): string {
+  const names = memberNames(members);
+  if (names.length !== XWING_MEMBERS.length || !XWING_MEMBERS.every((name) => names.includes(name))) {
+    throw new RangeError(`an X-Wing public key has exactly the members ${XWING_MEMBERS.join(", ")}`);
+  }
+  const pub = member(members, "pub");
+  if (typeof pub !== "string") throw new RangeError("a JWK's members must be strings");
+  const key = b64urlDecode(pub, XWING_PUBLIC_BYTES);
+  requireMlKem768(key.subarray(0, MLKEM768_PUBLIC_BYTES));
+  try {
+    requireX25519(key.subarray(MLKEM768_PUBLIC_BYTES));
+  } catch (error) {
+    throw new RangeError(`the X-Wing key's X25519 part: ${(error as Error).message}`);
+  }
+  return canonicalJson(Object.fromEntries(XWING_MEMBERS.map((name) => [name, member(members, name)])));
+}
+
 function memberNames(members: Record<string, unknown> | JsonObject): string[] {
   return members instanceof Map ? [...members.keys()] : Object.keys(members);
 }
@@ -363,9 +406,11 @@ function member(members: Record<string, unknown> | JsonObject, name: string): un
 
 /**
  * The canonical JWK text of a public key given as JWK members: an Ed25519 key when `signing`, else
- * an X25519 or P-256 agreement key. Exactly the RFC 7638 members, each a canonical 32-byte
+ * an X25519, P-256 or X-Wing agreement key. Exactly the RFC 7638 members, each a canonical
  * coordinate of a usable key: no point of small order (Ed25519, X25519), none off the curve
- * (P-256, whose points all have its prime order); throws RangeError saying what is wrong otherwise.
+ * (P-256, whose points all have its prime order), an X-Wing key whose ML-KEM-768 part passes
+ * FIPS 203's checks and whose X25519 part is an X25519 key of these; throws RangeError saying
+ * what is wrong otherwise.
  */
 export function canonicalPublicJwk(members: Record<string, unknown> | JsonObject, options: { signing: boolean }): string {
   const [kty, crv] = [member(members, "kty"), member(members, "crv")];
@@ -374,8 +419,9 @@ export function canonicalPublicJwk(members: Record<string, unknown> | JsonObject
     if (kty !== "OKP" || crv !== "Ed25519") throw new RangeError('a signing key must be Ed25519 (kty "OKP", crv "Ed25519")');
     required = ["crv", "kty", "x"];
   } else {
+    if (kty === "AKP" && member(members, "alg") === XWING) return xwingJwk(members);
     required = typeof kty === "string" && typeof crv === "string" ? AGREEMENT_CURVES[`${kty}/${crv}`] : undefined;
-    if (required === undefined) throw new RangeError('an agreement key must be X25519 (kty "OKP") or P-256 (kty "EC")');
+    if (required === undefined) throw new RangeError('an agreement key must be X25519 (kty "OKP"), P-256 (kty "EC") or X-Wing (kty "AKP")');
   }
   const names = memberNames(members);
   if (names.length !== required.length || !required.every((name) => names.includes(name))) {
