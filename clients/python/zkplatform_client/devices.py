@@ -1,7 +1,7 @@
 """A device's key material and the statements it signs (docs/key-transparency.md, "Devices").
 
 A device holds an Ed25519 signing key, whose RFC 7638 thumbprint is its device id, and an
-agreement key (X25519 or P-256) that items' keys are wrapped for. `DeviceKeyPair` makes them
+agreement key (X25519, P-256 or X-Wing, xwing.py) that items' keys are wrapped for. `DeviceKeyPair` makes them
 (cryptography's keys), exports and imports them as private JWKs, and signs the statements of
 zkplatform_tlog.statements: its publication as a principal's first device, its publication to
 be endorsed by a device the principal already has (`endorse`), and revocations.
@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from zkplatform_client.key_files import KeyFile, read_key_file, write_key_file
 from zkplatform_client.sealing import RecipientPrivateKey
+from zkplatform_client.xwing import XWING, XWingPrivateKey, public_jwk
 from zkplatform_tlog.statements import (
     DeviceKeys,
     DeviceRevocation,
@@ -49,10 +50,13 @@ __all__ = [
     "read_key_file",
 ]
 
-AgreementCurve = Literal["X25519", "P-256"]
-AgreementPrivateKey = X25519PrivateKey | ec.EllipticCurvePrivateKey
+AgreementCurve = Literal["X25519", "P-256", "X-Wing"]
+AgreementPrivateKey = X25519PrivateKey | ec.EllipticCurvePrivateKey | XWingPrivateKey
 
 _P256_BYTES = 32
+_XWING_SEED_BYTES = 32
+# The members of a private JWK that are the private key: d (X25519, P-256, Ed25519), priv (X-Wing).
+_PRIVATE_MEMBERS = frozenset({"d", "priv"})
 # The `type` of a sealed item's statement (docs/sealing.md, "The signature").
 SEALED_ITEM = "zkplatform.sealed-item"
 
@@ -89,19 +93,21 @@ class SignedRevocation:
 
 
 class DeviceKeyPair:
-    """A device's two private keys: Ed25519 to sign statements, X25519 or P-256 to open items.
+    """A device's two private keys: Ed25519 to sign statements, X25519, P-256 or X-Wing to open
+    items (X-Wing, the hybrid ML-KEM-768 + X25519 KEM, keeps what is sealed for the device from a
+    quantum computer of the future; docs/clients.md says when to choose it).
 
     `to_jwks()` is secret (both private keys): keep it where the application keeps its secrets.
     The repr names the device id only."""
 
     def __init__(self, signing: Ed25519PrivateKey, agreement: AgreementPrivateKey) -> None:
         if isinstance(agreement, ec.EllipticCurvePrivateKey) and not isinstance(agreement.curve, ec.SECP256R1):
-            raise TypeError("an agreement key is X25519 or P-256")
+            raise TypeError("an agreement key is X25519, P-256 or X-Wing")
         self._signing = signing
         self._agreement = agreement
         self._signing_jwk = ed25519_jwk(signing.public_key())
         self._agreement_private = _agreement_private_jwk(agreement)
-        public = {name: value for name, value in self._agreement_private.items() if name != "d"}
+        public = {name: value for name, value in self._agreement_private.items() if name not in _PRIVATE_MEMBERS}
         self._agreement_jwk = canonical_public_jwk(public, signing=False)
 
     @classmethod
@@ -110,15 +116,17 @@ class DeviceKeyPair:
             return cls(Ed25519PrivateKey.generate(), X25519PrivateKey.generate())
         if agreement == "P-256":
             return cls(Ed25519PrivateKey.generate(), ec.generate_private_key(ec.SECP256R1()))
-        raise ValueError(f"an agreement key is X25519 or P-256, not {agreement}")
+        if agreement == XWING:
+            return cls(Ed25519PrivateKey.generate(), XWingPrivateKey.generate())
+        raise ValueError(f"an agreement key is X25519, P-256 or X-Wing, not {agreement}")
 
     @classmethod
     def from_jwks(
         cls, signing_key_jwk: str | Mapping[str, Any], private_key_jwk: str | Mapping[str, Any]
     ) -> DeviceKeyPair:
-        """The keys `to_jwks()` exported (each a JWK dict or its JSON text, with `d`): an Ed25519
-        signing key and an X25519 or P-256 agreement key. ValueError when one is not usable or
-        its public members are not those of its private part."""
+        """The keys `to_jwks()` exported (each a JWK dict or its JSON text, with its private part):
+        an Ed25519 signing key and an X25519, P-256 or X-Wing agreement key. ValueError when one
+        is not usable or its public members are not those of its private part."""
         signing_members = _members(signing_key_jwk)
         if (signing_members.get("kty"), signing_members.get("crv")) != ("OKP", "Ed25519"):
             raise ValueError('a signing key is Ed25519 (kty "OKP", crv "Ed25519")')
@@ -132,8 +140,10 @@ class DeviceKeyPair:
         elif (agreement_members.get("kty"), agreement_members.get("crv")) == ("EC", "P-256"):
             scalar = int.from_bytes(_decode(agreement_members, "d", _P256_BYTES), "big")
             agreement = ec.derive_private_key(scalar, ec.SECP256R1())
+        elif (agreement_members.get("kty"), agreement_members.get("alg")) == ("AKP", XWING):
+            agreement = XWingPrivateKey(_decode(agreement_members, "priv", _XWING_SEED_BYTES))
         else:
-            raise ValueError('an agreement key is X25519 (kty "OKP") or P-256 (kty "EC")')
+            raise ValueError('an agreement key is X25519 (kty "OKP"), P-256 (kty "EC") or X-Wing (kty "AKP")')
         pair = cls(signing, agreement)
         if pair.agreement_jwk != _public_text(agreement_members, signing=False):
             raise ValueError("the agreement key's public members are not those of its private part")
@@ -262,10 +272,13 @@ def _decode(members: Mapping[str, Any], name: str, length: int) -> bytes:
 
 
 def _public_text(members: Mapping[str, Any], *, signing: bool) -> str:
-    return canonical_public_jwk({name: value for name, value in members.items() if name != "d"}, signing=signing)
+    public = {name: value for name, value in members.items() if name not in _PRIVATE_MEMBERS}
+    return canonical_public_jwk(public, signing=signing)
 
 
 def _agreement_private_jwk(key: AgreementPrivateKey) -> dict[str, str]:
+    if isinstance(key, XWingPrivateKey):
+        return dict(sorted({**public_jwk(key.public_bytes), "priv": b64url(key.seed)}.items()))
     if isinstance(key, X25519PrivateKey):
         return {
             "crv": "X25519",

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["WRAP_ALG", "open_v1"]
 
 WRAP_ALG: Final = "ECDH-ES+A256KW"
+# The key types version 1 wrapped for: an X-Wing key is never a version 1 recipient.
+_KEY_TYPES: Final = frozenset({"X25519", "P-256"})
 # Only what this format used, so that a JWE of another algorithm is refused, never tried.
 _JWE_REGISTRY: Final = jwe.JWERegistry(algorithms=[WRAP_ALG, "A256GCM"])
 
@@ -30,6 +32,8 @@ def open_v1(own: WrappedKey | None, fields: DecodedPayload, private_key: Recipie
     `own` the wrapped key with the private key's recipient id (None when there is none)."""
     if own is None or own.wrap_alg != WRAP_ALG:
         raise SealingError("NOT_A_RECIPIENT", f"no wrapped key of {WRAP_ALG} for key {private_key.key_id}")
+    if private_key.curve not in _KEY_TYPES:  # an entry planted for a key that version 1 never had
+        raise SealingError("NOT_A_RECIPIENT", f"{WRAP_ALG} wraps for X25519 and P-256 keys, not {private_key.curve}")
     try:
         compact = fields.own_wrapped.decode("ascii")
         content_key = jwe.decrypt_compact(compact, private_key.jwk_key, registry=_JWE_REGISTRY).plaintext

@@ -7,7 +7,8 @@ to the item and the recipient), and signs the payload, the recipient list and th
 the write creates with the sealing device's Ed25519 key. `open_item` checks all of it against
 a key directory the reader verified itself and answers the plaintext with who sealed it;
 `share` wraps the same content key for more recipients and signs again, `unshare` seals the
-content again, under a new content key, for fewer. Version 1 payloads (JWE-wrapped keys,
+content again, under a new content key, for fewer. A recipient key is X25519, P-256 or X-Wing
+(the hybrid ML-KEM-768 + X25519 KEM, xwing.py), one HPKE suite each (`SUITES`). Version 1 payloads (JWE-wrapped keys,
 unsigned) still open, read only (sealed_v1.py); every write is version 2.
 
 Recipient keys come from the tenant's key directory: take them from `KeyDirectory.recipient_keys`
@@ -24,11 +25,11 @@ import hmac
 import json
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
-from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, hpke
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -40,7 +41,8 @@ from joserfc import jwk
 from joserfc.errors import JoseError
 
 from zkplatform_api.platform.v1.vault_pb2 import EncryptedPayload, Item, WrappedKey
-from zkplatform_tlog.statements import b64url, b64url_decode, canonical_json
+from zkplatform_client.xwing import XWING, XWingPrivateKey, XWingPublicKey, public_jwk
+from zkplatform_tlog.statements import StatementError, b64url, b64url_decode, canonical_json, canonical_public_jwk
 
 if TYPE_CHECKING:
     from zkplatform_client.devices import DeviceKeyPair
@@ -89,7 +91,10 @@ _KDF_INFO: Final = b"zkplatform sealed item v2"
 _SEALED_ITEM: Final = "zkplatform.sealed-item"
 _ITEM_KEY: Final = "zkplatform.item-key"
 
-Curve = Literal["X25519", "P-256"]
+# A recipient key's type: a JWK's `crv` (X25519, P-256), or X-Wing's `alg`.
+Curve = Literal["X25519", "P-256", "X-Wing"]
+PublicAgreementKey = X25519PublicKey | ec.EllipticCurvePublicKey | hpke.MLKEM768X25519PublicKey
+PrivateAgreementKey = X25519PrivateKey | ec.EllipticCurvePrivateKey | hpke.MLKEM768X25519PrivateKey
 SealingReason = Literal[
     "MALFORMED",
     "UNSUPPORTED",
@@ -115,8 +120,8 @@ class Suite:
     hpke: hpke.Suite = field(repr=False, compare=False)
 
 
-# One entry a key type (a JWK `crv`): a new KEM (X-Wing, say) is an entry here, with its keys'
-# import and export in RecipientPrivateKey and _public_key.
+# One entry a key type (a JWK's `crv`, or X-Wing's `alg`): a new KEM is an entry here, with its
+# keys' import and export in RecipientPrivateKey and _public_key.
 SUITES: Final[Mapping[str, Suite]] = {
     "X25519": Suite(
         "HPKE-Base-X25519-SHA256-A256GCM", hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
@@ -124,8 +129,14 @@ SUITES: Final[Mapping[str, Suite]] = {
     "P-256": Suite(
         "HPKE-Base-P256-SHA256-A256GCM", hpke.Suite(hpke.KEM.P256, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM)
     ),
+    XWING: Suite(
+        "HPKE-Base-XWing-SHA256-A256GCM",
+        hpke.Suite(hpke.KEM.MLKEM768_X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.AES_256_GCM),
+    ),
 }
 
+_T = TypeVar("_T")
+_KEY_TYPES: Final = "recipient keys are X25519 (kty OKP), P-256 (kty EC) or X-Wing (kty AKP, alg X-Wing)"
 # The key types of each curve, and the members its RFC 7638 thumbprint covers.
 _CURVES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "X25519": ("OKP", ("crv", "kty", "x")),
@@ -202,12 +213,18 @@ class RecipientKey:
 
 
 class RecipientPrivateKey:
-    """A recipient's key pair (X25519 or P-256): what items are opened with.
+    """A recipient's key pair (X25519, P-256 or X-Wing): what items are opened with.
 
     A device's agreement key (devices.py, `DeviceKeyPair.recipient_key()`); keep it in the
     device's key file (`DeviceKeyPair.to_key_file`), encrypted under a passphrase."""
 
-    def __init__(self, key: jwk.OKPKey | jwk.ECKey) -> None:
+    def __init__(self, key: jwk.OKPKey | jwk.ECKey | XWingPrivateKey) -> None:
+        if isinstance(key, XWingPrivateKey):
+            self._key: jwk.OKPKey | jwk.ECKey | XWingPrivateKey = key
+            self._public_jwk = _canonical_public(public_jwk(key.public_bytes))
+            self._curve = XWING
+            self._thumbprint = hashlib.sha256(self._public_jwk.encode()).digest()
+            return
         if not key.is_private:
             raise ValueError("a recipient's private key needs its private part (d)")
         public = _canonical_public(dict(key.as_dict(private=False)))
@@ -226,16 +243,20 @@ class RecipientPrivateKey:
             return cls(jwk.OKPKey.generate_key("X25519", private=True))
         if curve == "P-256":
             return cls(jwk.ECKey.generate_key("P-256", private=True))
-        raise SealingError("UNSUPPORTED", f"recipient keys are X25519 or P-256, not {curve}")
+        if curve == XWING:
+            return cls(_xwing(XWingPrivateKey.generate))
+        raise SealingError("UNSUPPORTED", f"recipient keys are X25519, P-256 or X-Wing, not {curve}")
 
     @classmethod
     def from_jwk(cls, private_jwk: str | Mapping[str, Any]) -> RecipientPrivateKey:
         """A private JWK (the JSON text, or the parsed object) of X25519 (`kty` OKP) or P-256
-        (`kty` EC), with `d`."""
+        (`kty` EC), with `d`, or of X-Wing (`kty` AKP, `alg` X-Wing), with `priv` (its seed)."""
         members = dict(json.loads(private_jwk) if isinstance(private_jwk, str) else private_jwk)
+        if (members.get("kty"), members.get("alg")) == ("AKP", XWING):
+            return cls._from_xwing_jwk(members)
         kty, _ = _CURVES.get(str(members.get("crv")), (None, ()))
         if kty is None or members.get("kty") != kty:
-            raise SealingError("UNSUPPORTED", "recipient keys are X25519 (kty OKP) or P-256 (kty EC)")
+            raise SealingError("UNSUPPORTED", _KEY_TYPES)
         if "d" not in members:
             raise ValueError("a recipient's private key needs its private part (d)")
         key_type = jwk.OKPKey if kty == "OKP" else jwk.ECKey
@@ -245,8 +266,26 @@ class RecipientPrivateKey:
             raise ValueError(f"not a usable {members['crv']} private key") from None
         return cls(key)
 
+    @classmethod
+    def _from_xwing_jwk(cls, members: Mapping[str, Any]) -> RecipientPrivateKey:
+        seed = members.get("priv")
+        if not isinstance(seed, str):
+            raise ValueError("a recipient's private key needs its private part (priv)")  # noqa: TRY004 - JSON given
+        try:
+            key = cls(_xwing(lambda: XWingPrivateKey(b64url_decode(seed, 32))))
+        except ValueError:
+            raise ValueError("not a usable X-Wing private key (priv is its 32-byte seed)") from None
+        # The public member as given must be the seed's: another would publish a key id this key
+        # opens nothing for.
+        if key.public_jwk != _canonical_public({name: members.get(name) for name in ("alg", "kty", "pub")}):
+            raise ValueError("the JWK's public members are not those of its private key")
+        return key
+
     def to_jwk(self) -> str:
-        """The private key as JWK text, with `d` (a secret: store it like one)."""
+        """The private key as JWK text, with `d` (X-Wing: `priv`, its seed; a secret: store it like one)."""
+        if isinstance(self._key, XWingPrivateKey):
+            members = {**public_jwk(self._key.public_bytes), "priv": b64url(self._key.seed)}
+            return json.dumps(members, sort_keys=True, separators=(",", ":"))
         return json.dumps(dict(self._key.as_dict(private=True)), sort_keys=True, separators=(",", ":"))
 
     @property
@@ -269,8 +308,10 @@ class RecipientPrivateKey:
         return self._thumbprint.hex()
 
     @property
-    def agreement_key(self) -> X25519PrivateKey | ec.EllipticCurvePrivateKey:
-        """The private key as cryptography holds it (HPKE opens wrapped keys with it)."""
+    def agreement_key(self) -> PrivateAgreementKey:
+        """The private key as cryptography's HPKE holds it (it opens wrapped keys with it)."""
+        if isinstance(self._key, XWingPrivateKey):
+            return self._key.hpke_key
         private = self._key.private_key
         if not isinstance(private, X25519PrivateKey | ec.EllipticCurvePrivateKey):  # X25519 or P-256 only
             raise TypeError(private)
@@ -278,7 +319,10 @@ class RecipientPrivateKey:
 
     @property
     def jwk_key(self) -> jwk.OKPKey | jwk.ECKey:
-        """The key as joserfc holds it (version 1's JWEs are opened with it)."""
+        """The key as joserfc holds it (version 1's JWEs are opened with it): X25519 and P-256
+        only, the key types of version 1."""
+        if isinstance(self._key, XWingPrivateKey):
+            raise TypeError("an X-Wing key opens no version 1 item")
         return self._key
 
     def __repr__(self) -> str:  # never the private part
@@ -331,7 +375,7 @@ class _Recipient:
     recipient_id: str
     curve: str
     jwk: str
-    public: X25519PublicKey | ec.EllipticCurvePublicKey
+    public: PublicAgreementKey
 
 
 def seal(
@@ -595,15 +639,12 @@ def _recipients(recipients: Iterable[RecipientKey | str]) -> list[_Recipient]:
     for recipient in recipients:
         text = recipient.jwk if isinstance(recipient, RecipientKey) else recipient
         members = _public_members(text)
-        canonical, key = _public_key(members)
+        curve, canonical, public = _public_key(members)
         digest = hashlib.sha256(canonical.encode()).digest()
         key_id = b64url(digest)
         if isinstance(recipient, RecipientKey) and recipient.key_id != key_id:
             raise ValueError(f"recipient key {recipient.key_id} is not the thumbprint of its jwk")
-        public = key.public_key
-        if not isinstance(public, X25519PublicKey | ec.EllipticCurvePublicKey):  # _public_key made it so
-            raise TypeError(public)
-        found.setdefault(key_id, _Recipient(key_id, digest.hex(), str(members["crv"]), canonical, public))
+        found.setdefault(key_id, _Recipient(key_id, digest.hex(), curve, canonical, public))
     return list(found.values())
 
 
@@ -614,22 +655,26 @@ def _public_members(text: str) -> dict[str, Any]:
         members = None
     if not isinstance(members, dict):
         raise ValueError("a recipient is a public JWK's JSON text")  # noqa: TRY004 - the text given, not its type
-    if "d" in members:
-        raise ValueError("a recipient is a public key: this JWK has a private part (d)")
+    for private in ("d", "priv"):
+        if private in members:
+            raise ValueError(f"a recipient is a public key: this JWK has a private part ({private})")
     return members
 
 
 def _canonical_public(members: Mapping[str, Any]) -> str:
-    return _public_key(members)[0]
+    return _public_key(members)[1]
 
 
-def _public_key(members: Mapping[str, Any]) -> tuple[str, jwk.OKPKey | jwk.ECKey]:
-    """The RFC 7638 text of an X25519 or P-256 public key (its required members, sorted, no
-    whitespace), and the key, once joserfc has taken its coordinates for a usable key as they
-    are written."""
+def _public_key(members: Mapping[str, Any]) -> tuple[str, str, PublicAgreementKey]:
+    """The key type, the RFC 7638 text (its required members, sorted, no whitespace) and the key
+    of an X25519, P-256 or X-Wing public key, once joserfc (X25519, P-256) has taken its
+    coordinates for a usable key as they are written, or the key directory's reader has checked
+    an X-Wing key as it checks a device's."""
+    if (members.get("kty"), members.get("alg")) == ("AKP", XWING):
+        return _xwing_public_key(members)
     kty, required = _CURVES.get(str(members.get("crv")), (None, ()))
     if kty is None or members.get("kty") != kty:
-        raise SealingError("UNSUPPORTED", "recipient keys are X25519 (kty OKP) or P-256 (kty EC)")
+        raise SealingError("UNSUPPORTED", _KEY_TYPES)
     canonical: dict[str, str | list[str]] = {}
     for name in required:
         value = members.get(name)
@@ -644,7 +689,31 @@ def _public_key(members: Mapping[str, Any]) -> tuple[str, jwk.OKPKey | jwk.ECKey
     exported = key.as_dict(private=False)
     if any(exported.get(name) != canonical[name] for name in required):
         raise ValueError(f"not a usable {members['crv']} public key (a coordinate is not canonical base64url)")
-    return json.dumps(canonical, sort_keys=True, separators=(",", ":")), key
+    public = key.public_key
+    if not isinstance(public, X25519PublicKey | ec.EllipticCurvePublicKey):  # the types of _CURVES
+        raise TypeError(public)
+    return str(members["crv"]), json.dumps(canonical, sort_keys=True, separators=(",", ":")), public
+
+
+def _xwing_public_key(members: Mapping[str, Any]) -> tuple[str, str, PublicAgreementKey]:
+    """An X-Wing public key: its members checked as a device statement's (statements.py:
+    FIPS 203's checks of the ML-KEM-768 part, an X25519 part of no small order)."""
+    try:
+        canonical = canonical_public_jwk({name: members.get(name) for name in ("alg", "kty", "pub")}, signing=False)
+    except StatementError as error:  # ENTRY_UNSUPPORTED: no ML-KEM in this cryptography's backend
+        raise SealingError("UNSUPPORTED", str(error)) from None
+    except ValueError as error:
+        raise ValueError(f"not a usable X-Wing public key: {error}") from None
+    public = _xwing(lambda: XWingPublicKey(b64url_decode(json.loads(canonical)["pub"])))
+    return XWING, canonical, public.hpke_key
+
+
+def _xwing(make: Callable[[], _T]) -> _T:
+    """`make()`, an X-Wing key, or UNSUPPORTED where cryptography's backend has no ML-KEM."""
+    try:
+        return make()
+    except UnsupportedAlgorithm as error:
+        raise SealingError("UNSUPPORTED", str(error)) from None
 
 
 def _aad(tenant_id: str, vault_id: str, item_id: str, kind: str, version: int) -> bytes:
