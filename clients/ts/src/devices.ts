@@ -2,14 +2,15 @@
 // the Python package's zkplatform_client/devices.py has them.
 //
 // A device holds an Ed25519 signing key, whose RFC 7638 thumbprint is its device id, and an
-// agreement key (X25519 or P-256, a RecipientKeyPair as sealing uses it) that items' keys are
+// agreement key (X25519, P-256 or X-Wing, a RecipientKeyPair as sealing uses it) that items' keys are
 // wrapped for. DeviceKeyPair makes them, exports and imports them as private JWKs or as a key file
 // under a passphrase (docs/sealing.md, "Device keys at rest"), and signs the statements of
 // statements.ts: its publication as a principal's first device, its publication to be endorsed by
 // a device the principal already has (endorse), revocations, and the items it seals
 // (sealing-statement.ts). Keys live in memory here; neither util.inspect nor JSON.stringify shows
 // a private part, nor does any error. Ed25519 is @noble/curves'; the agreement key is WebCrypto's
-// (not extractable); the key file's JWE (PBES2) is jose's. No node:* import.
+// (not extractable), or for X-Wing @hpke/hybridkem-x-wing's; the key file's JWE (PBES2) is
+// jose's. No node:* import.
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, errors } from "jose";
 import { RecipientKeyPair, SealingError, type Curve } from "./recipient-keys.js";
@@ -121,7 +122,9 @@ function now(created: number | undefined): number {
 }
 
 /**
- * A device's two private keys: Ed25519 to sign statements, X25519 or P-256 to open items.
+ * A device's two private keys: Ed25519 to sign statements, X25519, P-256 or X-Wing to open items
+ * (X-Wing, the hybrid ML-KEM-768 + X25519 KEM, keeps what is sealed for the device from a quantum
+ * computer of the future; docs/clients.md says when to choose it).
  * `toJwks()` is secret (both private keys): keep it where the application keeps its secrets.
  */
 export class DeviceKeyPair {
@@ -162,9 +165,9 @@ export class DeviceKeyPair {
   }
 
   /**
-   * The keys toJwks() exported (each a JWK object or its JSON text, with `d`): an Ed25519 signing
-   * key and an X25519 or P-256 agreement key. TypeError when one is not usable or its public
-   * members are not those of its private part.
+   * The keys toJwks() exported (each a JWK object or its JSON text, with its private member): an
+   * Ed25519 signing key and an X25519, P-256 or X-Wing agreement key. TypeError when one is not
+   * usable or its public members are not those of its private part.
    */
   static async fromJwks(signingKeyJwk: string | object, privateKeyJwk: string | object): Promise<DeviceKeyPair> {
     const signing = members(signingKeyJwk);
@@ -308,7 +311,7 @@ async function keyFileContent(text: string): Promise<DeviceKeyFile> {
     device = await DeviceKeyPair.fromJwks(signingKeyJwk as object, agreementKeyJwk as object);
   } catch {
     // Not the error itself: it is about the keys, and says nothing a reader of logs needs.
-    throw new SealingError("MALFORMED", "the key file's keys are not an Ed25519 signing key and an X25519 or P-256 agreement key, each with its public members");
+    throw new SealingError("MALFORMED", "the key file's keys are not an Ed25519 signing key and an X25519, P-256 or X-Wing agreement key, each with its public members");
   }
   if (device.deviceId !== deviceId) throw new SealingError("MALFORMED", "the key file's signing key is not the device it names");
   return { device, tenantId, principalId };

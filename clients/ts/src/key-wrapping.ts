@@ -3,8 +3,11 @@
 // item's additional data and the recipient's key id, empty `aad`. The wrapped key is enc || ct.
 //
 // A suite is one entry of SUITES, keyed by the recipient key's type: a key type is added here
-// and nowhere else. HPKE is @hpke/core's (over WebCrypto); nothing here is a primitive by hand.
+// (and its keys in recipient-keys.ts). HPKE is @hpke/core's (over WebCrypto), its X-Wing KEM
+// @hpke/hybridkem-x-wing's (KEM 0x647A: ML-KEM-768 and X25519, mlkem's and @noble's); nothing
+// here is a primitive by hand.
 import { Aes256Gcm, CipherSuite, DhkemP256HkdfSha256, DhkemX25519HkdfSha256, HkdfSha256 } from "@hpke/core";
+import { XWing } from "@hpke/hybridkem-x-wing";
 import { base64url, buffer, concatBytes, fromBase64url, utf8 } from "./bytes.js";
 import { RecipientKeyPair, RecipientPublicKey, SealingError, privateKeyOf, type Curve } from "./recipient-keys.js";
 import { canonicalJson } from "./statements.js";
@@ -17,7 +20,7 @@ interface Suite {
   readonly hpke: CipherSuite;
 }
 
-const suite = (wrapAlg: string, kem: DhkemX25519HkdfSha256 | DhkemP256HkdfSha256, encBytes: number): Suite => ({
+const suite = (wrapAlg: string, kem: DhkemX25519HkdfSha256 | DhkemP256HkdfSha256 | XWing, encBytes: number): Suite => ({
   wrapAlg,
   encBytes,
   hpke: new CipherSuite({ kem, kdf: new HkdfSha256(), aead: new Aes256Gcm() }),
@@ -26,6 +29,7 @@ const suite = (wrapAlg: string, kem: DhkemX25519HkdfSha256 | DhkemP256HkdfSha256
 const SUITES: Record<Curve, Suite> = {
   X25519: suite("HPKE-Base-X25519-SHA256-A256GCM", new DhkemX25519HkdfSha256(), 32),
   "P-256": suite("HPKE-Base-P256-SHA256-A256GCM", new DhkemP256HkdfSha256(), 65),
+  "X-Wing": suite("HPKE-Base-XWing-SHA256-A256GCM", new XWing(), 1120),
 };
 
 /** The `wrap_alg` of the HPKE suite of a key type. */

@@ -1,19 +1,27 @@
-// Recipient keys (docs/sealing.md, "Recipient keys"): X25519 or P-256 key agreement key pairs,
-// named by their RFC 7638 thumbprint: a device's agreement key (devices.ts). The public half is
-// what a device's statement publishes and what items are sealed for; the private half opens them
-// and never leaves the client.
+// Recipient keys (docs/sealing.md, "Recipient keys"): X25519, P-256 or X-Wing (the hybrid
+// ML-KEM-768 + X25519 KEM of draft-connolly-cfrg-xwing-kem) key pairs, named by their RFC 7638
+// thumbprint: a device's agreement key (devices.ts). The public half is what a device's statement
+// publishes and what items are sealed for; the private half opens them and never leaves the client.
 //
-// The private key is held twice, both out of reach of what lists or prints a pair: its JWK `d`
-// (what a key file keeps) and a WebCrypto key made from it that is never extractable, which the
-// key agreement uses. A new private key is a random scalar of @noble/curves (so that no
-// extractable WebCrypto key is ever made to read it back), and the public members of an imported
-// one are derived from `d` by @noble/curves and compared. WebCrypto is globalThis.crypto: no
-// node:* import.
+// The private key is held twice, both out of reach of what lists or prints a pair: its JWK's
+// private member (`d`; X-Wing's `priv`, its 32-byte seed), what a key file keeps, and the key the
+// KEM uses: for X25519 and P-256 a WebCrypto key made from `d` that is never extractable; for
+// X-Wing, which WebCrypto lacks, @hpke/hybridkem-x-wing's key of the seed (its own object, no
+// WebCrypto key). A new X25519 or P-256 private key is a random scalar of @noble/curves (so that
+// no extractable WebCrypto key is ever made to read it back), a new X-Wing key a random seed; the
+// public members of an imported one are derived from its private member (@noble/curves, or
+// X-Wing's own expansion of the seed) and compared. WebCrypto is globalThis.crypto: no node:* import.
+import { XWing } from "@hpke/hybridkem-x-wing";
 import { x25519 } from "@noble/curves/ed25519.js";
 import { p256 } from "@noble/curves/nist.js";
-import { base64url, fromBase64url, sha256, toHex } from "./bytes.js";
+import { base64url, buffer, fromBase64url, sha256, toHex } from "./bytes.js";
+import { XWING, canonicalPublicJwk } from "./statements.js";
 
-export type Curve = "X25519" | "P-256";
+/** A recipient key's type: a JWK's `crv` (X25519, P-256), or X-Wing's `alg`. */
+export type Curve = "X25519" | "P-256" | "X-Wing";
+
+/** A private JWK as exportPrivateJwk() gives it: X25519's or P-256's with `d`, or X-Wing's with `priv` (its seed). */
+export type PrivateJwk = { kty: "OKP" | "EC"; crv: "X25519" | "P-256"; x: string; y?: string; d: string } | { alg: "X-Wing"; kty: "AKP"; pub: string; priv: string };
 
 /** WebCrypto's key type, as this runtime's typings name it. */
 export type WebCryptoKey = Awaited<ReturnType<typeof globalThis.crypto.subtle.importKey>>;
@@ -49,43 +57,52 @@ export class SealingError extends Error {
   }
 }
 
-const ALGORITHMS: Record<Curve, ImportParams> = {
+// The key types WebCrypto holds; X-Wing's keys are @hpke/hybridkem-x-wing's.
+const ALGORITHMS: Record<Exclude<Curve, "X-Wing">, ImportParams> = {
   X25519: { name: "X25519" },
   "P-256": { name: "ECDH", namedCurve: "P-256" },
 };
 const COORDINATE = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url without padding
+const XWING_KEM = new XWing();
 // The members a JWK may carry besides its key.
 const OPTIONAL_MEMBERS = new Set(["kid", "use", "alg", "key_ops", "ext"]);
 const INSPECT = Symbol.for("nodejs.util.inspect.custom");
 
 // The RFC 7638 canonical text of a public JWK (its required members, sorted, no whitespace),
-// checked for the shape of a supported key; `d` is allowed only where a private key is read.
+// checked for the shape of a supported key; the private member (`d`, X-Wing's `priv`) is allowed
+// only where a private key is read.
 function canonicalJwk(jwk: unknown, allowPrivate: boolean): { curve: Curve; text: string } {
   if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) throw new SealingError("UNSUPPORTED", "a JWK is a JSON object");
   const members = jwk as Record<string, unknown>;
   const curve = members.crv;
   if (members.kty === "OKP" && curve === "X25519") {
-    expectMembers(members, ["crv", "kty", "x"], allowPrivate);
+    expectMembers(members, ["crv", "kty", "x"], allowPrivate ? "d" : null);
     return { curve, text: JSON.stringify({ crv: curve, kty: "OKP", x: members.x }) };
   }
   if (members.kty === "EC" && curve === "P-256") {
-    expectMembers(members, ["crv", "kty", "x", "y"], allowPrivate);
+    expectMembers(members, ["crv", "kty", "x", "y"], allowPrivate ? "d" : null);
     return { curve, text: JSON.stringify({ crv: curve, kty: "EC", x: members.x, y: members.y }) };
   }
-  throw new SealingError("UNSUPPORTED", "a recipient key is an X25519 (kty OKP) or P-256 (kty EC) key");
+  if (members.kty === "AKP" && members.alg === XWING) {
+    expectMembers(members, ["alg", "kty", "pub"], allowPrivate ? "priv" : null);
+    return { curve: XWING, text: JSON.stringify({ alg: XWING, kty: "AKP", pub: members.pub }) };
+  }
+  throw new SealingError("UNSUPPORTED", "a recipient key is an X25519 (kty OKP), P-256 (kty EC) or X-Wing (kty AKP, alg X-Wing) key");
 }
 
-function expectMembers(members: Record<string, unknown>, required: string[], allowPrivate: boolean): void {
+function expectMembers(members: Record<string, unknown>, required: string[], privateMember: "d" | "priv" | null): void {
   for (const name of required.filter((n) => n === "x" || n === "y")) {
     if (typeof members[name] !== "string" || !COORDINATE.test(members[name])) {
       throw new SealingError("UNSUPPORTED", `the JWK's ${name} is not 32 bytes of base64url`);
     }
   }
+  if (required.includes("pub") && typeof members.pub !== "string") throw new SealingError("UNSUPPORTED", "the JWK's pub is not a string");
   for (const name of Object.keys(members)) {
     if (required.includes(name) || OPTIONAL_MEMBERS.has(name)) continue;
-    if (name === "d" && allowPrivate) continue;
+    if (name === privateMember) continue;
     // The name only: a private member's value is secret.
-    throw new SealingError("UNSUPPORTED", name === "d" ? "a public key was expected: this JWK has the private member d" : `the JWK has a member ${JSON.stringify(name)} a recipient key does not`);
+    const isPrivate = name === "d" || name === "priv";
+    throw new SealingError("UNSUPPORTED", isPrivate && privateMember === null ? `a public key was expected: this JWK has the private member ${name}` : `the JWK has a member ${JSON.stringify(name)} a recipient key does not`);
   }
 }
 
@@ -117,13 +134,36 @@ export class RecipientPublicKey {
     const { curve, text } = canonicalJwk(parsed(jwk), false);
     const thumbprint = sha256(text);
     let key: WebCryptoKey;
-    try {
-      key = await globalThis.crypto.subtle.importKey("jwk", JSON.parse(text), ALGORITHMS[curve], true, []);
-    } catch {
-      throw new SealingError("UNSUPPORTED", `not a point of ${curve}`);
+    if (curve === XWING) {
+      key = await xwingPublicKey(JSON.parse(text) as Record<string, unknown>);
+    } else {
+      try {
+        key = await globalThis.crypto.subtle.importKey("jwk", JSON.parse(text), ALGORITHMS[curve], true, []);
+      } catch {
+        throw new SealingError("UNSUPPORTED", `not a point of ${curve}`);
+      }
     }
     return new RecipientPublicKey(curve, text, base64url(thumbprint), toHex(thumbprint), key);
   }
+}
+
+// An X-Wing public key as the KEM seals to it, once the key directory's reader has checked it as
+// it checks a device's (statements.ts: FIPS 203's check of the ML-KEM-768 part, an X25519 part of
+// no small order).
+async function xwingPublicKey(members: Record<string, unknown>): Promise<WebCryptoKey> {
+  try {
+    canonicalPublicJwk(members, { signing: false });
+  } catch (error) {
+    throw new SealingError("UNSUPPORTED", `not an X-Wing public key: ${(error as Error).message}`);
+  }
+  return XWING_KEM.deserializePublicKey(buffer(fromBase64url(members.pub as string)!));
+}
+
+// The public key (`pub`, base64url) of an X-Wing seed, as X-Wing's key generation expands it
+// (draft-connolly-cfrg-xwing-kem): @hpke/hybridkem-x-wing's.
+async function xwingPublic(seed: Uint8Array): Promise<string> {
+  const { publicKey } = await XWING_KEM.generateKeyPairDerand(buffer(seed));
+  return base64url(await XWING_KEM.serializePublicKey(publicKey));
 }
 
 // The public members of the private scalar `d` (32 bytes), by @noble/curves: X25519's u, or
@@ -157,25 +197,31 @@ export class RecipientKeyPair {
     return this.publicKey.recipientId;
   }
 
-  /** The private key as a JWK with `d`: a secret, to be kept as the application keeps its own. */
-  async exportPrivateJwk(): Promise<{ kty: string; crv: string; x: string; y?: string; d: string }> {
-    const { kty, crv, x, y } = JSON.parse(this.jwk) as { kty: string; crv: string; x: string; y?: string };
-    const d = secretOf(this).d;
-    return y === undefined ? { kty, crv, x, d } : { kty, crv, x, y, d };
+  /** The private key as a JWK with `d` (X-Wing's with `priv`, its seed): a secret, to be kept as the application keeps its own. */
+  async exportPrivateJwk(): Promise<PrivateJwk> {
+    const secret = secretOf(this).d;
+    if (this.curve === XWING) return { alg: XWING, kty: "AKP", pub: (JSON.parse(this.jwk) as { pub: string }).pub, priv: secret };
+    const { kty, crv, x, y } = JSON.parse(this.jwk) as { kty: "OKP" | "EC"; crv: "X25519" | "P-256"; x: string; y?: string };
+    return y === undefined ? { kty, crv, x, d: secret } : { kty, crv, x, y, d: secret };
   }
 
-  /** A new key pair on `curve`, from the platform's CSPRNG. */
+  /** A new key pair of `curve` (X25519, P-256 or X-Wing), from the platform's CSPRNG. */
   static async generate(curve: Curve = "X25519"): Promise<RecipientKeyPair> {
-    if (!Object.hasOwn(ALGORITHMS, curve)) throw new SealingError("UNSUPPORTED", "a recipient key is on X25519 or P-256");
+    if (curve === XWING) {
+      const seed = globalThis.crypto.getRandomValues(new Uint8Array(32));
+      return RecipientKeyPair.fromPrivateJwk({ alg: XWING, kty: "AKP", pub: await xwingPublic(seed), priv: base64url(seed) });
+    }
+    if (!Object.hasOwn(ALGORITHMS, curve)) throw new SealingError("UNSUPPORTED", "a recipient key is X25519, P-256 or X-Wing");
     const d = curve === "X25519" ? x25519.utils.randomSecretKey() : p256.utils.randomSecretKey();
     const [kty, members] = [curve === "X25519" ? "OKP" : "EC", publicMembers(curve, d)];
     return RecipientKeyPair.fromPrivateJwk({ crv: curve, kty, ...members, d: base64url(d) });
   }
 
-  /** A key pair from its private JWK (with `d`), as an object or its JSON text. */
+  /** A key pair from its private JWK (with `d`; X-Wing's with `priv`), as an object or its JSON text. */
   static async fromPrivateJwk(jwk: string | object): Promise<RecipientKeyPair> {
     const members = parsed(jwk);
     const { curve, text } = canonicalJwk(members, true);
+    if (curve === XWING) return RecipientKeyPair.fromXWingJwk(members as Record<string, unknown>, text);
     const d = (members as Record<string, unknown>).d;
     const scalar = typeof d === "string" && COORDINATE.test(d) ? fromBase64url(d) : null;
     if (scalar === null) throw new SealingError("UNSUPPORTED", "a private JWK has d, 32 bytes of base64url");
@@ -200,6 +246,21 @@ export class RecipientKeyPair {
     return pair;
   }
 
+  // An X-Wing private JWK: its seed (`priv`, 32 bytes), whose public key must be the JWK's `pub`.
+  private static async fromXWingJwk(members: Record<string, unknown>, text: string): Promise<RecipientKeyPair> {
+    const priv = members.priv;
+    const seed = typeof priv === "string" && COORDINATE.test(priv) ? fromBase64url(priv) : null;
+    if (seed === null) throw new SealingError("UNSUPPORTED", "an X-Wing private JWK has priv, its 32-byte seed in base64url");
+    const publicKey = await RecipientPublicKey.fromJwk(text);
+    // Only the names: the message says what to check, never a value of the key.
+    if ((await xwingPublic(seed)) !== (JSON.parse(text) as { pub: string }).pub) {
+      throw new SealingError("UNSUPPORTED", "not an X-Wing private key whose public member pub matches it");
+    }
+    const pair = new RecipientKeyPair(publicKey);
+    secrets.set(pair, { d: priv as string, privateKey: await XWING_KEM.deserializePrivateKey(buffer(seed)) });
+    return pair;
+  }
+
   toJSON(): { curve: Curve; keyId: string; jwk: string } {
     return { curve: this.curve, keyId: this.keyId, jwk: this.jwk };
   }
@@ -221,6 +282,7 @@ export function importRecipientKey(jwk: string | object): Promise<RecipientKeyPa
 
 // Each pair's private key, out of the object's own members: nothing that lists or prints a
 // pair can reach it. Only this package's modules read it (the package exports map hides this one).
+// `d` is the private JWK member's value (X-Wing's `priv`); `privateKey` the key the KEM uses.
 const secrets = new WeakMap<RecipientKeyPair, { d: string; privateKey: WebCryptoKey }>();
 
 function secretOf(pair: RecipientKeyPair): { d: string; privateKey: WebCryptoKey } {
@@ -229,7 +291,7 @@ function secretOf(pair: RecipientKeyPair): { d: string; privateKey: WebCryptoKey
   return secret;
 }
 
-/** The pair's private key, as WebCrypto holds it (not extractable). */
+/** The pair's private key, as the KEM uses it: WebCrypto's (not extractable), or X-Wing's. */
 export function privateKeyOf(pair: RecipientKeyPair): WebCryptoKey {
   return secretOf(pair).privateKey;
 }

@@ -3,9 +3,11 @@
 // more; items sealed before version 2 still open. The JWE is jose's.
 import { compactDecrypt } from "jose";
 import { fromBase64url } from "./bytes.js";
-import { RecipientKeyPair, SealingError, privateKeyOf } from "./recipient-keys.js";
+import { RecipientKeyPair, SealingError, privateKeyOf, type Curve } from "./recipient-keys.js";
 
 export const V1_WRAP_ALG = "ECDH-ES+A256KW";
+/** The key types version 1 wrapped for: an X-Wing key is never a version 1 recipient. */
+export const V1_KEY_TYPES: readonly Curve[] = ["X25519", "P-256"];
 const CONTENT_ALG = "A256GCM";
 const latin1 = new TextDecoder("latin1");
 

@@ -14,7 +14,7 @@ import { EncryptedPayloadSchema, WrappedKeySchema, type EncryptedPayload, type I
 import { unwrapKey, wrapAlgOf, wrapKey } from "./key-wrapping.js";
 import { RecipientKeyPair, RecipientPublicKey, SealingError } from "./recipient-keys.js";
 import { SealedItemStatement, verifySealedItem, type SealedItemFields } from "./sealing-statement.js";
-import { V1_WRAP_ALG, unwrapV1Key } from "./sealing-v1.js";
+import { V1_KEY_TYPES, V1_WRAP_ALG, unwrapV1Key } from "./sealing-v1.js";
 
 export {
   RecipientKeyPair,
@@ -23,6 +23,7 @@ export {
   generateRecipientKey,
   importRecipientKey,
   type Curve,
+  type PrivateJwk,
   type SealingReason,
 } from "./recipient-keys.js";
 export { WRAP_ALGS } from "./key-wrapping.js";
@@ -256,9 +257,10 @@ async function unseal(item: Item, opener: Opener, directory: SignerDirectory): P
   // 4. the sealer's signature, against the directory
   const sealedBy = formatVersion === 2 ? checkSignature(item, payload, ciphertext, signature, key, directory) : null;
 
-  // 5. NOT_A_RECIPIENT
+  // 5. NOT_A_RECIPIENT (version 1 wrapped for X25519 and P-256 keys only)
   const wrapAlg = formatVersion === 2 ? wrapAlgOf(key.curve) : V1_WRAP_ALG;
   if (mine === undefined || mine.wrapAlg !== wrapAlg) refuse("NOT_A_RECIPIENT", `the item is not sealed for key ${key.keyId} (${wrapAlg})`);
+  if (formatVersion === 1 && !V1_KEY_TYPES.includes(key.curve)) refuse("NOT_A_RECIPIENT", `${V1_WRAP_ALG} wraps for X25519 and P-256 keys, not ${key.curve}`);
 
   // 6. DECRYPTION_FAILED (the wrapped key); 7. COMMITMENT_MISMATCH; 8. DECRYPTION_FAILED (the content)
   const contentKey = formatVersion === 2 ? await unwrapKey(mine.wrappedKey, key, payload.aad) : await unwrapV1Key(mine.wrappedKey, key);
