@@ -26,7 +26,15 @@ from zkplatform.domain.key_log import AddDevice, Device, RevokeDevices
 from zkplatform.store import open_store
 from zkplatform_tlog.merkle import leaf_hash, root_hash
 from zkplatform_tlog.note import NoteVerifier
-from zkplatform_tlog.statements import Entry, EntrySignature, PrincipalReset, b64url_decode, parse_entry
+from zkplatform_tlog.statements import (
+    DeviceKeys,
+    DeviceRevocation,
+    Entry,
+    EntrySignature,
+    PrincipalReset,
+    b64url_decode,
+    parse_entry,
+)
 
 NOW = 1_800_000_000  # 2027-01-15T08:00:00Z
 
@@ -59,25 +67,29 @@ def appended(url: str, *changes: tuple[TestDevice, str, str]) -> None:
         async with closing(open_store(url)) as store:
             for device, principal_id, what in changes:
                 size = await store.key_log_size("acme")
-                statement = device.keys("acme", principal_id, NOW)
-                signature = EntrySignature(statement.device_id, b64url_decode(device.sign(statement), 64))
+                published = device.keys("acme", principal_id, NOW)
+                statement: DeviceKeys | DeviceRevocation = published
                 change: AddDevice | RevokeDevices = AddDevice(
                     Device(
                         tenant_id="acme",
                         principal_id=principal_id,
-                        device_id=statement.device_id,
-                        signing_jwk=statement.signing_jwk,
-                        agreement_key_id=statement.agreement_key_id,
-                        agreement_jwk=statement.agreement_jwk,
+                        device_id=published.device_id,
+                        signing_jwk=published.signing_jwk,
+                        agreement_key_id=published.agreement_key_id,
+                        agreement_jwk=published.agreement_jwk,
                         endorser="",
                         created_at=NOW,
                         log_index=size,
                     )
                 )
-                if what == "revoke":
-                    change = RevokeDevices(principal_id, (statement.device_id,), NOW)
+                action = Action.DEVICE_PUBLISHED
+                if what == "revoke":  # by itself
+                    statement = DeviceRevocation("acme", principal_id, device.device_id, device.device_id, NOW)
+                    change = RevokeDevices(principal_id, (device.device_id,), NOW)
+                    action = Action.DEVICE_REVOKED
+                signature = EntrySignature(device.device_id, b64url_decode(device.sign(statement), 64))
                 entry = Entry(statement, (signature,)).canonical()
-                event = (Action.DEVICE_PUBLISHED, {"principal": principal_id, "device": statement.device_id})
+                event = (action, {"principal": principal_id, "device": device.device_id})
                 assert await store.append_key_log(
                     "acme", size, entry, change=change, event=event, actor=Actor.operator(NOW)
                 )
@@ -243,7 +255,9 @@ def test_keys_log_verifies_then_prints_the_log(store_url: str, capsys: pytest.Ca
 
     assert [e["index"] for e in entries] == ["0", "1", "2"]
     statements = [parse_entry(e["data"]).statement for e in entries]
-    assert [getattr(s, "device_id", None) for s in statements] == [alices.device_id, bobs.device_id, alices.device_id]
+    assert [type(s).__name__ for s in statements] == ["DeviceKeys", "DeviceKeys", "DeviceRevocation"]
+    assert [getattr(s, "device_id", None) for s in statements[:2]] == [alices.device_id, bobs.device_id]
+    assert getattr(statements[2], "device", None) == alices.device_id
     root = root_hash([leaf_hash(e["data"].encode()) for e in entries])
     assert err == (f"zkplatform admin: the key log of tenant acme is sound: 3 entries, root hash {_b64(root)}\n")
     assert later == entries[1:]
@@ -311,3 +325,78 @@ def test_keys_log_names_where_a_tampered_log_stops_matching(
     assert out == ""  # nothing of a broken log is printed as if it were sound
     assert err.startswith(f"zkplatform admin: tenant acme: {says}"), err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("tampering", "says"),
+    [
+        (
+            "UPDATE devices SET revoked_at = NULL, revoked_index = NULL WHERE principal_id = 'alice'",
+            (
+                "the device {alice} of key log entry 0 has a row that disagrees with the log"
+                " (revoked_at, revoked_index): the log revokes it at entry 2, its row is live"
+                " (it is offered to seal for)"
+            ),
+        ),
+        (
+            "UPDATE devices SET revoked_at = 1, revoked_index = 1 WHERE principal_id = 'bob'",
+            (
+                "the device {bob} of key log entry 1 has a row that disagrees with the log (revoked_at, revoked_index):"
+                " the log has it live, its row is revoked"
+            ),
+        ),
+        (
+            "UPDATE devices SET agreement_jwk = signing_jwk WHERE principal_id = 'bob'",
+            "the device {bob} of key log entry 1 has a row that disagrees with the log (agreement_jwk)",
+        ),
+        (
+            "DELETE FROM devices WHERE principal_id = 'bob'",
+            "the device {bob} of key log entry 1 has no row: the server answers as if the log did not publish it",
+        ),
+        (
+            (
+                "INSERT INTO devices SELECT tenant_id, principal_id, 'carols-device', signing_jwk, 'carols-key',"
+                " agreement_jwk, endorser, created_at, 7, NULL, NULL FROM devices WHERE principal_id = 'bob'"
+            ),
+            "the device carols-device has a row that no key log entry publishes",
+        ),
+    ],
+    ids=["un-revoked", "revoked", "another key", "a row gone", "a row of no entry"],
+)
+def test_keys_log_checks_the_device_rows_the_server_answers_from_against_the_log(
+    store_url: str, capsys: pytest.CaptureFixture[str], tampering: str, says: str
+) -> None:
+    alices, bobs = directory(store_url, capsys)
+    with database(store_url) as db:
+        db.execute(tampering)
+
+    assert admin(store_url, "keys", "log", "--tenant", "acme") == 1
+
+    out, err = capsys.readouterr()
+    assert out == ""
+    named = says.format(alice=alices.device_id, bob=bobs.device_id)
+    assert err == f"zkplatform admin: tenant acme: {named}\n"
+
+
+def test_keys_log_names_a_log_the_server_would_never_have_appended(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alices, _ = directory(url, capsys)
+    appended(url, (alices, "alice", "revoke"))  # a revoked device revoked again
+
+    assert admin(url, "keys", "log", "--tenant", "acme") == 1
+
+    named = f"key log entry 3 revokes the device {alices.device_id}, which is no live device of its principal"
+    assert error_line(capsys) == f"zkplatform admin: tenant acme: {named}\n"
+
+
+def test_a_device_row_whose_text_is_no_utf8_is_named(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    directory(url, capsys)
+    with database(url) as db:  # SQLite keeps whatever bytes a text is given
+        db.execute("UPDATE devices SET endorser = CAST(X'FF' AS TEXT) WHERE principal_id = 'bob'")
+    named = "the device of key log entry 1 cannot be read: its endorser is not UTF-8 text"
+
+    assert admin(url, "keys", "log", "--tenant", "acme") == 1
+    assert error_line(capsys) == f"zkplatform admin: tenant acme: {named}\n"
+    assert admin(url, "keys", "list", "--tenant", "acme") == 1
+    assert error_line(capsys) == f"zkplatform admin: tenant acme: {named}\n"

@@ -6,9 +6,12 @@ them: ZKPLATFORM_LOG_KEY_FILES, or the SQLite store's own key), as ResetPrincipa
 server's witness pusher sends the new checkpoint to the witnesses at its next round.
 
 `keys log` checks the tenant's whole log before it prints any of it: every entry in canonical
-form, its stored leaf hash its own, and the RFC 9162 root of the leaves; a log that fails is
-named at its first bad entry (exit code 1), never printed as if it were sound. Whether the log is
-the one the witnesses cosigned is the clients' and the witnesses' to check, not this command's.
+form, its stored leaf hash its own, and the RFC 9162 root of the leaves; then the devices' rows,
+which the server answers GetRecipientKeys and its checks from, against the devices the log's
+entries make (each published, revoked or reset as the log says, and no other). A log that fails
+is named at its first bad entry or row (exit code 1), never printed as if it were sound. Whether
+the log is the one the witnesses cosigned is the clients' and the witnesses' to check, not this
+command's.
 """
 
 from __future__ import annotations
@@ -31,14 +34,20 @@ from zkplatform.domain.audit import Actor
 from zkplatform.domain.checkpoints import Checkpoints, tree_root
 from zkplatform.domain.clock import system_clock
 from zkplatform.domain.key_directory import KeyDirectory
-from zkplatform.domain.key_log import Device, Leaf
+from zkplatform.domain.key_log import Device, Leaf, UnreadableKeyLog
 from zkplatform.domain.paging import PageTokens
 from zkplatform.log_keys import log_keys_for
 from zkplatform.messages.directory import device_to_proto
 from zkplatform.store import MigratableStore
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_tlog.merkle import leaf_hash
-from zkplatform_tlog.statements import StatementError, parse_entry
+from zkplatform_tlog.statements import (
+    DeviceKeys,
+    DeviceRevocation,
+    Entry,
+    StatementError,
+    parse_entry,
+)
 
 PAGE = 1000
 DEVICE_COLUMNS = ["deviceId", "principalId", "agreementKeyId", "endorserDeviceId", "logIndex", "createdAt", "state"]
@@ -47,7 +56,10 @@ ENTRY_COLUMNS = ["index", "data"]
 
 async def list_devices(args: argparse.Namespace, store: MigratableStore) -> str:
     await _require_tenant(store, args.tenant)
-    devices = await store.devices(args.tenant, args.principal)
+    try:
+        devices = await store.devices(args.tenant, args.principal)
+    except UnreadableKeyLog as error:
+        raise Finding(str(error)) from None
     return listing.render(map(_device_row, devices), table=args.table, columns=DEVICE_COLUMNS)
 
 
@@ -73,14 +85,20 @@ async def key_log(args: argparse.Namespace, store: MigratableStore) -> str:
     size = await store.key_log_size(args.tenant)
     hashes = await store.key_log_hashes(args.tenant, size)
     rows: list[dict[str, Any]] = []
-    async for leaves in _pages(store, args.tenant, size):
-        for leaf in leaves:
-            _check(args.tenant, leaf, hashes)
-            if leaf.index >= args.since:
-                rows.append(_entry_row(leaf))
+    entries: list[Entry] = []
+    try:
+        async for leaves in _pages(store, args.tenant, size):
+            for leaf in leaves:
+                entries.append(_check(args.tenant, leaf, hashes))
+                if leaf.index >= args.since:
+                    rows.append(_entry_row(leaf))
+        stored = await store.devices(args.tenant)
+    except UnreadableKeyLog as error:
+        raise Finding(str(error)) from None
     if len(hashes) != size:
         msg = f"tenant {args.tenant}: the key log has {size} entries but {len(hashes)} leaf hashes"
         raise Finding(msg)
+    _check_devices(args.tenant, _devices_of(args.tenant, entries), stored)
     root = base64.b64encode(tree_root(hashes)).decode()
     print(
         f"zkplatform admin: the key log of tenant {args.tenant} is sound: {size} entries, root hash {root}",
@@ -89,7 +107,7 @@ async def key_log(args: argparse.Namespace, store: MigratableStore) -> str:
     return listing.render(rows, table=args.table, columns=ENTRY_COLUMNS)
 
 
-def _check(tenant_id: str, leaf: Leaf, hashes: list[bytes]) -> None:
+def _check(tenant_id: str, leaf: Leaf, hashes: list[bytes]) -> Entry:
     """An entry as the log must hold it: canonical, of its tenant, and hashed as its leaf."""
     where = f"tenant {tenant_id}: key log entry {leaf.index}"
     try:
@@ -103,6 +121,74 @@ def _check(tenant_id: str, leaf: Leaf, hashes: list[bytes]) -> None:
     if leaf.index >= len(hashes) or hashes[leaf.index] != leaf_hash(leaf.data) or leaf.leaf_hash != hashes[leaf.index]:
         msg = f"{where} does not match its leaf hash: the entry or its hash was changed"
         raise Finding(msg)
+    return entry
+
+
+def _devices_of(tenant_id: str, entries: list[Entry]) -> dict[str, Device]:
+    """The devices the log's entries make, by id, as the server stores them when it appends each
+    (key_directory.py): published at its entry, revoked at the revocation's or the reset's. An
+    entry the server never appends (a device published again, a revocation of a device that is
+    not live) is a finding: the clients refuse the log there."""
+    devices: dict[str, Device] = {}
+    for index, entry in enumerate(entries):
+        statement = entry.statement
+        where = f"tenant {tenant_id}: key log entry {index}"
+        if isinstance(statement, DeviceKeys):
+            if statement.device_id in devices:
+                msg = f"{where} publishes the device {statement.device_id} again"
+                raise Finding(msg)
+            devices[statement.device_id] = Device(
+                tenant_id=tenant_id,
+                principal_id=statement.principal_id,
+                device_id=statement.device_id,
+                signing_jwk=statement.signing_jwk,
+                agreement_key_id=statement.agreement_key_id,
+                agreement_jwk=statement.agreement_jwk,
+                endorser=statement.endorser,
+                created_at=statement.created,
+                log_index=index,
+            )
+            continue
+        if isinstance(statement, DeviceRevocation):
+            target = devices.get(statement.device)
+            if target is None or not target.live or target.principal_id != statement.principal_id:
+                msg = f"{where} revokes the device {statement.device}, which is no live device of its principal"
+                raise Finding(msg)
+            revoked = [target]
+        else:  # a PrincipalReset: every live device of its principal
+            revoked = [d for d in devices.values() if d.principal_id == statement.principal_id and d.live]
+        for device in revoked:
+            devices[device.device_id] = dataclasses.replace(device, revoked_at=statement.created, revoked_index=index)
+    return devices
+
+
+def _check_devices(tenant_id: str, made: dict[str, Device], stored: list[Device]) -> None:
+    """The devices' rows, the server's answers, must be the devices the log makes: every one of
+    them, as it made them, and no other. Named at the first that is not, in log order."""
+    rows = {device.device_id: device for device in stored}
+    for device in sorted(made.values(), key=lambda d: d.log_index):
+        row = rows.get(device.device_id)
+        where = f"tenant {tenant_id}: the device {device.device_id} of key log entry {device.log_index}"
+        if row is None:
+            msg = f"{where} has no row: the server answers as if the log did not publish it"
+            raise Finding(msg)
+        if row != device:
+            differ = [f.name for f in dataclasses.fields(Device) if getattr(row, f.name) != getattr(device, f.name)]
+            msg = f"{where} has a row that disagrees with the log ({', '.join(differ)}){_state(row, device)}"
+            raise Finding(msg)
+    for row in sorted(stored, key=lambda d: d.log_index):
+        if row.device_id not in made:
+            msg = f"tenant {tenant_id}: the device {row.device_id} has a row that no key log entry publishes"
+            raise Finding(msg)
+
+
+def _state(row: Device, device: Device) -> str:
+    """What the server answers of a device whose row is not live as the log has it, if it is not."""
+    if row.live and not device.live:
+        return f": the log revokes it at entry {device.revoked_index}, its row is live (it is offered to seal for)"
+    if device.live and not row.live:
+        return ": the log has it live, its row is revoked"
+    return ""
 
 
 async def _require_tenant(store: MigratableStore, tenant_id: str) -> None:

@@ -80,3 +80,12 @@ class Cosignature:
     witness: str  # the witness key's name
     cosigned_at: int  # Unix seconds, from the cosignature
     line: str  # "— <name> <base64>\n"
+
+
+class UnreadableKeyLog(Exception):
+    """Stored key log data that does not hold what the stores write (an entry that is no UTF-8
+    text, a device's row of another type), changed behind the store's back: no request can fix
+    it, the operator must. The message names the tenant and the entry, never the value."""
+
+    def __init__(self, tenant_id: str, what: str, problem: str) -> None:
+        super().__init__(f"tenant {tenant_id}: {what} cannot be read: {problem}")

@@ -33,6 +33,7 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 
 from zkplatform.domain import errors as domain
+from zkplatform.domain.key_log import UnreadableKeyLog
 from zkplatform.domain.readiness import Readiness
 from zkplatform.observability.calls import note_code
 from zkplatform.rpc.details import error_detail
@@ -226,6 +227,11 @@ def connect_error_of(
         mapped = error if carries_reason(error) else _of_connectrpc(error, max_body_bytes)
     elif isinstance(error, domain.DomainError):
         mapped = to_connect_error(error)
+    elif isinstance(error, UnreadableKeyLog):
+        # Stored data changed behind the store's back: no bug, so no traceback; the operator is
+        # told what to repair (tenant and entry), the caller only that it failed.
+        log.error("%s: stored data cannot be read: %s", ctx.method.name, error)
+        mapped = internal_error()
     else:
         log.error("unexpected failure in %s", ctx.method.name, exc_info=error)
         mapped = internal_error()

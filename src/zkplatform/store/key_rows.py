@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf
+from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, UnreadableKeyLog
 
 DEVICE_COLUMNS = (
     "tenant_id, principal_id, device_id, signing_jwk, agreement_key_id, agreement_jwk, endorser, created_at,"
@@ -127,28 +127,29 @@ def device_params(tenant_id: str, index: int, added: AddDevice) -> tuple[object,
     )
 
 
+_TEXT_COLUMNS = ("principal_id", "device_id", "signing_jwk", "agreement_key_id", "agreement_jwk", "endorser")
+
+
 def device_from_row(row: tuple[Any, ...] | Any) -> Device:
-    (
-        tenant_id,
-        principal_id,
-        device_id,
-        signing_jwk,
-        agreement_key_id,
-        agreement_jwk,
-        endorser,
-        created_at,
-        log_index,
-        revoked_at,
-        revoked_index,
-    ) = row
+    """The device of a row whose text is UTF-8 (SQLite keeps whatever bytes a text is given: the
+    SQLite store reads them escaped, for this to name); UnreadableKeyLog otherwise."""
+    tenant_id, *texts, created_at, log_index, revoked_at, revoked_index = row
+    for column, value in zip(_TEXT_COLUMNS, texts, strict=True):
+        try:
+            str(value).encode()
+        except UnicodeEncodeError:
+            raise UnreadableKeyLog(
+                str(tenant_id), f"the device of key log entry {log_index}", f"its {column} is not UTF-8 text"
+            ) from None
+    principal_id, device_id, signing_jwk, agreement_key_id, agreement_jwk, endorser = map(str, texts)
     return Device(
         tenant_id=str(tenant_id),
-        principal_id=str(principal_id),
-        device_id=str(device_id),
-        signing_jwk=str(signing_jwk),
-        agreement_key_id=str(agreement_key_id),
-        agreement_jwk=str(agreement_jwk),
-        endorser=str(endorser),
+        principal_id=principal_id,
+        device_id=device_id,
+        signing_jwk=signing_jwk,
+        agreement_key_id=agreement_key_id,
+        agreement_jwk=agreement_jwk,
+        endorser=endorser,
         created_at=int(created_at),
         log_index=int(log_index),
         revoked_at=None if revoked_at is None else int(revoked_at),
@@ -170,8 +171,14 @@ def taken(tenant_id: str, key_id: str) -> str:
     return f"key {key_id} is already a device's in tenant {tenant_id}"
 
 
-def leaf_from_row(row: tuple[Any, ...] | Any) -> Leaf:
+def leaf_from_row(tenant_id: str, row: tuple[Any, ...] | Any) -> Leaf:
+    """The entry of a row, whose data is UTF-8 text as every entry is (canonical JSON, answered as
+    a string); UnreadableKeyLog otherwise."""
     index, data, hash_ = row
+    try:
+        bytes(data).decode()
+    except UnicodeDecodeError:
+        raise UnreadableKeyLog(tenant_id, f"key log entry {index}", "its data is not UTF-8 text") from None
     return Leaf(int(index), bytes(data), bytes(hash_))
 
 

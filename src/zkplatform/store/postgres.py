@@ -813,7 +813,8 @@ class PostgresStore:
         return await self._tx(append)
 
     async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
-        return [key_rows.leaf_from_row(row) for row in await self._all(KEYS.leaves, (tenant_id, start, size, limit))]
+        found = await self._all(KEYS.leaves, (tenant_id, start, size, limit))
+        return [key_rows.leaf_from_row(tenant_id, row) for row in found]
 
     async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
         return [bytes(row[0]) for row in await self._all(KEYS.hashes, (tenant_id, size))]

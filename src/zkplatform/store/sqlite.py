@@ -634,11 +634,12 @@ class SQLiteStore:
             if principal_id is None
             else (KEYS.principal_devices, (tenant_id, principal_id))
         )
-        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        found = await self._read(_as_stored(lambda c: c.execute(query, params).fetchall()))
         return [key_rows.device_from_row(row) for row in found]
 
     async def find_device_key(self, tenant_id: str, key_id: str) -> Device | None:
-        row = self._lookup(lambda c: c.execute(KEYS.find_device, (tenant_id, key_id, tenant_id, key_id)).fetchone())
+        params = (tenant_id, key_id, tenant_id, key_id)
+        row = self._lookup(_as_stored(lambda c: c.execute(KEYS.find_device, params).fetchone()))
         return None if row is None else key_rows.device_from_row(row)
 
     async def append_key_log(  # noqa: PLR0913 # the entry, its change and event, and the request id naming it
@@ -676,7 +677,7 @@ class SQLiteStore:
 
     async def key_log_leaves(self, tenant_id: str, start: int, limit: int, size: int) -> list[Leaf]:
         found = await self._read(lambda c: c.execute(KEYS.leaves, (tenant_id, start, size, limit)).fetchall())
-        return [key_rows.leaf_from_row(row) for row in found]
+        return [key_rows.leaf_from_row(tenant_id, row) for row in found]
 
     async def key_log_hashes(self, tenant_id: str, size: int) -> list[bytes]:
         found = await self._read(lambda c: c.execute(KEYS.hashes, (tenant_id, size)).fetchall())
@@ -687,7 +688,7 @@ class SQLiteStore:
     ) -> list[Device]:
         wanted, params = key_rows.live_devices_params(tenant_id, principal_ids, size, after, limit)
         query = KEYS.live_devices_of(len(wanted), "?")
-        found = await self._read(lambda c: c.execute(query, params).fetchall())
+        found = await self._read(_as_stored(lambda c: c.execute(query, params).fetchall()))
         return [key_rows.device_from_row(row) for row in found]
 
     async def key_log_tenants(self) -> list[str]:
