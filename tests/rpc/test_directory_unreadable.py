@@ -29,6 +29,9 @@ from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import directory_pb2
 
 SERVICE = "/platform.v1.DirectoryService"
+# Bob's entry with a byte before it that no UTF-8 text holds.
+NO_TEXT_SQLITE = "UPDATE key_log_entries SET data = CAST(X'FF' || data AS BLOB) WHERE tenant_id = 'acme' AND idx = 1"
+NO_TEXT_POSTGRESQL = "UPDATE key_log_entries SET data = '\\xff'::bytea || data WHERE tenant_id = 'acme' AND idx = 1"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -91,8 +94,7 @@ async def test_an_entry_that_is_no_text_answers_internal_and_is_named_in_the_log
     client: httpx.AsyncClient, world: World, clock: FakeClock, url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     bobs = await published(client, clock, world)
-    no_text = "CAST(X'FF' || data AS BLOB)" if url.startswith("sqlite:") else "'\\xff'::bytea || data"
-    sql(url, f"UPDATE key_log_entries SET data = {no_text} WHERE tenant_id = 'acme' AND idx = 1")
+    sql(url, NO_TEXT_SQLITE if url.startswith("sqlite:") else NO_TEXT_POSTGRESQL)
     caplog.clear()
 
     listed = await call(client, "ListKeyLog", directory_pb2.ListKeyLogRequest(), world.token("alice"))
