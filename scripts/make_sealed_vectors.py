@@ -19,6 +19,10 @@ ciphertext block over GF(2^128), so one block left free solves the equation that
 keys' tags equal. Sealing version 2 commits to the content key, so the recipient given the
 second key is refused (COMMITMENT_MISMATCH) where plain AES-GCM would have opened it.
 
+Every key type is sealed for: X25519, P-256 and X-Wing (recipients.json's xwing-a, the hybrid
+ML-KEM-768 + X25519 KEM), with X-Wing's own bad cases (a wrapped key of another suite's label, an
+encapsulation cut short, a version 1 entry planted for it).
+
 Sealing is random (content keys, nonces, HPKE's ephemeral keys): run by hand, commit the result.
 
     PYTHONPATH=clients/python .venv/bin/python -m scripts.make_sealed_vectors
@@ -32,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, hpke
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -47,6 +51,7 @@ from zkplatform_client.sealing import SUITES, payload_statement
 from zkplatform_tlog.statements import b64url, b64url_decode, canonical_json
 
 TESTDATA = Path(__file__).resolve().parents[1] / "clients" / "testdata"
+XWING_ENC_BYTES = 1120  # X-Wing's encapsulation: ML-KEM-768's ciphertext (1088 bytes), then X25519's (32)
 TENANT, VAULT, KIND = "acme", "acme-shared", "note"
 UPDATED_AT = 1_800_000_000
 # The key file's passphrase: public by being committed, for this test file only.
@@ -132,6 +137,24 @@ def non_canonical(text: str) -> str:
 def flipped(text: str, at: int = 0) -> str:
     """base64url text with one character changed: other bytes, still canonical (not the last)."""
     return text[:at] + ("B" if text[at] == "A" else "A") + text[at + 1 :]
+
+
+def own_of(item: Item, key: RecipientPrivateKey) -> WrappedKey:
+    """The item's wrapped key for `key`."""
+    return next(k for k in item.wrapped_keys if k.recipient_id == key.recipient_id)
+
+
+def version_1_planted_for(key: RecipientPrivateKey) -> Item:
+    """sealed-python.json's first version 1 item with an entry of version 1's wrap_alg added for
+    `key` (a version 1 item is unsigned: anyone who can write it can add one)."""
+    first = json.loads((TESTDATA / "sealed-python.json").read_text())["vectors"][0]
+    item = json_format.ParseDict(first["item"], Item())
+    item.wrapped_keys.append(
+        WrappedKey(
+            recipient_id=key.recipient_id, wrap_alg="ECDH-ES+A256KW", wrapped_key=item.wrapped_keys[0].wrapped_key
+        )
+    )
+    return item
 
 
 def hpke_wrap(content_key: bytes, recipient: RecipientPrivateKey, aad: str) -> WrappedKey:
@@ -291,6 +314,7 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
 
     note = "A note for every test key: ünïcödé, and bytes \x00\x01.".encode()
     for_all = sealed_item("sealed-for-all", note, list(keys.values()), alice)
+    xwing = sealed_item("sealed-for-xwing", b"for xwing-a and x25519-b", [keys["xwing-a"], keys["x25519-b"]], bob)
     single = sealed_item("sealed-for-one", b"for x25519-a alone", [keys["x25519-a"]], alice)
     pair = sealed_item("sealed-for-two", b"for x25519-a and p256-b", [keys["x25519-a"], keys["p256-b"]], alice)
     large_text = bytes(range(256)) * 80  # 20,480 bytes
@@ -298,7 +322,11 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
 
     # What opens
     for name in keys:
-        v.opens(f"sealed for all four keys, opened with {name}", name, for_all, note)
+        v.opens(f"sealed for every test key, opened with {name}", name, for_all, note)
+    v.opens("sealed for xwing-a and x25519-b by bob's phone, opened with xwing-a", "xwing-a", xwing,
+            b"for xwing-a and x25519-b")  # fmt: skip
+    v.opens("sealed for xwing-a and x25519-b by bob's phone, opened with x25519-b", "x25519-b", xwing,
+            b"for xwing-a and x25519-b")  # fmt: skip
     v.opens("an empty plaintext", "x25519-b", sealed_item("sealed-empty", b"", [keys["x25519-b"]], alice), b"")
     v.opens(
         "a 20 KiB plaintext", "p256-a", sealed_item("sealed-large", large_text, [keys["p256-a"]], alice), large_text
@@ -314,6 +342,19 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
     shared_item = item_of(single.item_id, shared.encrypted_payload, shared.wrapped_keys, 2)
     v.opens("shared by bob's phone with p256-b (version 2)", "p256-b", shared_item, b"for x25519-a alone")
     v.opens("shared by bob's phone with p256-b, opened by x25519-a", "x25519-a", shared_item, b"for x25519-a alone")
+    to_xwing = share(single, keys["x25519-a"], [keys["xwing-a"].public_jwk], alice, directory)
+    v.opens(
+        "shared by alice's laptop with xwing-a (version 2)",
+        "xwing-a",
+        item_of(single.item_id, to_xwing.encrypted_payload, to_xwing.wrapped_keys, 2),
+        b"for x25519-a alone",
+    )
+    from_xwing = unshare(xwing, keys["xwing-a"], [keys["xwing-a"].public_jwk, keys["p256-a"].public_jwk], alice,
+                         directory)  # fmt: skip
+    from_xwing_item = item_of(xwing.item_id, from_xwing.encrypted_payload, from_xwing.wrapped_keys, 2)
+    v.opens("unshared by xwing-a's holder to xwing-a and p256-a, opened with p256-a", "p256-a", from_xwing_item,
+            b"for xwing-a and x25519-b")  # fmt: skip
+    v.fails("unshared by xwing-a's holder, x25519-b left out", "x25519-b", from_xwing_item, "NOT_A_RECIPIENT")
     unshared = unshare(shared_item, keys["p256-b"], [keys["p256-b"].public_jwk], alice, directory)
     unshared_item = item_of(single.item_id, unshared.encrypted_payload, unshared.wrapped_keys, 3)
     v.opens("unshared to p256-b alone (version 3)", "p256-b", unshared_item, b"for x25519-a alone")
@@ -492,6 +533,33 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
         "NOT_A_RECIPIENT",
     )
 
+    def labelled(name: str, suite: str) -> Callable[[Item], None]:
+        def change(item: Item) -> None:
+            entry = next(k for k in item.wrapped_keys if k.recipient_id == keys[name].recipient_id)
+            entry.wrap_alg = SUITES[suite].wrap_alg
+
+        return change
+
+    v.fails(
+        "an X-Wing key's wrapped key labelled with the X25519 suite",
+        "xwing-a",
+        changed(xwing, labelled("xwing-a", "X25519")),
+        "NOT_A_RECIPIENT",
+    )
+    v.fails(
+        "an X25519 key's wrapped key labelled with the X-Wing suite",
+        "x25519-b",
+        changed(xwing, labelled("x25519-b", "X-Wing")),
+        "NOT_A_RECIPIENT",
+    )
+    v.fails("a key not among the recipients (X-Wing)", "xwing-a", single, "NOT_A_RECIPIENT")
+    v.fails(
+        "a version 1 item with an ECDH-ES+A256KW entry planted for an X-Wing key",
+        "xwing-a",
+        version_1_planted_for(keys["xwing-a"]),
+        "NOT_A_RECIPIENT",
+    )
+
     # 6. DECRYPTION_FAILED (the wrapped key), 7. COMMITMENT_MISMATCH, 8. DECRYPTION_FAILED (the content)
     def own(item: Item) -> WrappedKey:
         return next(k for k in item.wrapped_keys if k.recipient_id == keys["x25519-a"].recipient_id)
@@ -516,6 +584,44 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
             lambda i: i.wrapped_keys[0].CopyFrom(hpke_wrap(bytes(16), keys["x25519-a"], i.encrypted_payload.aad)),
         ),
         "DECRYPTION_FAILED",
+    )
+
+    def xwing_wrapped(change: Callable[[bytes], bytes]) -> Callable[[Item], None]:
+        def apply(item: Item) -> None:
+            entry = next(k for k in item.wrapped_keys if k.recipient_id == keys["xwing-a"].recipient_id)
+            entry.wrapped_key = b64url(change(b64url_decode(entry.wrapped_key)))
+
+        return apply
+
+    enc = hpke.KEM.MLKEM768_X25519.enc_length()
+    assert enc == XWING_ENC_BYTES
+    for label, cut in (
+        ("an X-Wing encapsulation cut short (1119 of its 1120 bytes, nothing after)", lambda b: b[: enc - 1]),
+        ("an X-Wing wrapped key cut to its encapsulation", lambda b: b[:enc]),
+        ("an X-Wing wrapped key a byte short", lambda b: b[:-1]),
+        ("an X-Wing encapsulation's ML-KEM ciphertext changed", lambda b: bytes([b[0] ^ 1]) + b[1:]),
+        (
+            "an X-Wing encapsulation's X25519 part changed",
+            lambda b: b[: enc - 1] + bytes([b[enc - 1] ^ 1]) + b[enc:],
+        ),
+    ):
+        v.fails(label, "xwing-a", changed(xwing, xwing_wrapped(cut)), "DECRYPTION_FAILED")
+    v.fails(
+        "an X-Wing wrapped key taken from another item (bound to that item)",
+        "xwing-a",
+        changed(xwing, xwing_wrapped(lambda _: b64url_decode(own_of(for_all, keys["xwing-a"]).wrapped_key))),
+        "DECRYPTION_FAILED",
+    )
+    v.fails(
+        "an X-Wing wrapped key of another content key",
+        "xwing-a",
+        changed(
+            xwing,
+            lambda i: own_of(i, keys["xwing-a"]).CopyFrom(
+                hpke_wrap(hashlib.sha256(b"another content key").digest(), keys["xwing-a"], i.encrypted_payload.aad)
+            ),
+        ),
+        "COMMITMENT_MISMATCH",
     )
     two_keys, plain1, plain2 = two_key_item(keys, alice)
     assert plain1 != plain2
@@ -588,7 +694,7 @@ def write_key_file(signers: Signers, keys: dict[str, RecipientPrivateKey]) -> No
         "signer": "alice-laptop",
         "agreementKey": "x25519-a",
     }
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")  # as the TypeScript script writes it
 
 
 if __name__ == "__main__":

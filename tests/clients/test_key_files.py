@@ -31,7 +31,7 @@ def refusal(text: str, passphrase: str | None, *, unencrypted: bool = False) -> 
     return raised.value.reason
 
 
-@pytest.mark.parametrize("curve", ["X25519", "P-256"])
+@pytest.mark.parametrize("curve", ["X25519", "P-256", "X-Wing"])
 def test_a_key_file_opens_with_its_passphrase_only(curve: AgreementCurve) -> None:
     device = DeviceKeyPair.generate(curve)
 
@@ -44,10 +44,18 @@ def test_a_key_file_opens_with_its_passphrase_only(curve: AgreementCurve) -> Non
     assert (header["alg"], header["enc"], header["p2c"]) == ("PBES2-HS512+A256KW", "A256GCM", 210_000)
     assert len(b64url_decode(header["p2s"])) == 16
     jwks = device.to_jwks()
-    coordinates = [jwk[name] for jwk in jwks.values() for name in ("d", "x", "y") if name in jwk]
+    coordinates = [jwk[name] for jwk in jwks.values() for name in ("d", "x", "y", "priv", "pub") if name in jwk]
     for secret in coordinates:
         assert secret not in text  # nothing in the clear, not even the public members
     assert refusal(text, "another passphrase") == "WRONG_PASSPHRASE"
+
+
+def test_an_x_wing_key_file_whose_seed_is_not_its_public_key_s_is_malformed() -> None:
+    device, other = DeviceKeyPair.generate("X-Wing"), DeviceKeyPair.generate("X-Wing")
+    document = json.loads(device.to_key_file(None, tenant_id="acme", principal_id="alice", unencrypted=True))
+    document["agreementKeyJwk"]["pub"] = other.to_jwks()["privateKeyJwk"]["pub"]
+
+    assert refusal(pbes2(json.dumps(document).encode()), PASSPHRASE) == "MALFORMED"
 
 
 def test_each_key_file_is_salted_anew() -> None:

@@ -1,5 +1,5 @@
 """Sealed items in the Python package (zkplatform_client.sealing), in process: the version 2 format
-of docs/sealing.md on both key types, checked with cryptography alone; who sealed; sharing and
+of docs/sealing.md on every key type (X25519, P-256, X-Wing), checked with cryptography alone; who sealed; sharing and
 unsharing; every attack of issue 38 refused with its reason (each test fails without its
 defence); and every committed vector of clients/testdata, both packages' and both versions'."""
 
@@ -46,7 +46,13 @@ from zkplatform_client import (
 from zkplatform_client.sealing import MAX_PLAINTEXT, MAX_RECIPIENTS, SUITES, Curve
 from zkplatform_tlog.statements import b64url, b64url_decode, canonical_json
 
-CURVES: list[Curve] = ["X25519", "P-256"]
+CURVES: list[Curve] = ["X25519", "P-256", "X-Wing"]
+# Each key type's test key, the name of its suite in wrap_alg, and its KEM's encapsulation (Nenc).
+NAMES: dict[Curve, tuple[str, str, int]] = {
+    "X25519": ("x25519-a", "X25519", 32),
+    "P-256": ("p256-a", "P256", 65),
+    "X-Wing": ("xwing-a", "XWing", 1120),
+}
 ALICE = signer_keys("alice-laptop")
 BOB = signer_keys("bob-phone")
 DIRECTORY = Directory.of_vectors()
@@ -82,7 +88,7 @@ def sealed_for(*names: str, text: bytes = b"a note", signer: DeviceKeyPair = ALI
 
 @pytest.mark.parametrize("curve", CURVES)
 def test_a_sealed_item_is_the_format_of_docs_sealing_md(curve: Curve) -> None:
-    name = "x25519-a" if curve == "X25519" else "p256-a"
+    name, suite, enc = NAMES[curve]
 
     item = sealed_for(name, text=b"the secret note")
 
@@ -92,9 +98,7 @@ def test_a_sealed_item_is_the_format_of_docs_sealing_md(curve: Curve) -> None:
     aad = b'{"itemId":"item-1","kind":"note","tenantId":"acme","v":2,"vaultId":"acme-shared"}'
     assert b64url_decode(payload.aad) == aad
     (wrapped,) = item.wrapped_keys
-    suite = "X25519" if curve == "X25519" else "P256"
     assert (wrapped.recipient_id, wrapped.wrap_alg) == (KEYS[name].recipient_id, f"HPKE-Base-{suite}-SHA256-A256GCM")
-    enc = 32 if curve == "X25519" else 65
     assert len(b64url_decode(wrapped.wrapped_key)) == enc + 32 + 16  # enc || the sealed 32-byte key
     aes_key, commitment = derived(content_key(item, name))
     assert b64url_decode(payload.commitment) == commitment
@@ -437,11 +441,48 @@ def test_a_payload_moved_elsewhere_or_downgraded_is_a_binding_mismatch(change: s
     assert reason_of(item, KEYS["x25519-a"]) == "BINDING_MISMATCH"
 
 
-def test_a_wrapped_key_of_the_other_key_type_s_suite_is_not_for_this_key() -> None:
-    item = sealed_for("x25519-a")
-    item.wrapped_keys[0].wrap_alg = SUITES["P-256"].wrap_alg
+@pytest.mark.parametrize(("curve", "other"), [("X25519", "P-256"), ("X-Wing", "X25519"), ("P-256", "X-Wing")])
+def test_a_wrapped_key_of_another_key_type_s_suite_is_not_for_this_key(curve: Curve, other: Curve) -> None:
+    name = NAMES[curve][0]
+    item = sealed_for(name)
+    item.wrapped_keys[0].wrap_alg = SUITES[other].wrap_alg
 
-    assert reason_of(item, KEYS["x25519-a"]) == "NOT_A_RECIPIENT"
+    assert reason_of(item, KEYS[name]) == "NOT_A_RECIPIENT"
+
+
+@pytest.mark.parametrize("size", [0, 1119, 1120, 1167])
+def test_an_x_wing_wrapped_key_cut_short_does_not_open(size: int) -> None:
+    """X-Wing's encapsulation is 1120 bytes and the sealed content key 48 after it: a wrapped key
+    cut anywhere (within the encapsulation, at its end, a byte short) is refused, never read past."""
+    item = sealed_for("xwing-a", "x25519-a")
+    own = next(k for k in item.wrapped_keys if k.recipient_id == KEYS["xwing-a"].recipient_id)
+    assert len(b64url_decode(own.wrapped_key)) == 1120 + 32 + 16
+    own.wrapped_key = b64url(b64url_decode(own.wrapped_key)[:size])
+
+    assert reason_of(item, KEYS["xwing-a"]) == "DECRYPTION_FAILED"
+    assert open_item(item, KEYS["x25519-a"], DIRECTORY).plaintext == b"a note"  # not its key: others open
+
+
+def test_an_x_wing_key_is_never_a_version_1_recipient() -> None:
+    """Version 1 wrapped keys for X25519 and P-256 only: an entry of its wrap_alg planted for an
+    X-Wing key (a version 1 item is unsigned) is not for it."""
+    document = json.loads((TESTDATA / "sealed-python.json").read_text())
+    item = json_format.ParseDict(document["vectors"][0]["item"], Item())
+    jwe = item.wrapped_keys[0].wrapped_key
+    item.wrapped_keys.append(WrappedKey(recipient_id=KEYS["xwing-a"].recipient_id, wrap_alg="ECDH-ES+A256KW",
+                                        wrapped_key=jwe))  # fmt: skip
+
+    assert reason_of(item, KEYS["xwing-a"]) == "NOT_A_RECIPIENT"
+
+
+def test_an_x_wing_recipient_is_checked_as_a_device_statement_s_key() -> None:
+    """A recipient's X-Wing key whose ML-KEM-768 part has a coefficient of q, or whose X25519 part
+    is of small order, is no key to seal for."""
+    public = b64url_decode(json.loads(KEYS["xwing-a"].public_jwk)["pub"])
+    for bad in (bytes([0x01, 0x0D]) + public[2:], public[:1184] + bytes(32)):
+        jwk = json.dumps({"alg": "X-Wing", "kty": "AKP", "pub": b64url(bad)})
+        with pytest.raises(ValueError, match="not a usable X-Wing public key"):
+            seal(b"x", [jwk], CONTEXT, ALICE)
 
 
 # Private keys
@@ -462,7 +503,7 @@ def test_a_private_key_round_trips_through_its_jwk(curve: Curve) -> None:
 @pytest.mark.parametrize("name", sorted(PRIVATE_JWKS))
 def test_a_private_key_never_shows_its_private_part(name: str) -> None:
     key = KEYS[name]
-    d = PRIVATE_JWKS[name]["d"]
+    d = PRIVATE_JWKS[name].get("d") or PRIVATE_JWKS[name]["priv"]  # X-Wing's is its seed, priv
 
     assert d not in f"{key!r} {key} {key.public_jwk}"
     assert key.key_id in repr(key)
@@ -534,13 +575,18 @@ def test_every_committed_vector_opens_as_it_says(vector: dict[str, Any]) -> None
     assert got == expect
 
 
-def test_the_v2_vectors_cover_every_reason_and_both_key_types() -> None:
+@pytest.mark.parametrize("name", ["sealed-v2-python.json", "sealed-v2-ts.json"])
+def test_the_v2_vectors_cover_every_reason_and_every_key_type(name: str) -> None:
     reasons = {"MALFORMED", "UNSUPPORTED", "BINDING_MISMATCH", "SIGNER_UNKNOWN", "SIGNATURE_INVALID",
                "RECIPIENTS_MISMATCH", "VERSION_MISMATCH", "NOT_A_RECIPIENT", "DECRYPTION_FAILED",
                "COMMITMENT_MISMATCH"}  # fmt: skip
-    document = json.loads((TESTDATA / "sealed-v2-python.json").read_text())
-    expected = [v["expect"] for v in document["vectors"]]
+    vectors = json.loads((TESTDATA / name).read_text())["vectors"]
+    expected = [v["expect"] for v in vectors]
+    xwing_refused = {v["expect"]["reason"] for v in vectors if v["recipient"] == "xwing-a" and not v["expect"]["ok"]}
 
     assert {e["reason"] for e in expected if not e["ok"]} == reasons
-    assert {KEYS[v["recipient"]].curve for v in document["vectors"] if v["expect"]["ok"]} == {"X25519", "P-256"}
+    assert {KEYS[v["recipient"]].curve for v in vectors if v["expect"]["ok"]} == set(CURVES)
     assert {e["signerLive"] for e in expected if e["ok"]} == {True, False}
+    # X-Wing's own: another suite's label, a planted version 1 entry; an encapsulation cut short
+    # or changed, a wrapped key of another item; one of another content key.
+    assert xwing_refused == {"NOT_A_RECIPIENT", "DECRYPTION_FAILED", "COMMITMENT_MISMATCH"}

@@ -8,9 +8,10 @@
 // commit what it writes (with key-files.json's entry for the key file), never from a test:
 //   make ts-build && node clients/ts/dist/make-sealed-vectors.js
 // (clients/testdata/sealed-ts.json, version 1, was written by this script's 1.1 form: see its
-// history; nothing writes version 1 any more.)
+// history; nothing writes version 1 any more.) Every key type is sealed for: X25519, P-256 and
+// X-Wing (xwing-a, the hybrid ML-KEM-768 + X25519 KEM), with X-Wing's own bad cases.
 import { readFileSync, writeFileSync } from "node:fs";
-import { clone, create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { clone, create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { base64url, fromBase64url, sha256 } from "./bytes.js";
 import { DeviceKeyPair } from "./devices.js";
@@ -34,7 +35,7 @@ interface Vector {
   expect: Expect;
 }
 
-const names = ["x25519-a", "x25519-b", "p256-a", "p256-b"] as const;
+const names = ["x25519-a", "x25519-b", "p256-a", "p256-b", "xwing-a"] as const;
 type Name = (typeof names)[number];
 type SignerName = "alice-laptop" | "bob-phone" | "carol-old" | "mallory";
 interface SignerDocument {
@@ -129,7 +130,7 @@ const note = text("Wi-Fi: correct horse battery staple ✓");
 // -- what opens --------------------------------------------------------------------------------
 
 const forAll = await sealed(note, [...names], { context: { itemId: "for-all" } });
-for (const name of names) opens(`sealed for the four keys by alice-laptop, opened by ${name}`, name, forAll, note, "alice-laptop");
+for (const name of names) opens(`sealed for every test key by alice-laptop, opened by ${name}`, name, forAll, note, "alice-laptop");
 opens("an empty plaintext", "x25519-b", await sealed(new Uint8Array(), ["x25519-b"], { context: { itemId: "empty", kind: "login" } }), new Uint8Array(), "alice-laptop");
 const large = new Uint8Array(20_480).map((_, i) => (i * 7919) % 251);
 opens("a 20 KiB plaintext", "p256-b", await sealed(large, ["p256-b", "x25519-a"], { context: { itemId: "large", vaultId: "acme-private" } }), large, "alice-laptop");
@@ -166,6 +167,18 @@ opens("x25519-b's wrapped key replaced by one of an unknown wrap_alg: x25519-a s
 const reshared = changed(planted, (item) => (item.version = 3n));
 Object.assign(reshared, await share(planted, keys["x25519-a"], [keys["x25519-b"]], signers["alice-laptop"], directory));
 opens("shared again with x25519-b by alice-laptop: the unknown entry replaced, it opens", "x25519-b", reshared, note, "alice-laptop");
+
+// X-Wing: an item for xwing-a and p256-b; shared with xwing-a; unshared to xwing-a alone.
+const xwing = await sealed(note, ["xwing-a", "p256-b"], { context: { itemId: "xwing" }, by: "bob-phone" });
+opens("sealed for xwing-a and p256-b by bob-phone, opened by xwing-a", "xwing-a", xwing, note, "bob-phone");
+opens("sealed for xwing-a and p256-b by bob-phone, opened by p256-b", "p256-b", xwing, note, "bob-phone");
+const sharedWithXWing = changed(base, (item) => (item.version = 2n));
+Object.assign(sharedWithXWing, await share(base, keys["x25519-a"], [keys["xwing-a"]], signers["alice-laptop"], directory));
+opens("shared by alice-laptop with xwing-a, opened by it", "xwing-a", sharedWithXWing, note, "alice-laptop");
+const xwingAlone = changed(xwing, (item) => (item.version = 2n));
+Object.assign(xwingAlone, await unshare(xwing, keys["p256-b"], [keys["xwing-a"]], signers["bob-phone"], directory));
+opens("unshared to xwing-a alone by p256-b's holder, opened by xwing-a", "xwing-a", xwingAlone, note, "bob-phone");
+refuses("unshared to xwing-a alone: p256-b left out", "p256-b", xwingAlone, "NOT_A_RECIPIENT");
 
 // unshare: sealed again, under a new content key, for x25519-a alone.
 const unshared = changed(base, (item) => (item.version = 2n));
@@ -303,6 +316,14 @@ refuses(
   "NOT_A_RECIPIENT",
 );
 refuses("its wrapped key labelled ECDH-ES+A256KW (version 1's)", "p256-a", changed(base, (item) => (entryOf(item, "p256-a").wrapAlg = "ECDH-ES+A256KW")), "NOT_A_RECIPIENT");
+refuses("an X-Wing key's wrapped key labelled with the P-256 suite", "xwing-a", changed(xwing, (item) => (entryOf(item, "xwing-a").wrapAlg = "HPKE-Base-P256-SHA256-A256GCM")), "NOT_A_RECIPIENT");
+refuses("a P-256 key's wrapped key labelled with the X-Wing suite", "p256-b", changed(xwing, (item) => (entryOf(item, "p256-b").wrapAlg = "HPKE-Base-XWing-SHA256-A256GCM")), "NOT_A_RECIPIENT");
+refuses("a key not among the recipients (X-Wing)", "xwing-a", base, "NOT_A_RECIPIENT");
+// A version 1 item (unsigned: anyone who may write it can add an entry) with an entry of version
+// 1's wrap_alg for xwing-a: version 1 never wrapped for an X-Wing key.
+const v1Item = fromJson(ItemSchema, read("sealed-ts.json").vectors[0].item as JsonValue);
+v1Item.wrappedKeys.push(create(WrappedKeySchema, { recipientId: keys["xwing-a"].recipientId, wrapAlg: "ECDH-ES+A256KW", wrappedKey: v1Item.wrappedKeys[0]!.wrappedKey }));
+refuses("a version 1 item with an ECDH-ES+A256KW entry planted for an X-Wing key", "xwing-a", v1Item, "NOT_A_RECIPIENT");
 refuses(
   "the wrapped key of another recipient in its place",
   "x25519-a",
@@ -316,6 +337,27 @@ refuses(
   changed(base, (item) => (entryOf(item, "x25519-a").wrappedKey = base64url(fromBase64url(entryOf(item, "x25519-a").wrappedKey)!.subarray(0, 32)))),
   "DECRYPTION_FAILED",
 );
+// X-Wing's encapsulation is 1120 bytes (ML-KEM-768's ciphertext, 1088, then X25519's, 32).
+const xwingWrapped = (name: string, change: (bytes: Uint8Array) => Uint8Array) =>
+  refuses(name, "xwing-a", changed(xwing, (item) => (entryOf(item, "xwing-a").wrappedKey = base64url(change(fromBase64url(entryOf(item, "xwing-a").wrappedKey)!)))), "DECRYPTION_FAILED");
+const flippedAt = (bytes: Uint8Array, at: number) => bytes.map((byte, i) => (i === at ? byte ^ 1 : byte));
+xwingWrapped("an X-Wing encapsulation cut short (1119 of its 1120 bytes, nothing after)", (bytes) => bytes.subarray(0, 1119));
+xwingWrapped("an X-Wing wrapped key cut to its encapsulation", (bytes) => bytes.subarray(0, 1120));
+xwingWrapped("an X-Wing wrapped key a byte short", (bytes) => bytes.subarray(0, bytes.length - 1));
+xwingWrapped("an X-Wing encapsulation's ML-KEM ciphertext changed", (bytes) => flippedAt(bytes, 0));
+xwingWrapped("an X-Wing encapsulation's X25519 part changed", (bytes) => flippedAt(bytes, 1119));
+xwingWrapped("an X-Wing wrapped key's sealed content key changed", (bytes) => flippedAt(bytes, bytes.length - 1));
+const otherXWing = await wrapKey(globalThis.crypto.getRandomValues(new Uint8Array(32)), keys["xwing-a"].publicKey, xwing.encryptedPayload!.aad);
+refuses("an X-Wing wrapped key of another content key", "xwing-a", changed(xwing, (item) => (entryOf(item, "xwing-a").wrappedKey = otherXWing)), "COMMITMENT_MISMATCH");
+const xwingSixteen = await wrapKey(new Uint8Array(16).fill(7), keys["xwing-a"].publicKey, xwing.encryptedPayload!.aad);
+refuses("an X-Wing wrapped content key of 16 bytes", "xwing-a", changed(xwing, (item) => (entryOf(item, "xwing-a").wrappedKey = xwingSixteen)), "DECRYPTION_FAILED");
+refuses(
+  "an X-Wing wrapped key bound to another item (HPKE info)",
+  "xwing-a",
+  changed(xwing, (item) => (entryOf(item, "xwing-a").wrappedKey = entryOf(forAll, "xwing-a").wrappedKey)),
+  "DECRYPTION_FAILED",
+);
+
 const baseAad = base.encryptedPayload!.aad;
 const sixteen = await wrapKey(new Uint8Array(16).fill(9), keys["x25519-a"].publicKey, baseAad);
 refuses("a wrapped content key of 16 bytes", "x25519-a", changed(base, (item) => (entryOf(item, "x25519-a").wrappedKey = sixteen)), "DECRYPTION_FAILED");
