@@ -5,7 +5,8 @@ ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseM
 -> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody -> RefuseBadProtocolHeaders
 -> the service's Connect application, whose interceptors run
 [tracing] -> ErrorMapping -> RequireProtocolVersion -> Authenticate ->
-[CountMintAttempts] -> (the body is read and decoded) -> Validate -> servicer.
+[CountMintAttempts] -> (the body is read and decoded) -> RevokeTokensInMessages -> Validate
+-> servicer.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from zkplatform.rpc.front.stopping import CloseWhenStopping
 from zkplatform.rpc.front.streams import StreamLimits
 from zkplatform.rpc.front.unread import Unread
 from zkplatform.rpc.health import HealthServicer
+from zkplatform.rpc.leaked_fields import RevokeTokensInMessages
 from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.protocol_version import RequireProtocolVersion
 from zkplatform.rpc.reflection import reflection_routes
@@ -227,21 +229,23 @@ def build_front(
         RequireProtocolVersion(),
         Authenticate(platform.authenticator, origin),
     ]
+    # Before the field rules: a token in a field is revoked whatever else is wrong with the request.
+    leaked = RevokeTokensInMessages(platform.authenticator)
     vault_app = VaultServiceASGIApplication(
         vault or VaultServicer(platform.vault, platform.sync, settings.tombstone_retention_seconds),
-        interceptors=[*checks, Validate()],
+        interceptors=[*checks, leaked, Validate()],
         read_max_bytes=limit,
         codecs=codecs,
     )
     broker_app = BrokerServiceASGIApplication(
         broker or BrokerServicer(platform.broker),
-        interceptors=[*checks, CountMintAttempts(platform.broker), Validate()],
+        interceptors=[*checks, CountMintAttempts(platform.broker), leaked, Validate()],
         read_max_bytes=limit,
         codecs=codecs,
     )
     directory_app = DirectoryServiceASGIApplication(
         DirectoryServicer(platform.directory),
-        interceptors=[*checks, Validate()],
+        interceptors=[*checks, leaked, Validate()],
         read_max_bytes=limit,
         codecs=codecs,
     )
@@ -250,7 +254,7 @@ def build_front(
     # Health needs no token and no protocol header: load balancers probe it with whatever they send.
     health_app = HealthASGIApplication(
         HealthServicer(served, platform.readiness),
-        interceptors=[ErrorMapping(limit)],
+        interceptors=[ErrorMapping(limit), leaked],
         read_max_bytes=limit,
         codecs=codecs,
     )

@@ -447,6 +447,7 @@ def _decoding_rows(rpc: Rpc) -> list[Row]:
     connect_timeout = _calls(rpc, headers={"connect-timeout-ms": "soon"})
     grpc_timeout = _calls(rpc, headers={"grpc-timeout": "soon"})
     bad_host = _calls(rpc, headers={"host": "[::1"})
+    token_as_request_id = _calls(rpc, headers={"x-request-id": tokens.new_token()})
     version_2 = _calls(rpc, drop=("connect-protocol-version",), headers={"connect-protocol-version": "2"})
     not_json = _calls(rpc, body=b"\xff\xfe\xfd" if streaming else b"{")
     not_proto = _calls(rpc, body=b"\xff\xfe\xfd")
@@ -454,6 +455,7 @@ def _decoding_rows(rpc: Rpc) -> list[Row]:
     grpc_brotli = _calls(rpc, headers={"grpc-encoding": "br"})
     return [
         row(rpc, INVALID, R.TOKEN_IN_URL, "access_token", _calls(rpc, query="access_token=x")),
+        row(rpc, INVALID, R.TOKEN_MISPLACED, "x-request-id", token_as_request_id),
         row(rpc, INVALID, R.HEADER_INVALID, "not-utf8", not_utf8, "header"),
         row(rpc, INVALID, R.HEADER_INVALID, "host", bad_host, "header"),
         row(rpc, INVALID, R.HEADER_INVALID, "timeout", connect_timeout, "header", **connect),
@@ -809,12 +811,14 @@ def _front_rows() -> list[Row]:
         return Call(DELETE.path, DELETE.request, env.token("alice"), stall=True)
 
     no_such_service = _calls(HEALTH_CHECK, message=health_pb2.HealthCheckRequest(service="nope"))
+    token_as_item_id = _calls(DELETE, message=changed(DELETE.request, item_id=tokens.new_token()))
     impatient = Settings(body_read_timeout_seconds=1)
     return [
         row("(any path)", UNIMPLEMENTED, R.PROCEDURE_NOT_FOUND, "unknown", _calls(unknown)),
         row("(any path)", UNIMPLEMENTED, R.HTTP2_REQUIRED, "http1", _calls(DELETE), protocols=(GRPC,)),
         row(DELETE, Code.DEADLINE_EXCEEDED, R.BODY_READ_TIMEOUT, "stalled", stalled, settings=impatient),
         row(HEALTH_CHECK, Code.NOT_FOUND, R.SERVICE_NOT_FOUND, "unknown", no_such_service),
+        row(DELETE, INVALID, R.TOKEN_MISPLACED, "field", token_as_item_id),
     ]
 
 

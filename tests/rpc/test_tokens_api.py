@@ -116,7 +116,7 @@ async def test_a_token_without_the_scope_revokes_its_descendants_but_not_its_sib
     assert revoked.json() == {"revokedTokenIds": [deeper.token_id]}
     assert brief(error_of(refused)) == {
         "code": "not_found",
-        "message": f"no token {sibling.token_id}",
+        "message": "no such token",
         "reason": "TOKEN_NOT_FOUND",
     }
     assert await works(client, sibling.access_token)
@@ -156,10 +156,7 @@ async def test_unknown_foreign_and_forbidden_tokens_answer_identically(client: h
 
     bodies = [brief(error_of(a)) for a in answers]
     assert [a.status_code for a in answers] == [404, 404, 404]
-    assert bodies == [
-        {"code": "not_found", "message": f"no token {t}", "reason": "TOKEN_NOT_FOUND"}
-        for t in (unknown, carols_id, alices.token_id)
-    ]
+    assert bodies == [{"code": "not_found", "message": "no such token", "reason": "TOKEN_NOT_FOUND"}] * 3
     assert await works(client, world.token("carol"))
 
 
@@ -294,7 +291,7 @@ async def test_pages_follow_one_another_and_are_bound_to_their_listing(
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"pageSize": 1001}, "pageSize"), ({"pageSize": -1}, "pageSize"), ({"principalId": "bad id"}, "principalId")],
+    [({"pageSize": -1}, "pageSize"), ({"principalId": "bad id"}, "principalId")],
 )
 async def test_list_fields_out_of_bounds_are_named(
     client: httpx.AsyncClient, world: World, body: dict[str, Any], field: str

@@ -104,8 +104,12 @@ class Authenticator:
         self._hash = hasher
         self._clock = clock
 
-    async def revoke_leaked(self, leaked: Iterable[str], request_id: str = "", client_address: str = "") -> None:
-        """Tokens seen where they must never be (a URL: logs, history, referrers) are revoked.
+    async def revoke_leaked(
+        self, leaked: Iterable[str], request_id: str = "", client_address: str = "", where: str = "in a URL"
+    ) -> None:
+        """Tokens seen where they must never be (a URL: logs, history, referrers; a request id or a
+        field of a request, which are logged, traced and stored) are revoked; `where` says which, in
+        the log lines. The audit event is `token.revoked_in_url` wherever it was.
 
         Never raises: the request that carried them is refused the same way whatever happens here.
         When the audited revocation fails (the audit store refuses its event), the token is revoked
@@ -113,12 +117,12 @@ class Authenticator:
         worse than a gap in the trail, and the line says where the gap is."""
         for token in leaked:
             try:
-                await self._revoke_leaked(token, Actor.service(self._clock(), request_id, client_address))
+                await self._revoke_leaked(token, Actor.service(self._clock(), request_id, client_address), where)
             except Exception as error:  # noqa: BLE001 # the refusal must go out whatever the store does
                 # One line, no traceback: a driver's message may quote what it was given.
-                log.error("a token sent in a URL could not be revoked: the store failed (%s)", type(error).__name__)  # noqa: TRY400
+                log.error("a token sent %s could not be revoked: the store failed (%s)", where, type(error).__name__)  # noqa: TRY400
 
-    async def _revoke_leaked(self, token: str, actor: Actor) -> None:
+    async def _revoke_leaked(self, token: str, actor: Actor, where: str) -> None:
         record = await self._tokens.find_token(self._hash(token))
         if record is None or record.revoked:
             return
@@ -130,13 +134,15 @@ class Authenticator:
                 record.token_id, actor, Action.TOKEN_REVOKED_IN_URL, audited=False
             )
             log.error(  # noqa: TRY400 # one line, as above
-                "a token sent in a URL has been revoked without its audit event"
+                "a token sent %s has been revoked without its audit event"
                 " (the audit write failed: %s); the trail has no record of this revocation",
+                where,
                 type(error).__name__,
                 extra={"fields": {"token_id": record.token_id}},
             )
         log.warning(
-            "a token sent in a URL has been revoked, with %d token(s) minted from it",
+            "a token sent %s has been revoked, with %d token(s) minted from it",
+            where,
             max(len(revoked or []) - 1, 0),
             extra={"fields": {"token_id": record.token_id}},
         )

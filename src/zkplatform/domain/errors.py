@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 
 class DomainError(Exception):
-    """A refusal the caller can act on. Its message is safe to show them."""
+    """A refusal the caller can act on. Its message is safe to show them, and names no id the client
+    chose (an item's, a device's, a key's, a token's: metadata carries what a client needs), since
+    messages also go to spans and exception events, where an id holding a secret would stay. Only
+    PrincipalNotFound, which the operator's commands share, names its principal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +132,17 @@ class NotFound(DomainError):
 
 class ItemNotFound(NotFound):
     def __init__(self, vault_id: str, item_id: str) -> None:
-        super().__init__(f"no item {item_id} in vault {vault_id}")
+        super().__init__("no such item in the vault")
+        self.vault_id = vault_id
+        self.item_id = item_id
 
 
 class TokenNotFound(NotFound):
     """No such token, another tenant's, or one the caller may not act on: one answer for all."""
 
     def __init__(self, token_id: str) -> None:
-        super().__init__(f"no token {token_id}")
+        super().__init__("no such token")
+        self.token_id = token_id
 
 
 class PrincipalNotFound(NotFound):
@@ -148,7 +154,8 @@ class KeyNotFound(NotFound):
     """No device of that id of the caller's principal (another principal's or tenant's answers the same)."""
 
     def __init__(self, device_id: str) -> None:
-        super().__init__(f"no device {device_id} of the caller's principal")
+        super().__init__("no such device of the caller's principal")
+        self.device_id = device_id
 
 
 class KeyExists(DomainError):
@@ -162,7 +169,8 @@ class KeyRevoked(DomainError):
     """A publication of a key of a revoked device: a revoked key stays revoked."""
 
     def __init__(self, key_id: str) -> None:
-        super().__init__(f"key {key_id} is a revoked device's and cannot be published again: make new keys")
+        super().__init__("the key is a revoked device's and cannot be published again: make new keys")
+        self.key_id = key_id
 
 
 class SignatureInvalid(InvalidArgument):
@@ -186,7 +194,7 @@ class EndorserNotLive(DomainError):
     """A device endorsed by a device that is not a live device of the principal."""
 
     def __init__(self, device_id: str) -> None:
-        super().__init__(f"the endorser {device_id} is not a live device of the principal")
+        super().__init__("the endorser is not a live device of the principal")
         self.device_id = device_id
 
 
@@ -194,7 +202,7 @@ class RevokerNotLive(DomainError):
     """A revocation signed by a device that is not a live device of the principal."""
 
     def __init__(self, device_id: str) -> None:
-        super().__init__(f"the revoker {device_id} is not a live device of the principal")
+        super().__init__("the revoker is not a live device of the principal")
         self.device_id = device_id
 
 
@@ -298,6 +306,11 @@ class StoreBusy(DomainError):
 
     def __init__(self) -> None:
         super().__init__("the server is busy; try again shortly")
+
+
+class TokenMisplaced(InvalidArgument):
+    """Tokens where none belongs, in a field of a request message (`violations` name where, never
+    the token): they have leaked, and are revoked before this is raised."""
 
 
 class RequestIdReused(InvalidArgument):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from connectrpc.code import Code
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
+from zkplatform.domain import tokens
 from zkplatform.observability.metrics import Metrics, refusal_reason
 
 if TYPE_CHECKING:
@@ -256,8 +257,10 @@ def _read_headers(scope: Scope) -> tuple[str, str]:
     """The call's request id and protocol, from one pass over the request's headers.
 
     The request id is the client's X-Request-Id when it is sane (one, at most 128
-    printable ASCII characters without spaces), otherwise a fresh one. The
-    protocol follows the first Content-Type."""
+    printable ASCII characters without spaces) and holds no token, otherwise a
+    fresh one: the id is logged, echoed and recorded in audit events, where a token
+    must never be (rpc/front/leaked_tokens.py revokes it and refuses the request).
+    The protocol follows the first Content-Type."""
     given: list[bytes] = []
     content_type: bytes | None = None
     for key, value in scope.get("headers", ()):
@@ -265,7 +268,7 @@ def _read_headers(scope: Scope) -> tuple[str, str]:
             given.append(value)
         elif key == b"content-type" and content_type is None:
             content_type = value
-    if len(given) == 1 and _SANE_REQUEST_ID.fullmatch(given[0]):
+    if len(given) == 1 and _SANE_REQUEST_ID.fullmatch(given[0]) and not tokens.find_in(given[0].decode("ascii")):
         request_id = str(given[0].decode("ascii"))
     else:
         request_id = f"{_ID_PREFIX}{next(_ids):08x}"

@@ -102,6 +102,7 @@ _DOMAIN_ERRORS: Final[Mapping[type[domain.DomainError], tuple[Code, ErrorReason]
     domain.InvalidArgument: (Code.INVALID_ARGUMENT, ErrorReason.FIELD_INVALID),
     domain.PageTokenInvalid: (Code.INVALID_ARGUMENT, ErrorReason.PAGE_TOKEN_INVALID),
     domain.RequestIdReused: (Code.INVALID_ARGUMENT, ErrorReason.REQUEST_ID_REUSED),
+    domain.TokenMisplaced: (Code.INVALID_ARGUMENT, ErrorReason.TOKEN_MISPLACED),
     domain.SignatureInvalid: (Code.INVALID_ARGUMENT, ErrorReason.SIGNATURE_INVALID),
     domain.TokenMissing: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_MISSING),
     domain.TokenInvalid: (Code.UNAUTHENTICATED, ErrorReason.TOKEN_INVALID),

@@ -1,12 +1,17 @@
-"""A token seen in a URL has leaked: URLs are logged, cached and shared.
+"""A token seen in a URL has leaked: URLs are logged, cached and shared. So has one in
+`X-Request-Id`, which every proxy and tracer on the way logs, and which the server itself
+would write in its access line, its audit events and its answer.
 
-Any token found in the path or the query is revoked at once, whatever the path
-and whatever else is wrong with the request, and the request is refused with
-`invalid_argument` naming where the token was (never the token).
+Any token found in the path, the query or `X-Request-Id` is revoked at once, whatever the
+path and whatever else is wrong with the request, and the request is refused with
+`invalid_argument` naming where the token was (never the token): TOKEN_IN_URL, or
+TOKEN_MISPLACED for the header alone. A token in a field of a request message is the
+business of rpc/leaked_fields.py, once the message is read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import parse_qsl
 
 from connectrpc.code import Code
@@ -15,12 +20,14 @@ from zkplatform.asgi import ASGIApp, Receive, Scope, Send
 from zkplatform.domain import tokens
 from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.errors import FieldViolation, InvalidArgument
-from zkplatform.observability.calls import client_address, request_id
+from zkplatform.observability.calls import REQUEST_ID_HEADER, client_address, request_id
 from zkplatform.rpc.errors import refusal
 from zkplatform.rpc.front.answers import send_error
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 _ADVICE = "a token must never be sent in the URL; it has been revoked, use the Authorization header"
+_PREFIX = tokens.PREFIX.encode()
+_HEADER_ADVICE = "a token must never be sent as a request id; it has been revoked, use the Authorization header"
 
 
 class RevokeLeakedTokens:
@@ -31,18 +38,31 @@ class RevokeLeakedTokens:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         query: bytes = scope["query_string"]
-        if not query and tokens.PREFIX not in path:  # the common case, at the cost of one substring search
+        in_header = tokens_in_request_ids(scope["headers"])
+        if not query and tokens.PREFIX not in path and not in_header:  # the common case: two substring searches
             await self._app(scope, receive, send)
             return
         places, found = leaks_in(path, query)
-        if not places:
+        if not places and not in_header:
             await self._app(scope, receive, send)
             return
-        if found:
-            await self._authenticator.revoke_leaked(found, request_id(), client_address())
-        leaks = InvalidArgument([FieldViolation(place, _ADVICE) for place in places])
-        refused = refusal(Code.INVALID_ARGUMENT, ErrorReason.TOKEN_IN_URL, str(leaks), violations=leaks.violations)
-        await send_error(send, scope, refused)
+        await self._authenticator.revoke_leaked(found, request_id(), client_address())
+        await self._authenticator.revoke_leaked(in_header, request_id(), client_address(), "as a request id")
+        violations = [FieldViolation(place, _ADVICE) for place in places]
+        if in_header:
+            violations.append(FieldViolation(REQUEST_ID_HEADER.decode(), _HEADER_ADVICE))
+        reason = ErrorReason.TOKEN_IN_URL if places else ErrorReason.TOKEN_MISPLACED
+        leaks = InvalidArgument(violations)
+        await send_error(send, scope, refusal(Code.INVALID_ARGUMENT, reason, str(leaks), violations=leaks.violations))
+
+
+def tokens_in_request_ids(headers: Iterable[tuple[bytes, bytes]]) -> list[str]:
+    """The tokens in the request's X-Request-Id headers (observability/calls.py never takes such an id)."""
+    found: list[str] = []
+    for key, value in headers:
+        if key == REQUEST_ID_HEADER and _PREFIX in value:
+            found += tokens.find_in(value.decode("latin-1"))
+    return found
 
 
 def leaks_in(path: str, query: bytes) -> tuple[list[str], list[str]]:
