@@ -2,7 +2,8 @@
 
 The request path, outermost first (docs/architecture.md describes it):
 ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
--> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody -> RefuseBadProtocolHeaders
+-> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody (reflection: FirstMessage)
+-> RefuseBadProtocolHeaders
 -> the service's Connect application, whose interceptors run
 [tracing] -> ErrorMapping -> RequireProtocolVersion -> Authenticate ->
 [CountMintAttempts] -> (the body is read and decoded) -> RevokeTokensInMessages -> Validate
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from connectrpc.compat import google_protobuf_binary_codec
@@ -34,13 +36,14 @@ from zkplatform.rpc.directory import DirectoryServicer
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
+from zkplatform.rpc.front.first_message import FirstMessage
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.protocol_headers import RefuseBadProtocolHeaders
 from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
 from zkplatform.rpc.front.stopping import CloseWhenStopping
-from zkplatform.rpc.front.streams import StreamLimits
+from zkplatform.rpc.front.streams import Budget, StreamLimits
 from zkplatform.rpc.front.unread import Unread
 from zkplatform.rpc.health import HealthServicer
 from zkplatform.rpc.leaked_fields import RevokeTokensInMessages
@@ -272,12 +275,12 @@ def build_front(
                 streaming[path] = timed
             else:
                 unary[path] = Route(timed, methods)
-    # Reflection sessions send requests whenever their client likes: no bound on the body's arrival.
-    streaming |= {
-        path: RefuseBadProtocolHeaders(app)
-        for path, app in reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit).items()
-    }
-    streams = StreamLimits(Dispatch(streaming), settings.max_streams)
+    # Reflection sessions send requests whenever their client likes: only the first must come in time.
+    reflection = reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
+    for path, reflection_app in reflection.items():
+        streaming[path] = FirstMessage(RefuseBadProtocolHeaders(reflection_app), settings.body_read_timeout_seconds)
+    tokenless = {path for path, _, stream in _procedures(health_pb2.DESCRIPTOR) if stream} | set(reflection)
+    streams = StreamLimits(Dispatch(streaming), stream_budgets(settings, streaming, tokenless))
     routes = unary | {path: Route(streams) for path in streaming}
     app: ASGIApp = LowercaseCodings(Routes(routes, platform.readiness))
     app = RefuseMalformed(app)
@@ -289,6 +292,18 @@ def build_front(
     app = connections = CloseWhenStopping(app)
     app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
     return Front(app, observed, streams, connections)
+
+
+def stream_budgets(settings: Settings, streaming: Iterable[str], tokenless: Container[str]) -> dict[str, Budget]:
+    """Each streaming path's budget: those that need no token (health, reflection) have their own,
+    bounded per connection too, so that they cannot take the places of the platform's watches."""
+    need_token = Budget("streaming calls", settings.max_streams)
+    without_token = Budget(
+        "streaming calls that need no token",
+        settings.max_streams_without_token,
+        settings.max_streams_without_token_per_connection,
+    )
+    return {path: without_token if path in tokenless else need_token for path in streaming}
 
 
 def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]:

@@ -33,6 +33,8 @@ from zkplatform.config import (
     DEFAULT_DEV_CREDENTIALS,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_WITHOUT_TOKEN,
+    DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION,
     DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION,
     DEFAULT_MAX_UNREAD_BYTES_PER_WORKER,
     DEFAULT_STATE_DIR,
@@ -105,7 +107,13 @@ _ENVIRONMENT = {
     "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER": (
         f"bytes of answers a worker's clients may leave unread (default {DEFAULT_MAX_UNREAD_BYTES_PER_WORKER})"
     ),
-    "ZKPLATFORM_MAX_STREAMS": f"open streaming calls per worker (default {DEFAULT_MAX_STREAMS})",
+    "ZKPLATFORM_MAX_STREAMS": f"open streaming calls that need a token per worker (default {DEFAULT_MAX_STREAMS})",
+    "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN": (
+        f"open health and reflection streams per worker (default {DEFAULT_MAX_STREAMS_WITHOUT_TOKEN})"
+    ),
+    "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION": (
+        f"the same on one connection (default {DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION})"
+    ),
     "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",
     "ZKPLATFORM_FORWARDED_ALLOW_IPS": "proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
     "ZKPLATFORM_METRICS_BIND": "where Prometheus metrics are served (as --metrics-bind; default: nowhere)",

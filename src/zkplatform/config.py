@@ -30,7 +30,12 @@ DEFAULT_CLIENT_STALL_SECONDS = 30
 # messages (3 MiB) on a connection; a worker's share of memory in all.
 DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION = 16 * 1024 * 1024
 DEFAULT_MAX_UNREAD_BYTES_PER_WORKER = 64 * 1024 * 1024
-DEFAULT_MAX_STREAMS = 1100  # the watches' own limit (1,000) and room for health and reflection streams
+# Streams that need a token (WatchChanges): above the watches' own bound (1,000), whose refusal names it.
+DEFAULT_MAX_STREAMS = 1100
+# Streams that need no token (health Watch, reflection): a load balancer's health watches and a few
+# reflection sessions, on a budget of their own.
+DEFAULT_MAX_STREAMS_WITHOUT_TOKEN = 100
+DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION = 10
 DEFAULT_WATCH_HEARTBEAT_SECONDS = 15
 DEFAULT_WATCH_MAX_PER_PRINCIPAL = 10
 DEFAULT_WATCH_MAX_PER_WORKER = 1000
@@ -124,8 +129,11 @@ class Settings:
     # that waited longest for them are given up.
     max_unread_bytes_per_connection: int = DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION
     max_unread_bytes_per_worker: int = DEFAULT_MAX_UNREAD_BYTES_PER_WORKER
-    # Open streaming calls (reflection, health watches) per worker.
+    # Open streaming calls that need a token (WatchChanges) per worker.
     max_streams: int = DEFAULT_MAX_STREAMS
+    # Open streaming calls that need no token (health Watch, reflection) per worker, and per connection.
+    max_streams_without_token: int = DEFAULT_MAX_STREAMS_WITHOUT_TOKEN
+    max_streams_without_token_per_connection: int = DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION
     # Where the server keeps its own files (the token pepper, when none is configured).
     state_dir: Path = DEFAULT_STATE_DIR
     # base64url HMAC key for stored tokens; generated into state_dir when unset.
@@ -192,6 +200,15 @@ class Settings:
                 env, "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER", DEFAULT_MAX_UNREAD_BYTES_PER_WORKER
             ),
             max_streams=_positive_int(env, "ZKPLATFORM_MAX_STREAMS", DEFAULT_MAX_STREAMS, at_most=100_000),
+            max_streams_without_token=_positive_int(
+                env, "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN", DEFAULT_MAX_STREAMS_WITHOUT_TOKEN, at_most=100_000
+            ),
+            max_streams_without_token_per_connection=_positive_int(
+                env,
+                "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION",
+                DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION,
+                at_most=100_000,
+            ),
             state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
             token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
             dev=env.get("ZKPLATFORM_DEV", "") == "1",
@@ -234,6 +251,8 @@ class Settings:
             "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION": str(self.max_unread_bytes_per_connection),
             "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER": str(self.max_unread_bytes_per_worker),
             "ZKPLATFORM_MAX_STREAMS": str(self.max_streams),
+            "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN": str(self.max_streams_without_token),
+            "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION": str(self.max_streams_without_token_per_connection),
             "ZKPLATFORM_STATE_DIR": str(self.state_dir),
             "ZKPLATFORM_DEV": "1" if self.dev else "0",
             "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),

@@ -37,7 +37,8 @@ WAIT_S = 20.0  # the most any answer below may take, on a busy machine
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {
-        "ZKPLATFORM_MAX_STREAMS": str(MAX_STREAMS),
+        # The streams below need no token (health, reflection): their own budget is the one that counts.
+        "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN": str(MAX_STREAMS),
         "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT_S),
         # Longer than any wait below: a stream that comes back did so for another reason.
         "ZKPLATFORM_CLIENT_STALL_SECONDS": "600",
@@ -421,7 +422,7 @@ def test_a_stream_whose_client_stops_reading_is_given_up(tmp_path: Path) -> None
     """A client that keeps its connection but takes nothing: once a send has waited the stall
     bound, the stream is reset and its place returns, though the client sent more requests
     than the server queues (which used to stop the connection for good)."""
-    env = {"ZKPLATFORM_MAX_STREAMS": "1", "ZKPLATFORM_CLIENT_STALL_SECONDS": "1"}
+    env = {"ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN": "1", "ZKPLATFORM_CLIENT_STALL_SECONDS": "1"}
     watch = chunked_post(WATCH, "application/connect+json", envelope(b"{}")) + b"0\r\n\r\n"
     with serving(tmp_path, "--dev", env=env) as running:
         sock, connection = h2_stalled_reflection(running, requests=50)

@@ -1,11 +1,16 @@
 """Streaming calls in flight: how many may be open, and ending them at shutdown.
 
 A stream (WatchChanges, a health Watch, a reflection session) may stay open for
-as long as its client likes. Each holds a task and its buffers, so there are at
-most `max_streams` at once; beyond, a stream answers `resource_exhausted` with
-RetryInfo. Left alone at shutdown, a stream would hold a graceful shutdown for
-the whole grace period and then be cut without a status. `end_all()` ends each
-open stream with `unavailable` instead, in its own protocol (an end-of-stream
+as long as its client likes. Each holds a task and its buffers, so a budget
+bounds how many are open at once, on the worker and on one connection; beyond,
+a stream answers `resource_exhausted` with RetryInfo. Streams that need no
+token (health, reflection) have a budget of their own, apart from those that
+need one (WatchChanges): anyone who can reach the port could otherwise take
+every place and starve the platform's watches (issue 39).
+
+Left alone at shutdown, a stream would hold a graceful shutdown for the whole
+grace period and then be cut without a status. `end_all()` ends each open
+stream with `unavailable` instead, in its own protocol (an end-of-stream
 message for Connect, trailers for gRPC and gRPC-Web), and a stream that arrives
 afterwards is answered so at once: clients take `unavailable` as "retry
 elsewhere", which the load balancer routes to a server that stays.
@@ -15,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections import Counter
+from collections.abc import Awaitable, Hashable, Mapping
+from dataclasses import dataclass
 
 from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_binary_codec
@@ -39,12 +46,24 @@ def shutting_down() -> ConnectError:
     )
 
 
-class StreamLimits:
-    """Middleware in front of the streaming procedures."""
+@dataclass(frozen=True, eq=False, slots=True)
+class Budget:
+    """The places of some streaming procedures: at most `at_most` open at once on a worker, and
+    `per_connection` on one connection (None: no bound of its own)."""
 
-    def __init__(self, app: ASGIApp, max_streams: int) -> None:
+    kind: str  # what the streams are, for the refusal: "streaming calls that need no token"
+    at_most: int
+    per_connection: int | None = None
+
+
+class StreamLimits:
+    """Middleware in front of the streaming procedures, each path counted against its budget."""
+
+    def __init__(self, app: ASGIApp, budgets: Mapping[str, Budget]) -> None:
         self._app = app
-        self._max_streams = max_streams
+        self._budgets = dict(budgets)
+        self._open: Counter[Budget] = Counter()
+        self._on_connection: Counter[tuple[Budget, Hashable]] = Counter()
         self._calls: dict[asyncio.Task[None], _Call] = {}
         self._closing = False
 
@@ -56,18 +75,44 @@ class StreamLimits:
         if self._closing:
             await _bounded(call.end())
             return
-        if len(self._calls) >= self._max_streams:
-            message = f"too many open streaming calls (at most {self._max_streams}); retry later"
-            refused = refusal(
-                Code.RESOURCE_EXHAUSTED,
-                ErrorReason.STREAM_LIMIT_EXCEEDED,
-                message,
-                metadata={"limit": str(self._max_streams)},
-                retry_after_seconds=RETRY_AFTER_SECONDS,
-            )
+        budget = self._budgets[scope["path"]]
+        client = scope.get("client")
+        place = (budget, tuple(client)) if client and budget.per_connection is not None else None
+        if (refused := self._refusal(budget, place)) is not None:
             await send_error(send, scope, refused)
             return
+        self._open[budget] += 1
+        if place is not None:
+            self._on_connection[place] += 1
+        try:
+            await self._serve(call, scope, receive)
+        finally:
+            self._open[budget] -= 1
+            if place is not None:
+                self._on_connection[place] -= 1
+                if not self._on_connection[place]:
+                    del self._on_connection[place]
 
+    def _refusal(self, budget: Budget, place: tuple[Budget, Hashable] | None) -> ConnectError | None:
+        if self._open[budget] >= budget.at_most:
+            where, limit, then = "on this server", budget.at_most, "retry later"
+        elif (
+            place is not None
+            and budget.per_connection is not None
+            and self._on_connection[place] >= budget.per_connection
+        ):
+            where, limit, then = "on one connection", budget.per_connection, "retry later, or on another connection"
+        else:
+            return None
+        return refusal(
+            Code.RESOURCE_EXHAUSTED,
+            ErrorReason.STREAM_LIMIT_EXCEEDED,
+            f"too many open {budget.kind} {where} (at most {limit}); {then}",
+            metadata={"limit": str(limit)},
+            retry_after_seconds=RETRY_AFTER_SECONDS,
+        )
+
+    async def _serve(self, call: _Call, scope: Scope, receive: Receive) -> None:
         # The application runs in a task of its own, so that ending the stream
         # cancels the application and not the server's task, which then writes the end.
         async def run() -> None:
