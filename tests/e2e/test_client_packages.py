@@ -147,7 +147,7 @@ print(json.dumps({"opened": opened, "wrong": wrong}))
 
 # A server certificate that is itself a CA (what `openssl req -x509` makes), trusted as such.
 CA_AS_SERVER = """\
-import asyncio, os, sys
+import asyncio, sys
 from pathlib import Path
 from connectrpc.errors import ConnectError
 from zkplatform_api.platform.v1.vault_pb2 import ListItemsRequest
@@ -161,8 +161,6 @@ async def main(base_url: str, cert: str) -> None:
             print(error.code.value, error.message)
 
 asyncio.run(main(*sys.argv[1:]))
-sys.stdout.flush()
-os._exit(0)
 """
 
 TSCONFIG = {

@@ -10,7 +10,6 @@ python open_dev_item.py CREDENTIALS_FILE PRINCIPAL VAULT_ID ITEM_ID
 import asyncio
 import base64
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,7 +71,3 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
 
 
 asyncio.run(main(json.loads(Path(sys.argv[1]).read_text()), *sys.argv[2:]))
-# pyqwest 0.12 (connectrpc's HTTP client) can abort while Python 3.11 to 3.13 shut down, after
-# everything ran; a script whose exit code matters leaves without that shutdown.
-sys.stdout.flush()
-os._exit(0)

@@ -101,7 +101,3 @@ async def main(credentials: dict[str, Any], item_id: str, state_dir: Path) -> No
 
 
 asyncio.run(main(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2], Path(sys.argv[3])))
-# pyqwest 0.12 (connectrpc's HTTP client) can abort while Python 3.11 to 3.13 shut down, after
-# everything ran; a script whose exit code matters leaves without that shutdown.
-sys.stdout.flush()
-os._exit(0)

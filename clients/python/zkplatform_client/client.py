@@ -26,9 +26,14 @@ from zkplatform_api.platform.v1.directory_connect import DirectoryServiceClient
 from zkplatform_api.platform.v1.vault_connect import VaultServiceClient
 from zkplatform_client.auth import AuthInterceptor, TokenCallback, TokenProvider
 from zkplatform_client.dpop import DPoPKey
+from zkplatform_client.exit_guard import install as install_exit_guard
 
 Protocol = Literal["connect-json", "connect-binary", "grpc", "grpc-web"]
 HttpVersion = Literal["1.1", "2"]
+
+# Whoever imports the package's clients may end the interpreter right after a call: make that
+# exit a plain one (exit_guard says why it could abort).
+install_exit_guard()
 
 _PROTOCOLS = {
     "connect-json": ProtocolType.CONNECT,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from typing import Any, Literal
@@ -86,9 +85,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # pyqwest 0.12 (connectrpc's HTTP client) aborts now and then while the interpreter
-    # finalizes, which would turn this exit code into SIGABRT: leave without finalizing.
-    os._exit(code)
+    sys.exit(main(sys.argv[1:]))

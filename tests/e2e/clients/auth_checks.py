@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -255,5 +254,3 @@ async def main(base_url: str, token: str) -> None:
 
 
 asyncio.run(main(*sys.argv[1:]))
-sys.stdout.flush()
-os._exit(0)  # pyqwest 0.12 can abort at interpreter shutdown (see clients/python/examples)

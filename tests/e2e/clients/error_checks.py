@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 from typing import Any
@@ -67,5 +66,3 @@ async def main(base_url: str, token: str) -> dict[str, Any]:
 
 
 sys.stdout.write(json.dumps(asyncio.run(main(*sys.argv[1:]))) + "\n")
-sys.stdout.flush()
-os._exit(0)
