@@ -108,7 +108,12 @@ class DirectoryService(Protocol):
         The device is stored and its entry appended to the log, in one atomic
         step; the server then sends the new checkpoint to its witnesses. A
         repeat of the same statement changes nothing and answers the device as
-        it is, so a retry is always safe.
+        it is (revoked, if it was since), at any time: the 10 minutes bind a
+        statement the log does not hold yet. So a retry is always safe, and
+        PublishDevice takes no `request_id` (AIP-155): the signed statement names
+        the device's keys and when it was made, so it stands for one publication
+        only, and the server recognises its repeat by it. A client retries with
+        the same statement; a new statement is a new request.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -135,8 +140,11 @@ class DirectoryService(Protocol):
            `SIGNATURE_INVALID`).
 
         Revoking a revoked device changes nothing and answers it as it was
-        revoked. Items already sealed for the device stay readable with its key
-        until they are sealed again without it.
+        revoked (by this statement, another or a reset), at any time. So a retry
+        is always safe and, as for PublishDevice, needs no `request_id`
+        (AIP-155): the signed statement identifies the revocation. Items already
+        sealed for the device stay readable with its key until they are sealed
+        again without it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -388,7 +396,12 @@ class DirectoryServiceClient(ConnectClient):
         The device is stored and its entry appended to the log, in one atomic
         step; the server then sends the new checkpoint to its witnesses. A
         repeat of the same statement changes nothing and answers the device as
-        it is, so a retry is always safe.
+        it is (revoked, if it was since), at any time: the 10 minutes bind a
+        statement the log does not hold yet. So a retry is always safe, and
+        PublishDevice takes no `request_id` (AIP-155): the signed statement names
+        the device's keys and when it was made, so it stands for one publication
+        only, and the server recognises its repeat by it. A client retries with
+        the same statement; a new statement is a new request.
         """
         return await self.execute_unary(
             request=request,
@@ -432,8 +445,11 @@ class DirectoryServiceClient(ConnectClient):
            `SIGNATURE_INVALID`).
 
         Revoking a revoked device changes nothing and answers it as it was
-        revoked. Items already sealed for the device stay readable with its key
-        until they are sealed again without it.
+        revoked (by this statement, another or a reset), at any time. So a retry
+        is always safe and, as for PublishDevice, needs no `request_id`
+        (AIP-155): the signed statement identifies the revocation. Items already
+        sealed for the device stay readable with its key until they are sealed
+        again without it.
         """
         return await self.execute_unary(
             request=request,
@@ -640,7 +656,12 @@ class DirectoryServiceSync(Protocol):
         The device is stored and its entry appended to the log, in one atomic
         step; the server then sends the new checkpoint to its witnesses. A
         repeat of the same statement changes nothing and answers the device as
-        it is, so a retry is always safe.
+        it is (revoked, if it was since), at any time: the 10 minutes bind a
+        statement the log does not hold yet. So a retry is always safe, and
+        PublishDevice takes no `request_id` (AIP-155): the signed statement names
+        the device's keys and when it was made, so it stands for one publication
+        only, and the server recognises its repeat by it. A client retries with
+        the same statement; a new statement is a new request.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -667,8 +688,11 @@ class DirectoryServiceSync(Protocol):
            `SIGNATURE_INVALID`).
 
         Revoking a revoked device changes nothing and answers it as it was
-        revoked. Items already sealed for the device stay readable with its key
-        until they are sealed again without it.
+        revoked (by this statement, another or a reset), at any time. So a retry
+        is always safe and, as for PublishDevice, needs no `request_id`
+        (AIP-155): the signed statement identifies the revocation. Items already
+        sealed for the device stay readable with its key until they are sealed
+        again without it.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -918,7 +942,12 @@ class DirectoryServiceClientSync(ConnectClientSync):
         The device is stored and its entry appended to the log, in one atomic
         step; the server then sends the new checkpoint to its witnesses. A
         repeat of the same statement changes nothing and answers the device as
-        it is, so a retry is always safe.
+        it is (revoked, if it was since), at any time: the 10 minutes bind a
+        statement the log does not hold yet. So a retry is always safe, and
+        PublishDevice takes no `request_id` (AIP-155): the signed statement names
+        the device's keys and when it was made, so it stands for one publication
+        only, and the server recognises its repeat by it. A client retries with
+        the same statement; a new statement is a new request.
         """
         return self.execute_unary(
             request=request,
@@ -962,8 +991,11 @@ class DirectoryServiceClientSync(ConnectClientSync):
            `SIGNATURE_INVALID`).
 
         Revoking a revoked device changes nothing and answers it as it was
-        revoked. Items already sealed for the device stay readable with its key
-        until they are sealed again without it.
+        revoked (by this statement, another or a reset), at any time. So a retry
+        is always safe and, as for PublishDevice, needs no `request_id`
+        (AIP-155): the signed statement identifies the revocation. Items already
+        sealed for the device stay readable with its key until they are sealed
+        again without it.
         """
         return self.execute_unary(
             request=request,

@@ -168,7 +168,12 @@ class DirectoryServiceServicer:
         The device is stored and its entry appended to the log, in one atomic
         step; the server then sends the new checkpoint to its witnesses. A
         repeat of the same statement changes nothing and answers the device as
-        it is, so a retry is always safe.
+        it is (revoked, if it was since), at any time: the 10 minutes bind a
+        statement the log does not hold yet. So a retry is always safe, and
+        PublishDevice takes no `request_id` (AIP-155): the signed statement names
+        the device's keys and when it was made, so it stands for one publication
+        only, and the server recognises its repeat by it. A client retries with
+        the same statement; a new statement is a new request.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -196,8 +201,11 @@ class DirectoryServiceServicer:
         `SIGNATURE_INVALID`).
 
         Revoking a revoked device changes nothing and answers it as it was
-        revoked. Items already sealed for the device stay readable with its key
-        until they are sealed again without it.
+        revoked (by this statement, another or a reset), at any time. So a retry
+        is always safe and, as for PublishDevice, needs no `request_id`
+        (AIP-155): the signed statement identifies the revocation. Items already
+        sealed for the device stay readable with its key until they are sealed
+        again without it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .vault_pb2 import CreateItemRequest, CreateItemResponse, DeleteItemRequest, DeleteItemResponse, GetItemRequest, GetItemResponse, ListChangesRequest, ListChangesResponse, ListItemsRequest, ListItemsResponse, UpdateItemRequest, UpdateItemResponse, WatchChangesRequest, WatchChangesResponse
+from .vault_pb2 import CreateItemRequest, CreateItemResponse, DeleteItemRequest, DeleteItemResponse, GetItemRequest, GetItemResponse, GetVaultRequest, GetVaultResponse, ListChangesRequest, ListChangesResponse, ListItemsRequest, ListItemsResponse, ListVaultsRequest, ListVaultsResponse, UpdateItemRequest, UpdateItemResponse, WatchChangesRequest, WatchChangesResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -40,7 +40,9 @@ _GZIP_COMPRESSION = GzipCompression()
 class VaultService(Protocol):
     """
     VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
     async def delete_item(self, request: DeleteItemRequest, ctx: RequestContext[DeleteItemRequest, DeleteItemResponse], /) -> DeleteItemResponse:
         """
@@ -226,9 +228,15 @@ class VaultService(Protocol):
 
         The same checks as ListChanges open the stream. Each message's binary
         encoding stays within 3 MiB (a backlog comes in as many messages as that
-        takes). A message with no changes and the current cursor comes every 15
-        seconds (configurable) when nothing changes, so that proxies and clients
-        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        takes). The message that ends the backlog carries `caught_up`, once per
+        stream (the first message, without changes, when there is no backlog):
+        from it on the client holds every change up to the vault's latest, and
+        every later message is live. A message with no changes and the current
+        cursor (a heartbeat) comes 15 seconds (configurable) after the last
+        message whenever nothing changed since, so that proxies and clients know
+        the stream is alive: a client that hears nothing for much longer (three
+        periods, say) takes the connection for dead and reconnects from its
+        cursor. The stream ends with UNAUTHENTICATED when the
         token expires or is revoked, PERMISSION_DENIED when the caller stops
         being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
         store's epoch changes while the stream is open (a restore: seen at the
@@ -239,6 +247,46 @@ class VaultService(Protocol):
         client may reconnect with the last cursor it received. At most 10 open
         watches per principal and 1,000 per worker by default
         (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_vaults(self, request: ListVaultsRequest, ctx: RequestContext[ListVaultsRequest, ListVaultsResponse], /) -> ListVaultsResponse:
+        """
+        ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+        page at a time, each with its members.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+        must be one this server issued for the same caller (INVALID_ARGUMENT
+        with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+        caller's tenant that have the caller as a member are listed, whatever
+        its role: every RPC of a vault needs its caller to be a member, so an
+        owner or an admin would list vaults it cannot use (an operator lists a
+        tenant's vaults with `zkplatform admin vault list`). A caller who is a
+        member of no vault gets an empty page. Also served by the Connect GET
+        form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` vaults, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one vault): only an
+        empty `next_page_token` ends the listing. Membership may change between
+        pages: a vault is listed as a page reads it.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_vault(self, request: GetVaultRequest, ctx: RequestContext[GetVaultRequest, GetVaultResponse], /) -> GetVaultResponse:
+        """
+        GetVault reads one vault with its members: who to seal its items for.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED, the same answer for a
+        vault that does not exist, so it reveals nothing), as for every RPC of a
+        vault. Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        To seal an item for the vault's members, a client asks
+        DirectoryService.GetRecipientKeys for the members' devices and seals for
+        those it found in the key log it verified (docs/sealing.md).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -333,6 +381,28 @@ class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
                     ),
                     function=svc.watch_changes,
                 ),
+                "/platform.v1.VaultService/ListVaults": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListVaults",
+                        service_name="platform.v1.VaultService",
+                        input=ListVaultsRequest,
+                        output=ListVaultsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_vaults,
+                ),
+                "/platform.v1.VaultService/GetVault": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetVault",
+                        service_name="platform.v1.VaultService",
+                        input=GetVaultRequest,
+                        output=GetVaultResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_vault,
+                ),
             },
             interceptors=interceptors,
             read_max_bytes=read_max_bytes,
@@ -349,7 +419,9 @@ class VaultServiceASGIApplication(ConnectASGIApplication[VaultService]):
 class VaultServiceClient(ConnectClient):
     """
     VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
     def __init__(
         self,
@@ -673,9 +745,15 @@ class VaultServiceClient(ConnectClient):
 
         The same checks as ListChanges open the stream. Each message's binary
         encoding stays within 3 MiB (a backlog comes in as many messages as that
-        takes). A message with no changes and the current cursor comes every 15
-        seconds (configurable) when nothing changes, so that proxies and clients
-        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        takes). The message that ends the backlog carries `caught_up`, once per
+        stream (the first message, without changes, when there is no backlog):
+        from it on the client holds every change up to the vault's latest, and
+        every later message is live. A message with no changes and the current
+        cursor (a heartbeat) comes 15 seconds (configurable) after the last
+        message whenever nothing changed since, so that proxies and clients know
+        the stream is alive: a client that hears nothing for much longer (three
+        periods, say) takes the connection for dead and reconnects from its
+        cursor. The stream ends with UNAUTHENTICATED when the
         token expires or is revoked, PERMISSION_DENIED when the caller stops
         being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
         store's epoch changes while the stream is open (a restore: seen at the
@@ -700,11 +778,91 @@ class VaultServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_vaults(
+        self,
+        request: ListVaultsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListVaultsResponse:
+        """
+        ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+        page at a time, each with its members.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+        must be one this server issued for the same caller (INVALID_ARGUMENT
+        with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+        caller's tenant that have the caller as a member are listed, whatever
+        its role: every RPC of a vault needs its caller to be a member, so an
+        owner or an admin would list vaults it cannot use (an operator lists a
+        tenant's vaults with `zkplatform admin vault list`). A caller who is a
+        member of no vault gets an empty page. Also served by the Connect GET
+        form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` vaults, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one vault): only an
+        empty `next_page_token` ends the listing. Membership may change between
+        pages: a vault is listed as a page reads it.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListVaults",
+                service_name="platform.v1.VaultService",
+                input=ListVaultsRequest,
+                output=ListVaultsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    async def get_vault(
+        self,
+        request: GetVaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> GetVaultResponse:
+        """
+        GetVault reads one vault with its members: who to seal its items for.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED, the same answer for a
+        vault that does not exist, so it reveals nothing), as for every RPC of a
+        vault. Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        To seal an item for the vault's members, a client asks
+        DirectoryService.GetRecipientKeys for the members' devices and seals for
+        those it found in the key log it verified (docs/sealing.md).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetVault",
+                service_name="platform.v1.VaultService",
+                input=GetVaultRequest,
+                output=GetVaultResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
 
 class VaultServiceSync(Protocol):
     """
     VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
     def delete_item(self, request: DeleteItemRequest, ctx: RequestContext[DeleteItemRequest, DeleteItemResponse], /) -> DeleteItemResponse:
         """
@@ -890,9 +1048,15 @@ class VaultServiceSync(Protocol):
 
         The same checks as ListChanges open the stream. Each message's binary
         encoding stays within 3 MiB (a backlog comes in as many messages as that
-        takes). A message with no changes and the current cursor comes every 15
-        seconds (configurable) when nothing changes, so that proxies and clients
-        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        takes). The message that ends the backlog carries `caught_up`, once per
+        stream (the first message, without changes, when there is no backlog):
+        from it on the client holds every change up to the vault's latest, and
+        every later message is live. A message with no changes and the current
+        cursor (a heartbeat) comes 15 seconds (configurable) after the last
+        message whenever nothing changed since, so that proxies and clients know
+        the stream is alive: a client that hears nothing for much longer (three
+        periods, say) takes the connection for dead and reconnects from its
+        cursor. The stream ends with UNAUTHENTICATED when the
         token expires or is revoked, PERMISSION_DENIED when the caller stops
         being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
         store's epoch changes while the stream is open (a restore: seen at the
@@ -903,6 +1067,46 @@ class VaultServiceSync(Protocol):
         client may reconnect with the last cursor it received. At most 10 open
         watches per principal and 1,000 per worker by default
         (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_vaults(self, request: ListVaultsRequest, ctx: RequestContext[ListVaultsRequest, ListVaultsResponse], /) -> ListVaultsResponse:
+        """
+        ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+        page at a time, each with its members.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+        must be one this server issued for the same caller (INVALID_ARGUMENT
+        with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+        caller's tenant that have the caller as a member are listed, whatever
+        its role: every RPC of a vault needs its caller to be a member, so an
+        owner or an admin would list vaults it cannot use (an operator lists a
+        tenant's vaults with `zkplatform admin vault list`). A caller who is a
+        member of no vault gets an empty page. Also served by the Connect GET
+        form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` vaults, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one vault): only an
+        empty `next_page_token` ends the listing. Membership may change between
+        pages: a vault is listed as a page reads it.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_vault(self, request: GetVaultRequest, ctx: RequestContext[GetVaultRequest, GetVaultResponse], /) -> GetVaultResponse:
+        """
+        GetVault reads one vault with its members: who to seal its items for.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED, the same answer for a
+        vault that does not exist, so it reveals nothing), as for every RPC of a
+        vault. Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        To seal an item for the vault's members, a client asks
+        DirectoryService.GetRecipientKeys for the members' devices and seals for
+        those it found in the key log it verified (docs/sealing.md).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -995,6 +1199,28 @@ class VaultServiceWSGIApplication(ConnectWSGIApplication):
                     ),
                     function=service.watch_changes,
                 ),
+                "/platform.v1.VaultService/ListVaults": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListVaults",
+                        service_name="platform.v1.VaultService",
+                        input=ListVaultsRequest,
+                        output=ListVaultsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_vaults,
+                ),
+                "/platform.v1.VaultService/GetVault": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetVault",
+                        service_name="platform.v1.VaultService",
+                        input=GetVaultRequest,
+                        output=GetVaultResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_vault,
+                ),
             },
             interceptors=interceptors,
             read_max_bytes=read_max_bytes,
@@ -1011,7 +1237,9 @@ class VaultServiceWSGIApplication(ConnectWSGIApplication):
 class VaultServiceClientSync(ConnectClientSync):
     """
     VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
     def __init__(
         self,
@@ -1335,9 +1563,15 @@ class VaultServiceClientSync(ConnectClientSync):
 
         The same checks as ListChanges open the stream. Each message's binary
         encoding stays within 3 MiB (a backlog comes in as many messages as that
-        takes). A message with no changes and the current cursor comes every 15
-        seconds (configurable) when nothing changes, so that proxies and clients
-        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        takes). The message that ends the backlog carries `caught_up`, once per
+        stream (the first message, without changes, when there is no backlog):
+        from it on the client holds every change up to the vault's latest, and
+        every later message is live. A message with no changes and the current
+        cursor (a heartbeat) comes 15 seconds (configurable) after the last
+        message whenever nothing changed since, so that proxies and clients know
+        the stream is alive: a client that hears nothing for much longer (three
+        periods, say) takes the connection for dead and reconnects from its
+        cursor. The stream ends with UNAUTHENTICATED when the
         token expires or is revoked, PERMISSION_DENIED when the caller stops
         being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
         store's epoch changes while the stream is open (a restore: seen at the
@@ -1361,4 +1595,82 @@ class VaultServiceClientSync(ConnectClientSync):
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+        )
+    def list_vaults(
+        self,
+        request: ListVaultsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListVaultsResponse:
+        """
+        ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+        page at a time, each with its members.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+        must be one this server issued for the same caller (INVALID_ARGUMENT
+        with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+        caller's tenant that have the caller as a member are listed, whatever
+        its role: every RPC of a vault needs its caller to be a member, so an
+        owner or an admin would list vaults it cannot use (an operator lists a
+        tenant's vaults with `zkplatform admin vault list`). A caller who is a
+        member of no vault gets an empty page. Also served by the Connect GET
+        form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` vaults, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one vault): only an
+        empty `next_page_token` ends the listing. Membership may change between
+        pages: a vault is listed as a page reads it.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListVaults",
+                service_name="platform.v1.VaultService",
+                input=ListVaultsRequest,
+                output=ListVaultsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
+    def get_vault(
+        self,
+        request: GetVaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> GetVaultResponse:
+        """
+        GetVault reads one vault with its members: who to seal its items for.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED, the same answer for a
+        vault that does not exist, so it reveals nothing), as for every RPC of a
+        vault. Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        To seal an item for the vault's members, a client asks
+        DirectoryService.GetRecipientKeys for the members' devices and seals for
+        those it found in the key log it verified (docs/sealing.md).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetVault",
+                service_name="platform.v1.VaultService",
+                input=GetVaultRequest,
+                output=GetVaultResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
         )

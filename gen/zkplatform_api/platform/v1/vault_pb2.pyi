@@ -232,9 +232,49 @@ class WatchChangesRequest(_message.Message):
     def __init__(self, vault_id: _Optional[str] = ..., since_sequence: _Optional[int] = ..., since_epoch: _Optional[str] = ...) -> None: ...
 
 class WatchChangesResponse(_message.Message):
-    __slots__ = ("changes", "cursor")
+    __slots__ = ("changes", "cursor", "caught_up")
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
     changes: _containers.RepeatedCompositeFieldContainer[ItemChange]
     cursor: Cursor
-    def __init__(self, changes: _Optional[_Iterable[_Union[ItemChange, _Mapping]]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ...) -> None: ...
+    caught_up: bool
+    def __init__(self, changes: _Optional[_Iterable[_Union[ItemChange, _Mapping]]] = ..., cursor: _Optional[_Union[Cursor, _Mapping]] = ..., caught_up: _Optional[bool] = ...) -> None: ...
+
+class Vault(_message.Message):
+    __slots__ = ("vault_id", "tenant_id", "members")
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    tenant_id: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, vault_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListVaultsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListVaultsResponse(_message.Message):
+    __slots__ = ("vaults", "next_page_token")
+    VAULTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    vaults: _containers.RepeatedCompositeFieldContainer[Vault]
+    next_page_token: str
+    def __init__(self, vaults: _Optional[_Iterable[_Union[Vault, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetVaultRequest(_message.Message):
+    __slots__ = ("vault_id",)
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    def __init__(self, vault_id: _Optional[str] = ...) -> None: ...
+
+class GetVaultResponse(_message.Message):
+    __slots__ = ("vault",)
+    VAULT_FIELD_NUMBER: _ClassVar[int]
+    vault: Vault
+    def __init__(self, vault: _Optional[_Union[Vault, _Mapping]] = ...) -> None: ...

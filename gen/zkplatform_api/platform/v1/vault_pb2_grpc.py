@@ -27,7 +27,9 @@ if _version_not_supported:
 
 class VaultServiceStub:
     """VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
 
     def __init__(self, channel):
@@ -71,11 +73,23 @@ class VaultServiceStub:
                 request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.SerializeToString,
                 response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.FromString,
                 _registered_method=True)
+        self.ListVaults = channel.unary_unary(
+                '/platform.v1.VaultService/ListVaults',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsResponse.FromString,
+                _registered_method=True)
+        self.GetVault = channel.unary_unary(
+                '/platform.v1.VaultService/GetVault',
+                request_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultRequest.SerializeToString,
+                response_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultResponse.FromString,
+                _registered_method=True)
 
 
 class VaultServiceServicer:
     """VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
 
     def DeleteItem(self, request, context):
@@ -267,9 +281,15 @@ class VaultServiceServicer:
 
         The same checks as ListChanges open the stream. Each message's binary
         encoding stays within 3 MiB (a backlog comes in as many messages as that
-        takes). A message with no changes and the current cursor comes every 15
-        seconds (configurable) when nothing changes, so that proxies and clients
-        know the stream is alive. The stream ends with UNAUTHENTICATED when the
+        takes). The message that ends the backlog carries `caught_up`, once per
+        stream (the first message, without changes, when there is no backlog):
+        from it on the client holds every change up to the vault's latest, and
+        every later message is live. A message with no changes and the current
+        cursor (a heartbeat) comes 15 seconds (configurable) after the last
+        message whenever nothing changed since, so that proxies and clients know
+        the stream is alive: a client that hears nothing for much longer (three
+        periods, say) takes the connection for dead and reconnects from its
+        cursor. The stream ends with UNAUTHENTICATED when the
         token expires or is revoked, PERMISSION_DENIED when the caller stops
         being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
         store's epoch changes while the stream is open (a restore: seen at the
@@ -280,6 +300,48 @@ class VaultServiceServicer:
         client may reconnect with the last cursor it received. At most 10 open
         watches per principal and 1,000 per worker by default
         (RESOURCE_EXHAUSTED with a google.rpc.RetryInfo beyond).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListVaults(self, request, context):
+        """ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+        page at a time, each with its members.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+        must be one this server issued for the same caller (INVALID_ARGUMENT
+        with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+        caller's tenant that have the caller as a member are listed, whatever
+        its role: every RPC of a vault needs its caller to be a member, so an
+        owner or an admin would list vaults it cannot use (an operator lists a
+        tenant's vaults with `zkplatform admin vault list`). A caller who is a
+        member of no vault gets an empty page. Also served by the Connect GET
+        form; the answer carries `Cache-Control: no-store`.
+
+        A page holds at most `page_size` vaults, and fewer when more would make
+        its binary encoding exceed 3 MiB (always at least one vault): only an
+        empty `next_page_token` ends the listing. Membership may change between
+        pages: a vault is listed as a page reads it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetVault(self, request, context):
+        """GetVault reads one vault with its members: who to seal its items for.
+
+        After the checks common to every RPC: the token's scopes must include
+        `vault.items.read`, then the vault must belong to the caller's tenant and
+        have the caller as a member (PERMISSION_DENIED, the same answer for a
+        vault that does not exist, so it reveals nothing), as for every RPC of a
+        vault. Also served by the Connect GET form; the answer carries
+        `Cache-Control: no-store`.
+
+        To seal an item for the vault's members, a client asks
+        DirectoryService.GetRecipientKeys for the members' devices and seals for
+        those it found in the key log it verified (docs/sealing.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -323,6 +385,16 @@ def add_VaultServiceServicer_to_server(servicer, server):
                     request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.FromString,
                     response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.SerializeToString,
             ),
+            'ListVaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListVaults,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsResponse.SerializeToString,
+            ),
+            'GetVault': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetVault,
+                    request_deserializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultRequest.FromString,
+                    response_serializer=zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'platform.v1.VaultService', rpc_method_handlers)
@@ -333,7 +405,9 @@ def add_VaultServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class VaultService:
     """VaultService holds vault items: payloads encrypted by clients, with a
-    wrapped key per recipient. The server never decrypts anything.
+    wrapped key per recipient. The server never decrypts anything. It also
+    tells a caller which vaults it is a member of, and who their members are:
+    who a client seals a vault's items for.
     """
 
     @staticmethod
@@ -515,6 +589,60 @@ class VaultService:
             '/platform.v1.VaultService/WatchChanges',
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesRequest.SerializeToString,
             zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.WatchChangesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListVaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/ListVaults',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.ListVaultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetVault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/platform.v1.VaultService/GetVault',
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultRequest.SerializeToString,
+            zkplatform__api_dot_platform_dot_v1_dot_vault__pb2.GetVaultResponse.FromString,
             options,
             channel_credentials,
             insecure,

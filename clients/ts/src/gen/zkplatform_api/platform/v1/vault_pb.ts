@@ -78,7 +78,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zkplatform_api/platform/v1/vault.proto.
  */
 export const file_zkplatform_api_platform_v1_vault: GenFile = /*@__PURE__*/
-  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEihAgKBEl0ZW0SPwoHaXRlbV9pZBgBIAEoCUIu4kECAwW6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJBCgl0ZW5hbnRfaWQYAiABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQAoIdmF1bHRfaWQYAyABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHAoHdmVyc2lvbhgEIAEoA0IL4kEBA7pIBCICKAESMQoEa2luZBgFIAEoCUIj4kEBA7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgGIAEoCUIe4kEBA7pIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEjoKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgriQQEDukgDyAEBEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBAxI8Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qg3iQQEDukgGkgEDEIACEhUKB2RlbGV0ZWQYCiABKAhCBOJBAQMSNAoKcHVyZ2VfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQM6qQO6SKUDGm4KFWl0ZW0ubGl2ZV9oYXNfcGF5bG9hZBIoYSBsaXZlIGl0ZW0gY2FycmllcyBhbiBlbmNyeXB0ZWQgcGF5bG9hZBordGhpcy5kZWxldGVkIHx8IGhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKRrAAQoVaXRlbS50b21ic3RvbmVfZXJhc2VkEj1hIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIG5vIHBheWxvYWQsIHdyYXBwZWQga2V5cyBvciB0aXRsZSBoYXNoGmghdGhpcy5kZWxldGVkIHx8ICghaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpICYmIHNpemUodGhpcy53cmFwcGVkX2tleXMpID09IDAgJiYgdGhpcy50aXRsZV9oYXNoID09ICcnKRpwCh1pdGVtLnB1cmdlX3RpbWVfb25fdG9tYnN0b25lcxIob25seSBhIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIGEgcHVyZ2UgdGltZRoldGhpcy5kZWxldGVkIHx8ICFoYXModGhpcy5wdXJnZV90aW1lKSKEAwoQRW5jcnlwdGVkUGF5bG9hZBIcCgNhbGcYASABKAlCD+JBAQK6SAhyBoiIJwEYQBIvCgVub25jZRgCIAEoCUIg4kEBArpIGcgBAXIUGEAyEF5bQS1aYS16MC05Xy1dKiQSKwoDYWFkGAMgASgJQh7iQQEBukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSNgoKY2lwaGVydGV4dBgEIAEoCUIi4kEBArpIG8gBAXIWGICAAzIQXltBLVphLXowLTlfLV0qJBIcCgd2ZXJzaW9uGAUgASgFQgviQQEBukgEGgIoABI1Cgpjb21taXRtZW50GAYgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSMQoGc2lnbmVyGAcgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSNAoJc2lnbmF0dXJlGAggASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezg2fSQirAEKCldyYXBwZWRLZXkSQwoMcmVjaXBpZW50X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIQoId3JhcF9hbGcYAiABKAlCD+JBAQK6SAhyBoiIJwEYQBI2Cgt3cmFwcGVkX2tleRgDIAEoCUIh4kEBArpIGsgBAXIVGIAQMhBeW0EtWmEtejAtOV8tXSokIk0KBkN1cnNvchIWCgh2YXVsdF9pZBgBIAEoCUIE4kEBAxIWCghzZXF1ZW5jZRgCIAEoA0IE4kEBAxITCgVlcG9jaBgDIAEoCUIE4kEBAyLfAQoRRGVsZXRlSXRlbVJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI+CgdpdGVtX2lkGAIgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSJAoMYmFzZV92ZXJzaW9uGAMgASgDQg7iQQECukgHyAEBIgIoARIjCgpyZXF1ZXN0X2lkGAQgASgJQg/iQQEBukgI2AEBcgOwAQEiZgoSRGVsZXRlSXRlbVJlc3BvbnNlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEikKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyLUBwoRQ3JlYXRlSXRlbVJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI+CgdpdGVtX2lkGAIgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSMQoEa2luZBgDIAEoCUIj4kEBArpIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgEIAEoCUIe4kEBAbpIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokErIBChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCeOJBAQK6SHG6AWsKFWVuY3J5cHRlZF9wYXlsb2FkLmFsZxIlYWxnIG11c3QgYmUgQTEyOEdDTSwgQTI1NkdDTSBvciBYQzIwUBordGhpcy5hbGcgaW4gWydBMTI4R0NNJywgJ0EyNTZHQ00nLCAnWEMyMFAnXcgBARL8AwoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleULMA+JBAQK6SMQDugF3Ch53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GiR0aGlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCm6Ab4CChV3cmFwcGVkX2tleXMud3JhcF9hbGcSTmVhY2ggd3JhcF9hbGcgbXVzdCBiZSBvbmUgb2YgdGhlIHNlcnZlcidzIGFsbG93LWxpc3QgKHNlZSBXcmFwcGVkS2V5LndyYXBfYWxnKRrUAXRoaXMuYWxsKGssIGsud3JhcF9hbGcgaW4gWydIUEtFLUJhc2UtWDI1NTE5LVNIQTI1Ni1BMjU2R0NNJywgJ0hQS0UtQmFzZS1QMjU2LVNIQTI1Ni1BMjU2R0NNJywgJ0hQS0UtQmFzZS1YV2luZy1TSEEyNTYtQTI1NkdDTScsICdFQ0RILUVTJywgJ0VDREgtRVMrQTEyOEtXJywgJ0VDREgtRVMrQTI1NktXJywgJ1JTQS1PQUVQLTI1NicsICdBMTI4S1cnLCAnQTI1NktXJ10pkgEFCAEQgAISIwoKcmVxdWVzdF9pZBgHIAEoCUIP4kEBAbpICNgBAXIDsAEBImYKEkNyZWF0ZUl0ZW1SZXNwb25zZRIlCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMivAoKEVVwZGF0ZUl0ZW1SZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPgoHaXRlbV9pZBgCIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjEKBGtpbmQYAyABKAlCI+JBAQG6SBzYAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEjIKCnRpdGxlX2hhc2gYBCABKAlCHuJBAQG6SBdyFRiAATIQXltBLVphLXowLTlfLV0qJBKvAQoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQnXiQQEBukhuugFrChVlbmNyeXB0ZWRfcGF5bG9hZC5hbGcSJWFsZyBtdXN0IGJlIEExMjhHQ00sIEEyNTZHQ00gb3IgWEMyMFAaK3RoaXMuYWxnIGluIFsnQTEyOEdDTScsICdBMjU2R0NNJywgJ1hDMjBQJ10S+gMKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCygPiQQEBukjCA7oBdwoed3JhcHBlZF9rZXlzLnVuaXF1ZV9yZWNpcGllbnRzEi9lYWNoIHJlY2lwaWVudCBtYXkgaGF2ZSBhdCBtb3N0IG9uZSB3cmFwcGVkIGtleRokdGhpcy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpugG+AgoVd3JhcHBlZF9rZXlzLndyYXBfYWxnEk5lYWNoIHdyYXBfYWxnIG11c3QgYmUgb25lIG9mIHRoZSBzZXJ2ZXIncyBhbGxvdy1saXN0IChzZWUgV3JhcHBlZEtleS53cmFwX2FsZyka1AF0aGlzLmFsbChrLCBrLndyYXBfYWxnIGluIFsnSFBLRS1CYXNlLVgyNTUxOS1TSEEyNTYtQTI1NkdDTScsICdIUEtFLUJhc2UtUDI1Ni1TSEEyNTYtQTI1NkdDTScsICdIUEtFLUJhc2UtWFdpbmctU0hBMjU2LUEyNTZHQ00nLCAnRUNESC1FUycsICdFQ0RILUVTK0ExMjhLVycsICdFQ0RILUVTK0EyNTZLVycsICdSU0EtT0FFUC0yNTYnLCAnQTEyOEtXJywgJ0EyNTZLVyddKZIBAxCAAhIkCgxiYXNlX3ZlcnNpb24YByABKANCDuJBAQK6SAfIAQEiAigBEsQCCgt1cGRhdGVfbWFzaxgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCkgLiQQEBukiKAroBsgEKF3VwZGF0ZV9tYXNrLmtub3duX3BhdGhzEkJtYXkgbmFtZSBvbmx5IGtpbmQsIHRpdGxlX2hhc2gsIGVuY3J5cHRlZF9wYXlsb2FkIGFuZCB3cmFwcGVkX2tleXMaU3RoaXMucGF0aHMuYWxsKHAsIHAgaW4gWydraW5kJywgJ3RpdGxlX2hhc2gnLCAnZW5jcnlwdGVkX3BheWxvYWQnLCAnd3JhcHBlZF9rZXlzJ10pugFRChh1cGRhdGVfbWFzay51bmlxdWVfcGF0aHMSIG1heSBuYW1lIGVhY2ggZmllbGQgYXQgbW9zdCBvbmNlGhN0aGlzLnBhdGhzLnVuaXF1ZSgpEiMKCnJlcXVlc3RfaWQYCSABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJVcGRhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIpEBCg5HZXRJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI4Cg9HZXRJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMiuAEKEExpc3RJdGVtc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIhCglwYWdlX3NpemUYAiABKAVCDuJBAQG6SAcaBRjoBygAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgSGgoMc2hvd19kZWxldGVkGAQgASgIQgTiQQEBIoUBChFMaXN0SXRlbXNSZXNwb25zZRImCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDEikKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyJLCgpJdGVtQ2hhbmdlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDItEBChJMaXN0Q2hhbmdlc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIjCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IL4kEBAbpIBCICKAASIQoJcGFnZV9zaXplGAMgASgFQg7iQQEBukgHGgUY6AcoABIyCgtzaW5jZV9lcG9jaBgEIAEoCUId4kEBAbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiiAEKE0xpc3RDaGFuZ2VzUmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2VCBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDEhYKCGhhc19tb3JlGAMgASgIQgTiQQEDIq8BChNXYXRjaENoYW5nZXNSZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIwoOc2luY2Vfc2VxdWVuY2UYAiABKANCC+JBAQG6SAQiAigAEjIKC3NpbmNlX2Vwb2NoGAMgASgJQh3iQQEBukgWchQYQDIQXltBLVphLXowLTlfLV0qJCJxChRXYXRjaENoYW5nZXNSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMhcucGxhdGZvcm0udjEuSXRlbUNoYW5nZUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMy1AQKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwAUK9AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCClZhdWx0UHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
+  fileDesc("CiZ6a3BsYXRmb3JtX2FwaS9wbGF0Zm9ybS92MS92YXVsdC5wcm90bxILcGxhdGZvcm0udjEihAgKBEl0ZW0SPwoHaXRlbV9pZBgBIAEoCUIu4kECAwW6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBJBCgl0ZW5hbnRfaWQYAiABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQAoIdmF1bHRfaWQYAyABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSHAoHdmVyc2lvbhgEIAEoA0IL4kEBA7pIBCICKAESMQoEa2luZBgFIAEoCUIj4kEBA7pIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgGIAEoCUIe4kEBA7pIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokEjoKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgriQQEDukgDyAEBEj4KEWVuY3J5cHRlZF9wYXlsb2FkGAggASgLMh0ucGxhdGZvcm0udjEuRW5jcnlwdGVkUGF5bG9hZEIE4kEBAxI8Cgx3cmFwcGVkX2tleXMYCSADKAsyFy5wbGF0Zm9ybS52MS5XcmFwcGVkS2V5Qg3iQQEDukgGkgEDEIACEhUKB2RlbGV0ZWQYCiABKAhCBOJBAQMSNAoKcHVyZ2VfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQM6qQO6SKUDGm4KFWl0ZW0ubGl2ZV9oYXNfcGF5bG9hZBIoYSBsaXZlIGl0ZW0gY2FycmllcyBhbiBlbmNyeXB0ZWQgcGF5bG9hZBordGhpcy5kZWxldGVkIHx8IGhhcyh0aGlzLmVuY3J5cHRlZF9wYXlsb2FkKRrAAQoVaXRlbS50b21ic3RvbmVfZXJhc2VkEj1hIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIG5vIHBheWxvYWQsIHdyYXBwZWQga2V5cyBvciB0aXRsZSBoYXNoGmghdGhpcy5kZWxldGVkIHx8ICghaGFzKHRoaXMuZW5jcnlwdGVkX3BheWxvYWQpICYmIHNpemUodGhpcy53cmFwcGVkX2tleXMpID09IDAgJiYgdGhpcy50aXRsZV9oYXNoID09ICcnKRpwCh1pdGVtLnB1cmdlX3RpbWVfb25fdG9tYnN0b25lcxIob25seSBhIGRlbGV0ZWQgaXRlbSBjYXJyaWVzIGEgcHVyZ2UgdGltZRoldGhpcy5kZWxldGVkIHx8ICFoYXModGhpcy5wdXJnZV90aW1lKSKEAwoQRW5jcnlwdGVkUGF5bG9hZBIcCgNhbGcYASABKAlCD+JBAQK6SAhyBoiIJwEYQBIvCgVub25jZRgCIAEoCUIg4kEBArpIGcgBAXIUGEAyEF5bQS1aYS16MC05Xy1dKiQSKwoDYWFkGAMgASgJQh7iQQEBukgXchUYgAgyEF5bQS1aYS16MC05Xy1dKiQSNgoKY2lwaGVydGV4dBgEIAEoCUIi4kEBArpIG8gBAXIWGICAAzIQXltBLVphLXowLTlfLV0qJBIcCgd2ZXJzaW9uGAUgASgFQgviQQEBukgEGgIoABI1Cgpjb21taXRtZW50GAYgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSMQoGc2lnbmVyGAcgASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezQzfSQSNAoJc2lnbmF0dXJlGAggASgJQiHiQQEBukga2AEBchUyE15bQS1aYS16MC05Xy1dezg2fSQirAEKCldyYXBwZWRLZXkSQwoMcmVjaXBpZW50X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIQoId3JhcF9hbGcYAiABKAlCD+JBAQK6SAhyBoiIJwEYQBI2Cgt3cmFwcGVkX2tleRgDIAEoCUIh4kEBArpIGsgBAXIVGIAQMhBeW0EtWmEtejAtOV8tXSokIk0KBkN1cnNvchIWCgh2YXVsdF9pZBgBIAEoCUIE4kEBAxIWCghzZXF1ZW5jZRgCIAEoA0IE4kEBAxITCgVlcG9jaBgDIAEoCUIE4kEBAyLfAQoRRGVsZXRlSXRlbVJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI+CgdpdGVtX2lkGAIgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSJAoMYmFzZV92ZXJzaW9uGAMgASgDQg7iQQECukgHyAEBIgIoARIjCgpyZXF1ZXN0X2lkGAQgASgJQg/iQQEBukgI2AEBcgOwAQEiZgoSRGVsZXRlSXRlbVJlc3BvbnNlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEikKBmN1cnNvchgCIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyLUBwoRQ3JlYXRlSXRlbVJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBI+CgdpdGVtX2lkGAIgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSMQoEa2luZBgDIAEoCUIj4kEBArpIHMgBAXIXGCAyE15bYS16XVthLXowLTkuXy1dKiQSMgoKdGl0bGVfaGFzaBgEIAEoCUIe4kEBAbpIF3IVGIABMhBeW0EtWmEtejAtOV8tXSokErIBChFlbmNyeXB0ZWRfcGF5bG9hZBgFIAEoCzIdLnBsYXRmb3JtLnYxLkVuY3J5cHRlZFBheWxvYWRCeOJBAQK6SHG6AWsKFWVuY3J5cHRlZF9wYXlsb2FkLmFsZxIlYWxnIG11c3QgYmUgQTEyOEdDTSwgQTI1NkdDTSBvciBYQzIwUBordGhpcy5hbGcgaW4gWydBMTI4R0NNJywgJ0EyNTZHQ00nLCAnWEMyMFAnXcgBARL8AwoMd3JhcHBlZF9rZXlzGAYgAygLMhcucGxhdGZvcm0udjEuV3JhcHBlZEtleULMA+JBAQK6SMQDugF3Ch53cmFwcGVkX2tleXMudW5pcXVlX3JlY2lwaWVudHMSL2VhY2ggcmVjaXBpZW50IG1heSBoYXZlIGF0IG1vc3Qgb25lIHdyYXBwZWQga2V5GiR0aGlzLm1hcChrLCBrLnJlY2lwaWVudF9pZCkudW5pcXVlKCm6Ab4CChV3cmFwcGVkX2tleXMud3JhcF9hbGcSTmVhY2ggd3JhcF9hbGcgbXVzdCBiZSBvbmUgb2YgdGhlIHNlcnZlcidzIGFsbG93LWxpc3QgKHNlZSBXcmFwcGVkS2V5LndyYXBfYWxnKRrUAXRoaXMuYWxsKGssIGsud3JhcF9hbGcgaW4gWydIUEtFLUJhc2UtWDI1NTE5LVNIQTI1Ni1BMjU2R0NNJywgJ0hQS0UtQmFzZS1QMjU2LVNIQTI1Ni1BMjU2R0NNJywgJ0hQS0UtQmFzZS1YV2luZy1TSEEyNTYtQTI1NkdDTScsICdFQ0RILUVTJywgJ0VDREgtRVMrQTEyOEtXJywgJ0VDREgtRVMrQTI1NktXJywgJ1JTQS1PQUVQLTI1NicsICdBMTI4S1cnLCAnQTI1NktXJ10pkgEFCAEQgAISIwoKcmVxdWVzdF9pZBgHIAEoCUIP4kEBAbpICNgBAXIDsAEBImYKEkNyZWF0ZUl0ZW1SZXNwb25zZRIlCgRpdGVtGAEgASgLMhEucGxhdGZvcm0udjEuSXRlbUIE4kEBAxIpCgZjdXJzb3IYAiABKAsyEy5wbGF0Zm9ybS52MS5DdXJzb3JCBOJBAQMivAoKEVVwZGF0ZUl0ZW1SZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSPgoHaXRlbV9pZBgCIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEjEKBGtpbmQYAyABKAlCI+JBAQG6SBzYAQFyFxggMhNeW2Etel1bYS16MC05Ll8tXSokEjIKCnRpdGxlX2hhc2gYBCABKAlCHuJBAQG6SBdyFRiAATIQXltBLVphLXowLTlfLV0qJBKvAQoRZW5jcnlwdGVkX3BheWxvYWQYBSABKAsyHS5wbGF0Zm9ybS52MS5FbmNyeXB0ZWRQYXlsb2FkQnXiQQEBukhuugFrChVlbmNyeXB0ZWRfcGF5bG9hZC5hbGcSJWFsZyBtdXN0IGJlIEExMjhHQ00sIEEyNTZHQ00gb3IgWEMyMFAaK3RoaXMuYWxnIGluIFsnQTEyOEdDTScsICdBMjU2R0NNJywgJ1hDMjBQJ10S+gMKDHdyYXBwZWRfa2V5cxgGIAMoCzIXLnBsYXRmb3JtLnYxLldyYXBwZWRLZXlCygPiQQEBukjCA7oBdwoed3JhcHBlZF9rZXlzLnVuaXF1ZV9yZWNpcGllbnRzEi9lYWNoIHJlY2lwaWVudCBtYXkgaGF2ZSBhdCBtb3N0IG9uZSB3cmFwcGVkIGtleRokdGhpcy5tYXAoaywgay5yZWNpcGllbnRfaWQpLnVuaXF1ZSgpugG+AgoVd3JhcHBlZF9rZXlzLndyYXBfYWxnEk5lYWNoIHdyYXBfYWxnIG11c3QgYmUgb25lIG9mIHRoZSBzZXJ2ZXIncyBhbGxvdy1saXN0IChzZWUgV3JhcHBlZEtleS53cmFwX2FsZyka1AF0aGlzLmFsbChrLCBrLndyYXBfYWxnIGluIFsnSFBLRS1CYXNlLVgyNTUxOS1TSEEyNTYtQTI1NkdDTScsICdIUEtFLUJhc2UtUDI1Ni1TSEEyNTYtQTI1NkdDTScsICdIUEtFLUJhc2UtWFdpbmctU0hBMjU2LUEyNTZHQ00nLCAnRUNESC1FUycsICdFQ0RILUVTK0ExMjhLVycsICdFQ0RILUVTK0EyNTZLVycsICdSU0EtT0FFUC0yNTYnLCAnQTEyOEtXJywgJ0EyNTZLVyddKZIBAxCAAhIkCgxiYXNlX3ZlcnNpb24YByABKANCDuJBAQK6SAfIAQEiAigBEsQCCgt1cGRhdGVfbWFzaxgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCkgLiQQEBukiKAroBsgEKF3VwZGF0ZV9tYXNrLmtub3duX3BhdGhzEkJtYXkgbmFtZSBvbmx5IGtpbmQsIHRpdGxlX2hhc2gsIGVuY3J5cHRlZF9wYXlsb2FkIGFuZCB3cmFwcGVkX2tleXMaU3RoaXMucGF0aHMuYWxsKHAsIHAgaW4gWydraW5kJywgJ3RpdGxlX2hhc2gnLCAnZW5jcnlwdGVkX3BheWxvYWQnLCAnd3JhcHBlZF9rZXlzJ10pugFRChh1cGRhdGVfbWFzay51bmlxdWVfcGF0aHMSIG1heSBuYW1lIGVhY2ggZmllbGQgYXQgbW9zdCBvbmNlGhN0aGlzLnBhdGhzLnVuaXF1ZSgpEiMKCnJlcXVlc3RfaWQYCSABKAlCD+JBAQG6SAjYAQFyA7ABASJmChJVcGRhdGVJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDIpEBCg5HZXRJdGVtUmVxdWVzdBI/Cgh2YXVsdF9pZBgBIAEoCUIt4kEBArpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEj4KB2l0ZW1faWQYAiABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI4Cg9HZXRJdGVtUmVzcG9uc2USJQoEaXRlbRgBIAEoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMitQEKEExpc3RJdGVtc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIeCglwYWdlX3NpemUYAiABKAVCC+JBAQG6SAQaAigAEiQKCnBhZ2VfdG9rZW4YAyABKAlCEOJBAQG6SAlyB4iIJwEYgAgSGgoMc2hvd19kZWxldGVkGAQgASgIQgTiQQEBIoUBChFMaXN0SXRlbXNSZXNwb25zZRImCgVpdGVtcxgBIAMoCzIRLnBsYXRmb3JtLnYxLkl0ZW1CBOJBAQMSHQoPbmV4dF9wYWdlX3Rva2VuGAIgASgJQgTiQQEDEikKBmN1cnNvchgDIAEoCzITLnBsYXRmb3JtLnYxLkN1cnNvckIE4kEBAyJLCgpJdGVtQ2hhbmdlEiUKBGl0ZW0YASABKAsyES5wbGF0Zm9ybS52MS5JdGVtQgTiQQEDEhYKCHNlcXVlbmNlGAIgASgDQgTiQQEDIs4BChJMaXN0Q2hhbmdlc1JlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJBIjCg5zaW5jZV9zZXF1ZW5jZRgCIAEoA0IL4kEBAbpIBCICKAASHgoJcGFnZV9zaXplGAMgASgFQgviQQEBukgEGgIoABIyCgtzaW5jZV9lcG9jaBgEIAEoCUId4kEBAbpIFnIUGEAyEF5bQS1aYS16MC05Xy1dKiQiiAEKE0xpc3RDaGFuZ2VzUmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2VCBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDEhYKCGhhc19tb3JlGAMgASgIQgTiQQEDIq8BChNXYXRjaENoYW5nZXNSZXF1ZXN0Ej8KCHZhdWx0X2lkGAEgASgJQi3iQQECukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSIwoOc2luY2Vfc2VxdWVuY2UYAiABKANCC+JBAQG6SAQiAigAEjIKC3NpbmNlX2Vwb2NoGAMgASgJQh3iQQEBukgWchQYQDIQXltBLVphLXowLTlfLV0qJCKKAQoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIXLnBsYXRmb3JtLnYxLkl0ZW1DaGFuZ2VCBOJBAQMSKQoGY3Vyc29yGAIgASgLMhMucGxhdGZvcm0udjEuQ3Vyc29yQgTiQQEDEhcKCWNhdWdodF91cBgDIAEoCEIE4kEBAyLSAQoFVmF1bHQSQAoIdmF1bHRfaWQYASABKAlCLuJBAgMFukgmyAEBciEYQDIdXltBLVphLXowLTldW0EtWmEtejAtOS5fOi1dKiQSQQoJdGVuYW50X2lkGAIgASgJQi7iQQIDBbpIJsgBAXIhGEAyHV5bQS1aYS16MC05XVtBLVphLXowLTkuXzotXSokEkQKB21lbWJlcnMYAyADKAlCM+JBAQO6SCySASkIARgBIiNyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCJZChFMaXN0VmF1bHRzUmVxdWVzdBIeCglwYWdlX3NpemUYASABKAVCC+JBAQG6SAQaAigAEiQKCnBhZ2VfdG9rZW4YAiABKAlCEOJBAQG6SAlyB4iIJwEYgAgiXQoSTGlzdFZhdWx0c1Jlc3BvbnNlEigKBnZhdWx0cxgBIAMoCzISLnBsYXRmb3JtLnYxLlZhdWx0QgTiQQEDEh0KD25leHRfcGFnZV90b2tlbhgCIAEoCUIE4kEBAyJSCg9HZXRWYXVsdFJlcXVlc3QSPwoIdmF1bHRfaWQYASABKAlCLeJBAQK6SCbIAQFyIRhAMh1eW0EtWmEtejAtOV1bQS1aYS16MC05Ll86LV0qJCI7ChBHZXRWYXVsdFJlc3BvbnNlEicKBXZhdWx0GAEgASgLMhIucGxhdGZvcm0udjEuVmF1bHRCBOJBAQMy9gUKDFZhdWx0U2VydmljZRJSCgpEZWxldGVJdGVtEh4ucGxhdGZvcm0udjEuRGVsZXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5EZWxldGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpDcmVhdGVJdGVtEh4ucGxhdGZvcm0udjEuQ3JlYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5DcmVhdGVJdGVtUmVzcG9uc2UiA5ACAhJSCgpVcGRhdGVJdGVtEh4ucGxhdGZvcm0udjEuVXBkYXRlSXRlbVJlcXVlc3QaHy5wbGF0Zm9ybS52MS5VcGRhdGVJdGVtUmVzcG9uc2UiA5ACAhJJCgdHZXRJdGVtEhsucGxhdGZvcm0udjEuR2V0SXRlbVJlcXVlc3QaHC5wbGF0Zm9ybS52MS5HZXRJdGVtUmVzcG9uc2UiA5ACARJPCglMaXN0SXRlbXMSHS5wbGF0Zm9ybS52MS5MaXN0SXRlbXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdEl0ZW1zUmVzcG9uc2UiA5ACARJVCgtMaXN0Q2hhbmdlcxIfLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiA5ACARJVCgxXYXRjaENoYW5nZXMSIC5wbGF0Zm9ybS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwARJSCgpMaXN0VmF1bHRzEh4ucGxhdGZvcm0udjEuTGlzdFZhdWx0c1JlcXVlc3QaHy5wbGF0Zm9ybS52MS5MaXN0VmF1bHRzUmVzcG9uc2UiA5ACARJMCghHZXRWYXVsdBIcLnBsYXRmb3JtLnYxLkdldFZhdWx0UmVxdWVzdBodLnBsYXRmb3JtLnYxLkdldFZhdWx0UmVzcG9uc2UiA5ACAUK9AQoaZGV2LnprcGxhdGZvcm0ucGxhdGZvcm0udjFCClZhdWx0UHJvdG9QAVo+Z2l0aHViLmNvbS96a3BsYXRmb3JtL3prcGxhdGZvcm0vZ2VuL2dvL3BsYXRmb3JtL3YxO3BsYXRmb3JtdjGiAgNaS1CqAhZaa3BsYXRmb3JtLlBsYXRmb3JtLlYxygIWWmtwbGF0Zm9ybVxQbGF0Zm9ybVxWMeoCGFprcGxhdGZvcm06OlBsYXRmb3JtOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_zkplatform_api_platform_v1_strings]);
 
 /**
  * Item is an entry of a vault. Its content is opaque to the server.
@@ -777,9 +777,10 @@ export type ListItemsRequest = Message<"platform.v1.ListItemsRequest"> & {
   vaultId: string;
 
   /**
-   * page_size: Optional. The most items in one page: 0 means 100, at most
-   * 1000. A page may hold fewer, as one stops before its binary encoding
-   * would exceed 3 MiB: only an empty `next_page_token` ends the listing.
+   * page_size: Optional. The most items in one page: 0 means 100; a larger
+   * value than 1000 means 1000 (AIP-158). A page may hold fewer, as one stops
+   * before its binary encoding would exceed 3 MiB: only an empty
+   * `next_page_token` ends the listing.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -905,9 +906,10 @@ export type ListChangesRequest = Message<"platform.v1.ListChangesRequest"> & {
   sinceSequence: bigint;
 
   /**
-   * page_size: Optional. The most changes in one answer: 0 means 100, at
-   * most 1000. An answer may hold fewer, as one stops before its binary
-   * encoding would exceed 3 MiB: only `has_more` says whether more follow.
+   * page_size: Optional. The most changes in one answer: 0 means 100; a
+   * larger value than 1000 means 1000 (AIP-158). An answer may hold fewer, as
+   * one stops before its binary encoding would exceed 3 MiB: only `has_more`
+   * says whether more follow.
    *
    * @generated from field: int32 page_size = 3;
    */
@@ -1036,6 +1038,21 @@ export type WatchChangesResponse = Message<"platform.v1.WatchChangesResponse"> &
    * @generated from field: platform.v1.Cursor cursor = 2;
    */
   cursor?: Cursor | undefined;
+
+  /**
+   * caught_up: Output only. True on one message of each stream: the one that
+   * ends the backlog (as Kubernetes' initial-events-end bookmark does). Once
+   * its changes are applied, the client holds every change of the vault up
+   * to its latest when the message was read: it may show the vault as
+   * complete. When there is no backlog, it is the stream's first message,
+   * without changes. Every message after it is a live change or a
+   * heartbeat, with `caught_up` false; a stream opened again (a reconnect)
+   * has its own. A client that does not know the field sees the backlog's
+   * last page, or a message like a heartbeat.
+   *
+   * @generated from field: bool caught_up = 3;
+   */
+  caughtUp: boolean;
 };
 
 /**
@@ -1046,8 +1063,158 @@ export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@_
   messageDesc(file_zkplatform_api_platform_v1_vault, 18);
 
 /**
+ * Vault is a vault of the caller's tenant, with its members.
+ *
+ * @generated from message platform.v1.Vault
+ */
+export type Vault = Message<"platform.v1.Vault"> & {
+  /**
+   * vault_id: Output only. Identifies the vault.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * tenant_id: Output only. The tenant that owns the vault: the caller's.
+   *
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * members: Output only. The principal ids of the vault's members, sorted,
+   * the caller's among them: who its items are sealed for.
+   * DirectoryService.GetRecipientKeys answers their devices. An operator
+   * adds and removes members (`zkplatform admin vault member`); a member
+   * removed is refused on the vault from its next call.
+   *
+   * @generated from field: repeated string members = 3;
+   */
+  members: string[];
+};
+
+/**
+ * Describes the message platform.v1.Vault.
+ * Use `create(VaultSchema)` to create a new message.
+ */
+export const VaultSchema: GenMessage<Vault> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 19);
+
+/**
+ * ListVaultsRequest is the request of VaultService.ListVaults.
+ *
+ * @generated from message platform.v1.ListVaultsRequest
+ */
+export type ListVaultsRequest = Message<"platform.v1.ListVaultsRequest"> & {
+  /**
+   * page_size: Optional. The most vaults in one page: 0 means 100; a larger
+   * value than 1000 means 1000 (AIP-158). A page may hold fewer, as one
+   * stops before its binary encoding would exceed 3 MiB: only an empty
+   * `next_page_token` ends the listing.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * page_token: Optional. The `next_page_token` of the previous page, as it
+   * was returned: opaque, and valid only for the same caller (its principal);
+   * never containing U+0000. Empty for the first page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message platform.v1.ListVaultsRequest.
+ * Use `create(ListVaultsRequestSchema)` to create a new message.
+ */
+export const ListVaultsRequestSchema: GenMessage<ListVaultsRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 20);
+
+/**
+ * ListVaultsResponse is the response of VaultService.ListVaults. Its binary
+ * encoding never exceeds 3 MiB (the usual 4 MiB receive limit of gRPC
+ * clients holds it); its JSON form may be larger.
+ *
+ * @generated from message platform.v1.ListVaultsResponse
+ */
+export type ListVaultsResponse = Message<"platform.v1.ListVaultsResponse"> & {
+  /**
+   * vaults: Output only. The page's vaults, in ascending `vault_id` order,
+   * each with its members: at most `page_size`, and fewer when more would
+   * exceed 3 MiB.
+   *
+   * @generated from field: repeated platform.v1.Vault vaults = 1;
+   */
+  vaults: Vault[];
+
+  /**
+   * next_page_token: Output only. The token of the next page; empty on the
+   * last page, and only there: a page shorter than `page_size` does not
+   * mean the end.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message platform.v1.ListVaultsResponse.
+ * Use `create(ListVaultsResponseSchema)` to create a new message.
+ */
+export const ListVaultsResponseSchema: GenMessage<ListVaultsResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 21);
+
+/**
+ * GetVaultRequest is the request of VaultService.GetVault.
+ *
+ * @generated from message platform.v1.GetVaultRequest
+ */
+export type GetVaultRequest = Message<"platform.v1.GetVaultRequest"> & {
+  /**
+   * vault_id: Required. The vault to read.
+   *
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+};
+
+/**
+ * Describes the message platform.v1.GetVaultRequest.
+ * Use `create(GetVaultRequestSchema)` to create a new message.
+ */
+export const GetVaultRequestSchema: GenMessage<GetVaultRequest> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 22);
+
+/**
+ * GetVaultResponse is the response of VaultService.GetVault.
+ *
+ * @generated from message platform.v1.GetVaultResponse
+ */
+export type GetVaultResponse = Message<"platform.v1.GetVaultResponse"> & {
+  /**
+   * vault: Output only. The vault, with its members.
+   *
+   * @generated from field: platform.v1.Vault vault = 1;
+   */
+  vault?: Vault | undefined;
+};
+
+/**
+ * Describes the message platform.v1.GetVaultResponse.
+ * Use `create(GetVaultResponseSchema)` to create a new message.
+ */
+export const GetVaultResponseSchema: GenMessage<GetVaultResponse> = /*@__PURE__*/
+  messageDesc(file_zkplatform_api_platform_v1_vault, 23);
+
+/**
  * VaultService holds vault items: payloads encrypted by clients, with a
- * wrapped key per recipient. The server never decrypts anything.
+ * wrapped key per recipient. The server never decrypts anything. It also
+ * tells a caller which vaults it is a member of, and who their members are:
+ * who a client seals a vault's items for.
  *
  * @generated from service platform.v1.VaultService
  */
@@ -1259,9 +1426,15 @@ export const VaultService: GenService<{
    *
    * The same checks as ListChanges open the stream. Each message's binary
    * encoding stays within 3 MiB (a backlog comes in as many messages as that
-   * takes). A message with no changes and the current cursor comes every 15
-   * seconds (configurable) when nothing changes, so that proxies and clients
-   * know the stream is alive. The stream ends with UNAUTHENTICATED when the
+   * takes). The message that ends the backlog carries `caught_up`, once per
+   * stream (the first message, without changes, when there is no backlog):
+   * from it on the client holds every change up to the vault's latest, and
+   * every later message is live. A message with no changes and the current
+   * cursor (a heartbeat) comes 15 seconds (configurable) after the last
+   * message whenever nothing changed since, so that proxies and clients know
+   * the stream is alive: a client that hears nothing for much longer (three
+   * periods, say) takes the connection for dead and reconnects from its
+   * cursor. The stream ends with UNAUTHENTICATED when the
    * token expires or is revoked, PERMISSION_DENIED when the caller stops
    * being a member, FAILED_PRECONDITION `CURSOR_EXPIRED` as above or when the
    * store's epoch changes while the stream is open (a restore: seen at the
@@ -1279,6 +1452,54 @@ export const VaultService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchChangesRequestSchema;
     output: typeof WatchChangesResponseSchema;
+  },
+  /**
+   * ListVaults lists the vaults the caller is a member of, by `vault_id`, a
+   * page at a time, each with its members.
+   *
+   * After the checks common to every RPC: the token's scopes must include
+   * `vault.items.read` (PERMISSION_DENIED), then `page_token`, when given,
+   * must be one this server issued for the same caller (INVALID_ARGUMENT
+   * with a google.rpc.BadRequest naming `pageToken`). Only vaults of the
+   * caller's tenant that have the caller as a member are listed, whatever
+   * its role: every RPC of a vault needs its caller to be a member, so an
+   * owner or an admin would list vaults it cannot use (an operator lists a
+   * tenant's vaults with `zkplatform admin vault list`). A caller who is a
+   * member of no vault gets an empty page. Also served by the Connect GET
+   * form; the answer carries `Cache-Control: no-store`.
+   *
+   * A page holds at most `page_size` vaults, and fewer when more would make
+   * its binary encoding exceed 3 MiB (always at least one vault): only an
+   * empty `next_page_token` ends the listing. Membership may change between
+   * pages: a vault is listed as a page reads it.
+   *
+   * @generated from rpc platform.v1.VaultService.ListVaults
+   */
+  listVaults: {
+    methodKind: "unary";
+    input: typeof ListVaultsRequestSchema;
+    output: typeof ListVaultsResponseSchema;
+  },
+  /**
+   * GetVault reads one vault with its members: who to seal its items for.
+   *
+   * After the checks common to every RPC: the token's scopes must include
+   * `vault.items.read`, then the vault must belong to the caller's tenant and
+   * have the caller as a member (PERMISSION_DENIED, the same answer for a
+   * vault that does not exist, so it reveals nothing), as for every RPC of a
+   * vault. Also served by the Connect GET form; the answer carries
+   * `Cache-Control: no-store`.
+   *
+   * To seal an item for the vault's members, a client asks
+   * DirectoryService.GetRecipientKeys for the members' devices and seals for
+   * those it found in the key log it verified (docs/sealing.md).
+   *
+   * @generated from rpc platform.v1.VaultService.GetVault
+   */
+  getVault: {
+    methodKind: "unary";
+    input: typeof GetVaultRequestSchema;
+    output: typeof GetVaultResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zkplatform_api_platform_v1_vault, 0);
