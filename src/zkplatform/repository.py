@@ -133,6 +133,11 @@ class DirectoryRepository(Protocol):
         """The tenant's vaults with their members, by id."""
         ...
 
+    async def list_member_vaults(self, principal_id: str, after: str, limit: int) -> list[Vault]:
+        """The vaults the principal is a member of, by id, those after `after` ("" from the first),
+        at most `limit`, each with all its members; read in one snapshot."""
+        ...
+
     async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         """Make the principal a member of the vault; False when it already is.
         UnknownReference when there is no such vault, or no such principal in its tenant."""

@@ -194,6 +194,33 @@ async def test_directory_listings(seeded: MigratableStore) -> None:
     assert await seeded.list_vaults("t2") == []
 
 
+async def test_a_principals_vaults_come_by_id_a_page_at_a_time_with_all_their_members(
+    seeded: MigratableStore,
+) -> None:
+    """ListVaults' read: only the vaults the principal is a member of, in id order after a given id."""
+    for vault_id, members in (("v0", {"p1", "p2"}), ("v2", {"p2"}), ("v3", {"p1"}), ("v10", {"p1", "p2"})):
+        await seeded.add_vault(Vault(vault_id, "t1", frozenset(members)), OPERATOR)
+
+    p1 = [
+        Vault("v0", "t1", frozenset({"p1", "p2"})),
+        Vault("v1", "t1", frozenset({"p1"})),
+        Vault("v10", "t1", frozenset({"p1", "p2"})),
+        Vault("v3", "t1", frozenset({"p1"})),
+    ]
+    assert await seeded.list_member_vaults("p1", "", 10) == p1
+    assert await seeded.list_member_vaults("p1", "", 2) == p1[:2]
+    assert await seeded.list_member_vaults("p1", "v1", 2) == p1[2:]  # after v1, excluded
+    assert await seeded.list_member_vaults("p1", "v3", 2) == []
+    assert [v.vault_id for v in await seeded.list_member_vaults("p2", "", 10)] == ["v0", "v10", "v2"]
+    assert await seeded.list_member_vaults("q1", "", 10) == []  # another tenant's, of no vault
+    assert await seeded.list_member_vaults("nobody", "", 10) == []
+
+    assert await seeded.remove_vault_member("v0", "p1", OPERATOR)
+    assert await seeded.add_vault_member("v2", "p1", OPERATOR)
+    assert [v.vault_id for v in await seeded.list_member_vaults("p1", "", 10)] == ["v1", "v10", "v2", "v3"]
+    assert (await seeded.list_member_vaults("p2", "", 1)) == [Vault("v0", "t1", frozenset({"p2"}))]
+
+
 async def test_vault_members_are_added_and_removed(seeded: MigratableStore) -> None:
     assert await seeded.add_vault_member("v1", "p2", OPERATOR)
     assert not await seeded.add_vault_member("v1", "p2", OPERATOR)

@@ -237,6 +237,10 @@ class MemoryStore:
     async def list_vaults(self, tenant_id: str) -> list[Vault]:
         return sorted((v for v in self._vaults.values() if v.tenant_id == tenant_id), key=lambda v: v.vault_id)
 
+    async def list_member_vaults(self, principal_id: str, after: str, limit: int) -> list[Vault]:
+        found = (v for v in self._vaults.values() if principal_id in v.members and v.vault_id > after)
+        return sorted(found, key=lambda v: v.vault_id)[:limit]
+
     async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         vault = self._vaults.get(vault_id)
         if vault is None:

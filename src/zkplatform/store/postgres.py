@@ -374,6 +374,10 @@ class PostgresStore:
         )
         return [Vault(vault_id, tenant_id, frozenset(members)) for vault_id, members in found]
 
+    async def list_member_vaults(self, principal_id: str, after: str, limit: int) -> list[Vault]:
+        # One statement: the vaults and their members from one snapshot.
+        return rows.member_vaults(await self._all(SQL.member_vaults, (principal_id, after, limit)))
+
     async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         async def add(conn: Conn) -> bool:
             tenant_id = await _vault_tenant(conn, vault_id)

@@ -266,6 +266,14 @@ def vaults(tenant_id: str, vault_ids: Sequence[str], members: Iterable[tuple[str
     return [Vault(vault_id, tenant_id, frozenset(by_vault[vault_id])) for vault_id in vault_ids]
 
 
+def member_vaults(found: Iterable[tuple[str, str, str]]) -> list[Vault]:
+    """Vaults from (vault_id, tenant_id, principal_id) rows, a row a member, a vault's rows together."""
+    by_vault: dict[str, tuple[str, set[str]]] = {}
+    for vault_id, tenant_id, principal_id in found:
+        by_vault.setdefault(vault_id, (tenant_id, set()))[1].add(principal_id)
+    return [Vault(vault_id, tenant_id, frozenset(members)) for vault_id, (tenant_id, members) in by_vault.items()]
+
+
 def principal_from_row(row: tuple[Any, ...] | Any) -> Principal:
     principal_id, tenant_id, role, allowed, disabled = row
     return Principal(principal_id, tenant_id, Role(role), scopes_from_text(allowed), disabled=bool(disabled))

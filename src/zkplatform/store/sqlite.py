@@ -254,6 +254,10 @@ class SQLiteStore:
 
         return await self._read(listed)
 
+    async def list_member_vaults(self, principal_id: str, after: str, limit: int) -> list[Vault]:
+        found = await self._read(lambda c: c.execute(SQL.member_vaults, (principal_id, after, limit)).fetchall())
+        return rows.member_vaults(found)
+
     async def add_vault_member(self, vault_id: str, principal_id: str, actor: Actor) -> bool:
         def add(conn: sqlite3.Connection) -> bool:
             tenant_id = _vault_tenant(conn, vault_id)

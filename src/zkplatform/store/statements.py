@@ -58,6 +58,14 @@ class Statements:
         "SELECT m.vault_id, m.principal_id FROM vault_members m JOIN vaults v ON v.vault_id = m.vault_id"
         " WHERE v.tenant_id = ?"
     )
+    # The vaults a principal is a member of after a vault id, each with every member, a row a member:
+    # (principal, after, limit). vault_members_by_principal finds the page's vaults (a range of
+    # it, in order), the primary key their members.
+    member_vaults: str = (
+        "SELECT v.vault_id, v.tenant_id, m.principal_id FROM vaults v JOIN vault_members m ON m.vault_id = v.vault_id"
+        " WHERE v.vault_id IN (SELECT vault_id FROM vault_members WHERE principal_id = ? AND vault_id > ?"
+        " ORDER BY vault_id LIMIT ?) ORDER BY v.vault_id"
+    )
     principal_disabled: str = "SELECT disabled FROM principals WHERE principal_id = ?"
     principal_tenant: str = "SELECT tenant_id FROM principals WHERE principal_id = ?"
     set_principal_disabled: str = "UPDATE principals SET disabled = ? WHERE principal_id = ?"

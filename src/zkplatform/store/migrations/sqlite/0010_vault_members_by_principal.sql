@@ -1,0 +1,6 @@
+-- zkplatform schema 10 (SQLite): the vaults of a principal, found by the principal.
+-- ListVaults reads a page of the vaults its caller is a member of, by vault id; the primary key
+-- (vault_id, principal_id) finds a vault's members, this index a member's vaults, in order, from
+-- where the page starts (EXPLAIN: SEARCH vault_members USING COVERING INDEX
+-- vault_members_by_principal (principal_id=? AND vault_id>?)), whatever the store holds besides.
+CREATE INDEX vault_members_by_principal ON vault_members (principal_id, vault_id);
