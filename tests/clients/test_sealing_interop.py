@@ -1,15 +1,17 @@
 """The two client packages interoperate over a real server, in sealing version 2: what the npm
 package seals the Python package opens and sees who sealed, and the reverse; a share made in one
 language opens in the other, and an unshare made in one shuts the other out; for X25519 recipients
-(the principals' demo devices) and a P-256 one (a laptop of bob's that his phone endorsed, its keys
-handed to the TypeScript side as a key file under a passphrase). The TypeScript side is
+(the principals' demo devices), a P-256 one (a laptop of bob's that his phone endorsed, its keys
+handed to the TypeScript side as a key file under a passphrase) and an X-Wing one (a tablet of
+carol's, in globex, published over the server and handed over likewise). The TypeScript side is
 tests/e2e/clients/sealing_interop.ts, from the npm tarball installed as a consumer would.
 
 Its command line, which both files follow (one JSON line each):
 
-    node sealing_interop.js seal CREDENTIALS PRINCIPAL VAULT ITEM TEXT
-        seal TEXT for every live device of alice and bob in the verified log, signed by the
-        principal's demo device, and create ITEM: {"created": "1", "recipients": N}
+    node sealing_interop.js seal CREDENTIALS PRINCIPAL VAULT ITEM TEXT [FOR]
+        seal TEXT for every live device of FOR (principal ids, comma-separated; alice and bob
+        unless given) in the verified log, signed by the principal's demo device, and create
+        ITEM: {"created": "1", "recipients": N}
     node sealing_interop.js open CREDENTIALS PRINCIPAL VAULT ITEM [KEY_FILE]
         open ITEM with the demo device's key, or the key file's (its passphrase in the
         environment's KEY_FILE_PASSPHRASE), against the verified log:
@@ -53,6 +55,7 @@ from zkplatform_client import (
     share,
     unshare,
 )
+from zkplatform_client.devices import AgreementCurve
 
 pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tests/e2e by place)
 
@@ -95,28 +98,41 @@ async def verified_keys(platform: Any, credentials: Path, me: dict[str, Any], as
 @pytest.fixture(scope="module")
 def laptop(dev_server: Server, dev_credentials: Path) -> tuple[DeviceKeyPair, Path]:
     """bob's P-256 laptop, endorsed by his demo phone, and its key file beside the credentials."""
-    return asyncio.run(new_laptop(dev_server, dev_credentials))
-
-
-async def new_laptop(dev_server: Server, dev_credentials: Path) -> tuple[DeviceKeyPair, Path]:
     bob = principal(dev_credentials, "bob")
-    keys, phone = DeviceKeyPair.generate("P-256"), dev_device(bob)
-    async with clients(dev_server.base_url, token=bob["token"]) as platform:
-        directory = directory_of(platform, dev_credentials, bob, phone)
-        await directory.add_device(keys.device_statement("acme", "bob", endorser=phone.device_id), phone)
+    return asyncio.run(new_device(dev_server, dev_credentials, bob, "P-256", "bob-laptop.jwe"))
+
+
+async def new_device(
+    dev_server: Server, dev_credentials: Path, me: dict[str, Any], agreement: AgreementCurve, file_name: str
+) -> tuple[DeviceKeyPair, Path]:
+    """A new device of `me`'s, endorsed by its demo device, and its key file beside the credentials."""
+    keys, demo = DeviceKeyPair.generate(agreement), dev_device(me)
+    tenant_id, principal_id = me["tenantId"], me["principalId"]
+    async with clients(dev_server.base_url, token=me["token"]) as platform:
+        directory = directory_of(platform, dev_credentials, me, demo)
+        await directory.add_device(keys.device_statement(tenant_id, principal_id, endorser=demo.device_id), demo)
         await verified_until(directory, lambda state: keys.device_id in state.devices)
-    key_file = dev_credentials.parent / "bob-laptop.jwe"
-    key_file.write_text(keys.to_key_file(PASSPHRASE, tenant_id="acme", principal_id="bob"))
+    key_file = dev_credentials.parent / file_name
+    key_file.write_text(keys.to_key_file(PASSPHRASE, tenant_id=tenant_id, principal_id=principal_id))
     return keys, key_file
 
 
-async def python_seal(server: Server, credentials: Path, principal_id: str, item_id: str, text: str) -> Sealed:
+async def python_seal(
+    server: Server,
+    credentials: Path,
+    principal_id: str,
+    item_id: str,
+    text: str,
+    *,
+    vault: str = VAULT,
+    sealed_for: tuple[str, ...] = ("alice", "bob"),
+) -> Sealed:
     me = principal(credentials, principal_id)
     async with clients(server.base_url, token=me["token"]) as platform:
-        recipients = await verified_keys(platform, credentials, me, ["alice", "bob"])
-        sealed = seal(text.encode(), recipients, SealContext("acme", VAULT, item_id, "note"), dev_device(me))
+        recipients = await verified_keys(platform, credentials, me, list(sealed_for))
+        sealed = seal(text.encode(), recipients, SealContext(me["tenantId"], vault, item_id, "note"), dev_device(me))
         request = CreateItemRequest(
-            vault_id=VAULT,
+            vault_id=vault,
             item_id=item_id,
             kind="note",
             encrypted_payload=sealed.encrypted_payload,
@@ -127,13 +143,19 @@ async def python_seal(server: Server, credentials: Path, principal_id: str, item
 
 
 async def python_open(
-    server: Server, credentials: Path, principal_id: str, item_id: str, device: DeviceKeyPair | None = None
+    server: Server,
+    credentials: Path,
+    principal_id: str,
+    item_id: str,
+    device: DeviceKeyPair | None = None,
+    *,
+    vault: str = VAULT,
 ) -> dict[str, Any]:
     """What the TypeScript side reports for `open`, from the Python package."""
     me = principal(credentials, principal_id)
     device = device or dev_device(me)
     async with clients(server.base_url, token=me["token"]) as platform:
-        item = (await platform.vault.get_item(GetItemRequest(vault_id=VAULT, item_id=item_id))).item
+        item = (await platform.vault.get_item(GetItemRequest(vault_id=vault, item_id=item_id))).item
         state = await directory_of(platform, credentials, me, device).verify()
     try:
         opened = open_item(item, device.recipient_key(), state)
@@ -253,3 +275,38 @@ async def test_an_unshare_in_typescript_and_a_share_in_python_hold_across(
     assert shared == {"version": "3", "wrappedKeys": 3}
     expected = {"opened": "the printer is on floor 2", "sealedBy": signed_by(dev_credentials, "bob")}
     assert back_in == laptop_too == expected
+
+
+async def test_an_x_wing_device_is_published_and_sealed_for_across(
+    dev_server: Server,
+    dev_credentials: Path,
+    project: Path,  # noqa: F811
+) -> None:
+    """carol's X-Wing tablet, endorsed by her demo device (X25519) and published over the server:
+    an item sealed before it joined is shared with it in TypeScript, and opens with it in Python;
+    what TypeScript seals for carol opens with it in Python, and what Python seals opens with it
+    in TypeScript, from its key file. Every wrapped key for it is HPKE-Base-XWing-SHA256-A256GCM."""
+    vault, carol = "globex-main", principal(dev_credentials, "carol")
+    before = await python_seal(dev_server, dev_credentials, "carol", "xwing-later", "sealed before the tablet",
+                               vault=vault, sealed_for=("carol",))  # fmt: skip
+    tablet, key_file = await new_device(dev_server, dev_credentials, carol, "X-Wing", "carol-tablet.jwe")
+
+    shared = node(project, "share", str(dev_credentials), "carol", vault, "xwing-later", "carol")
+    later = await python_open(dev_server, dev_credentials, "carol", "xwing-later", tablet, vault=vault)
+    from_ts = node(project, "seal", str(dev_credentials), "carol", vault, "xwing-from-ts", "sealed in TypeScript",
+                   "carol")  # fmt: skip
+    by_tablet = await python_open(dev_server, dev_credentials, "carol", "xwing-from-ts", tablet, vault=vault)
+    from_py = await python_seal(dev_server, dev_credentials, "carol", "xwing-from-py", "sealed in Python",
+                                vault=vault, sealed_for=("carol",))  # fmt: skip
+    by_key_file = node(project, "open", str(dev_credentials), "carol", vault, "xwing-from-py", key_file=key_file)
+
+    assert json.loads(tablet.agreement_jwk)["alg"] == "X-Wing"
+    assert len(before.wrapped_keys) == 1  # carol's demo device alone
+    assert shared == {"version": "2", "wrappedKeys": 2}
+    assert from_ts == {"created": "1", "recipients": 2}
+    assert {k.wrap_alg for k in from_py.wrapped_keys} == {"HPKE-Base-X25519-SHA256-A256GCM",
+                                                          "HPKE-Base-XWing-SHA256-A256GCM"}  # fmt: skip
+    signed = signed_by(dev_credentials, "carol")
+    assert later == {"opened": "sealed before the tablet", "sealedBy": signed}
+    assert by_tablet == {"opened": "sealed in TypeScript", "sealedBy": signed}
+    assert by_key_file == {"opened": "sealed in Python", "sealedBy": signed}

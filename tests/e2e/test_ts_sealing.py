@@ -5,7 +5,8 @@ signature verified here with cryptography over the statement rebuilt from the do
 share and unshare; every clients/testdata sealed-*.json vector of both packages and both versions,
 each run and answered as it says; key files both ways; no extractable private key of the
 package's own; devices' keys and statements; the key log state file both packages read; no
-private key in what a key or an error shows) and against a --dev server (the cosigned log
+private key in what a key or an error shows; X-Wing keys read alike by both packages' statement
+checks and by the KEM library) and against a --dev server (the cosigned log
 verified; seal by alice for the verified devices, open by bob against his verified log, who
 sealed; a server that adds a wrapped key or replays a version, a signer the log lacks; an endorsed
 second device shared with, then revoked, what it sealed answered as revoked; a reset surfaced,
@@ -31,6 +32,7 @@ from tests.e2e.test_ts_key_transparency import relative_imports
 from zkplatform_client import DeviceKeyPair
 from zkplatform_client.key_log import LogUpdate, Me, TrustPolicy, state_document, verify_update
 from zkplatform_client.key_log_store import format_state, parse_state
+from zkplatform_tlog.statements import DeviceKeys, canonical_public_jwk, parse_statement, verify_statement
 
 TESTDATA = Path(__file__).resolve().parents[2] / "clients" / "testdata"
 VECTORS = json.loads((TESTDATA / "key-transparency.json").read_text())
@@ -102,7 +104,44 @@ def python_state() -> str:
 
 @pytest.fixture(scope="module")
 def python_device() -> DeviceKeyPair:
-    return DeviceKeyPair.generate("P-256")
+    return DeviceKeyPair.generate("X-Wing")
+
+
+def xwing_jwk(public: bytes, **members: str) -> dict[str, str]:
+    return {"alg": "X-Wing", "kty": "AKP", "pub": b64url(public), **members}
+
+
+P25519 = 2**255 - 19
+X25519_ORDER_8 = 325606250916557431795983626356110631294008115727848805560023387167927233504
+XWING_PUBLIC = b64url_decode(json.loads(DeviceKeyPair.generate("X-Wing").agreement_jwk)["pub"])
+MLKEM, X25519 = XWING_PUBLIC[:1184], XWING_PUBLIC[1184:]
+# X-Wing public keys, good and not, and whether @hpke/hybridkem-x-wing's encapsulation takes each
+# (mlkem checks FIPS 203's coefficients, noble's X25519 refuses an all-zero secret; neither asks
+# for a canonical u, which the key directory does, so that one key has one id).
+XWING_KEYS: dict[str, tuple[dict[str, str], str]] = {
+    "a key": (xwing_jwk(XWING_PUBLIC), "ok"),
+    "a coefficient of q": (xwing_jwk(bytes([0x01, 0x0D]) + XWING_PUBLIC[2:]), "refused"),
+    "the last coefficient 4095": (xwing_jwk(MLKEM[:1150] + bytes([0xFF, 0xFF]) + MLKEM[1152:] + X25519), "refused"),
+    "X25519 part u = 0": (xwing_jwk(MLKEM + bytes(32)), "refused"),
+    "X25519 part u = 1": (xwing_jwk(MLKEM + (1).to_bytes(32, "little")), "refused"),
+    "X25519 part of order 8": (
+        xwing_jwk(MLKEM + X25519_ORDER_8.to_bytes(32, "little")),
+        "refused",
+    ),
+    "X25519 part u = p": (xwing_jwk(MLKEM + P25519.to_bytes(32, "little")), "refused"),
+    "X25519 part u = p + 9": (xwing_jwk(MLKEM + (P25519 + 9).to_bytes(32, "little")), "ok"),
+    "X25519 part with bit 255 set": (xwing_jwk(MLKEM + X25519[:31] + bytes([X25519[31] | 0x80])), "ok"),
+    "a byte short": (xwing_jwk(XWING_PUBLIC[:-1]), "refused"),
+    "with a private member": (xwing_jwk(XWING_PUBLIC, priv=b64url(bytes(32))), "ok"),
+}
+
+
+def python_reads(jwk: dict[str, str]) -> str:
+    try:
+        canonical_public_jwk(jwk, signing=False)
+    except ValueError:
+        return "refused"
+    return "ok"
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +153,16 @@ def offline_work(tmp_path_factory: pytest.TempPathFactory, python_device: Device
     key_file = python_device.to_key_file(PYTHON_PASSPHRASE, tenant_id="acme", principal_id="bob")
     (work / "python-key-file.jwe").write_text(key_file)
     (work / "python-key-file.json").write_text(
-        json.dumps({"passphrase": PYTHON_PASSPHRASE, "deviceId": python_device.device_id})
+        json.dumps(
+            {
+                "passphrase": PYTHON_PASSPHRASE,
+                "deviceId": python_device.device_id,
+                "agreementKeyId": python_device.agreement_key_id,
+            }
+        )
     )
+    cases = [{"name": name, "jwk": jwk} for name, (jwk, _) in XWING_KEYS.items()]
+    (work / "python-xwing-keys.json").write_text(json.dumps(cases))
     return work
 
 
@@ -133,6 +180,7 @@ def test_sealing_offline(offline: dict[str, Any]) -> None:
     assert report["roundTrip"] == {
         "X25519": {**common, "privateJwkMembers": keys},
         "P-256": {**common, "privateJwkMembers": [*keys, "y"]},
+        "X-Wing": {**common, "privateJwkMembers": ["alg", "kty", "priv", "pub"]},
     }
     assert report["recipients"] == {
         "wrappedKeys": 3,  # seven recipients given, three keys among them
@@ -183,8 +231,14 @@ def test_the_format_is_docs_sealing_md_s(offline: dict[str, Any]) -> None:
         "signerIsDevice": True,
         "sortedByRecipientId": True,
         "recipientIdIsHexKeyId": True,
-        "wrapAlgs": {"X25519": "HPKE-Base-X25519-SHA256-A256GCM", "P-256": "HPKE-Base-P256-SHA256-A256GCM"},
-        "wrappedKeyBytes": {"X25519": 32 + 32 + 16, "P-256": 65 + 32 + 16},  # enc || the content key and its tag
+        "wrapAlgs": {
+            "X25519": "HPKE-Base-X25519-SHA256-A256GCM",
+            "P-256": "HPKE-Base-P256-SHA256-A256GCM",
+            "X-Wing": "HPKE-Base-XWing-SHA256-A256GCM",
+        },
+        # enc || the content key and its tag; X-Wing's enc is ML-KEM-768's ciphertext, then X25519's
+        "wrappedKeyBytes": {"X25519": 32 + 32 + 16, "P-256": 65 + 32 + 16, "X-Wing": 1088 + 32 + 32 + 16},
+        "xwingJwk": {"members": ["alg", "kty", "pub"], "pubBytes": 1184 + 32},
     }
 
 
@@ -234,14 +288,15 @@ def test_every_sealed_vector_opens_as_it_says(offline: dict[str, Any]) -> None:
         assert report[path.name] == expected, path.name
 
 
-def test_the_version_2_vectors_cover_every_reason_both_key_types_and_a_revoked_signer() -> None:
+def test_the_version_2_vectors_cover_every_reason_every_key_type_and_a_revoked_signer() -> None:
     recipients = json.loads((TESTDATA / "recipients.json").read_text())["keys"]
+    key_types = {name: jwk.get("crv") or jwk["alg"] for name, jwk in recipients.items()}
     for name in ("sealed-v2-python.json", "sealed-v2-ts.json"):
         vectors = json.loads((TESTDATA / name).read_text())["vectors"]
         expected = [v["expect"] for v in vectors]
 
         assert {e["reason"] for e in expected if not e["ok"]} == REASONS, name
-        assert {recipients[v["recipient"]]["crv"] for v in vectors if v["expect"]["ok"]} == {"X25519", "P-256"}, name
+        assert {key_types[v["recipient"]] for v in vectors if v["expect"]["ok"]} == {"X25519", "P-256", "X-Wing"}, name
         assert {e["signerLive"] for e in expected if e["ok"]} == {True, False}, name
 
 
@@ -255,6 +310,7 @@ def test_key_files_both_ways(offline: dict[str, Any], offline_work: Path) -> Non
         written["deviceId"],
         written["agreementKeyId"],
     )
+    assert read_by_python.recipient_key().curve == "X-Wing"  # an X-Wing device's key file, both ways
     assert report == {
         "header": {
             "members": ["alg", "enc", "p2c", "p2s"],
@@ -290,7 +346,12 @@ def test_key_files_both_ways(offline: dict[str, Any], offline_work: Path) -> Non
             for name in ("key-file-python.jwe", "key-file-ts.jwe")
         },
         # The one the Python package wrote for this run.
-        "fromPython": {"deviceId": True, "wrongPassphrase": "WRONG_PASSPHRASE"},
+        "fromPython": {
+            "deviceId": True,
+            "agreementKeyId": True,
+            "agreementKeyType": "X-Wing",
+            "wrongPassphrase": "WRONG_PASSPHRASE",
+        },
     }
 
 
@@ -309,7 +370,8 @@ def test_no_private_key_in_what_keys_and_errors_show(offline: dict[str, Any]) ->
     report = offline["secrets"]
     recipients = json.loads((TESTDATA / "recipients.json").read_text())["keys"]
     key_files = json.loads((TESTDATA / "key-files.json").read_text())["files"]
-    secrets = [jwk["d"] for jwk in recipients.values()] + [s["privateJwk"]["d"] for s in SIGNERS.values()]
+    secrets = [jwk.get("d") or jwk["priv"] for jwk in recipients.values()]
+    secrets += [s["privateJwk"]["d"] for s in SIGNERS.values()]
     secrets += [about["passphrase"] for about in key_files.values()] + [PYTHON_PASSPHRASE]
 
     assert report["secretsShown"] == 0
@@ -348,6 +410,16 @@ def test_sealing_devices_and_key_files_import_nothing_of_nodes(project: Path) ->
 
 def test_devices_keys_and_statements(offline: dict[str, Any]) -> None:
     report = offline["devices"]
+    xwing = report.pop("xwing")
+    statement = parse_statement(xwing["statement"])  # an X-Wing device the TypeScript package made
+    assert isinstance(statement, DeviceKeys)
+
+    assert statement.canonical().decode() == xwing["statement"]
+    assert len(xwing["statement"]) > 1900  # the 1216-byte key: about 2,000 characters, under PublishDevice's 4096
+    assert json.loads(statement.agreement_jwk)["alg"] == "X-Wing"
+    assert verify_statement(statement.signing_jwk, statement, b64url_decode(xwing["signature"]))
+    assert xwing["parsesToItself"]
+    assert xwing["agreementJwkMembers"] == ["alg", "kty", "pub"]
 
     device_keys = ["agreementKey", "created", "endorser", "format", "principalId", "signingKey", "tenantId", "type"]
     assert report == {
@@ -367,6 +439,22 @@ def test_devices_keys_and_statements(offline: dict[str, Any]) -> None:
         "notCanonical": "ENTRY_MALFORMED",
         "unknownType": "ENTRY_UNSUPPORTED",
     }
+
+
+def test_x_wing_keys_are_read_alike(offline: dict[str, Any]) -> None:
+    """Each package's key directory takes the same X-Wing keys (the TypeScript package compares the
+    ML-KEM coefficients itself, the Python package has cryptography import them); where a key's
+    content is in question, @hpke/hybridkem-x-wing's encapsulation refuses what they refuse, but for
+    an X25519 part not canonical (u = p + 9, bit 255), which only one key id per key requires."""
+    report = offline["xwingKeys"]
+
+    assert sorted(report) == sorted(XWING_KEYS)
+    for name, (jwk, library) in XWING_KEYS.items():
+        python = python_reads(jwk)
+        assert report[name]["statement"] == ("ok" if python == "ok" else "RangeError"), name
+        assert report[name]["library"] == library, name
+        assert report[name]["recipient"] == ("ok" if python == "ok" else "UNSUPPORTED"), name
+    assert [name for name, (jwk, _) in XWING_KEYS.items() if python_reads(jwk) == "ok"] == ["a key"]
 
 
 def test_the_key_log_state_file_is_the_python_packages(offline: dict[str, Any], offline_work: Path) -> None:

@@ -6,7 +6,9 @@
 //       wrote; WORK_DIR/ts-key-file.jwe written for it), which WebCrypto keys the package makes
 //       extractable, devices' keys and statements, the state file (the Python package's
 //       WORK_DIR/python-state.json read, and one written for it to read), and no private key in
-//       what a key or an error shows
+//       what a key or an error shows; X-Wing keys (WORK_DIR/python-xwing-keys.json, good and
+//       degenerate keys the driver made) read as statements read them, beside what
+//       @hpke/hybridkem-x-wing's encapsulation makes of each
 //   node sealing_checks.js server CREDENTIALS_FILE WORK_DIR    against a --dev server: the
 //       cosigned log verified, sealing for verified devices and opening against it (who sealed),
 //       an endorsed second device, a revocation, a reset surfaced and refused until
@@ -47,7 +49,8 @@ import {
   type SealContext,
   type SignerDirectory,
 } from "zkplatform-client/sealing";
-import { StatementError, parseStatement, verifyStatement } from "zkplatform-client/statements";
+import { StatementError, canonicalPublicJwk, parseStatement, verifyStatement } from "zkplatform-client/statements";
+import { XWing } from "@hpke/hybridkem-x-wing";
 import { generateCosignerKey, generateNoteKey } from "zkplatform-client/tlog";
 
 type Report = Record<string, unknown>;
@@ -106,7 +109,7 @@ async function keysMade(call: () => Promise<unknown>): Promise<{ by: string; typ
 
 // -- offline ---------------------------------------------------------------------------------
 
-async function roundTrip(curve: "X25519" | "P-256"): Promise<Report> {
+async function roundTrip(curve: "X25519" | "P-256" | "X-Wing"): Promise<Report> {
   const key = await generateRecipientKey(curve);
   const signer = await DeviceKeyPair.generate();
   const directory = directoryOf({ device: signer, principalId: "alice" });
@@ -127,8 +130,8 @@ async function roundTrip(curve: "X25519" | "P-256"): Promise<Report> {
 // The payload as docs/sealing.md says it is; the driver checks the signature itself, with the
 // statement rebuilt from the doc.
 async function format(): Promise<Report> {
-  const [x25519, p256, signer] = [await generateRecipientKey("X25519"), await generateRecipientKey("P-256"), await DeviceKeyPair.generate()];
-  const { encryptedPayload: payload, wrappedKeys } = await seal(text("format"), [p256, x25519], CONTEXT, signer, 7);
+  const [x25519, p256, xwing, signer] = [await generateRecipientKey("X25519"), await generateRecipientKey("P-256"), await generateRecipientKey("X-Wing"), await DeviceKeyPair.generate()];
+  const { encryptedPayload: payload, wrappedKeys } = await seal(text("format"), [p256, xwing, x25519], CONTEXT, signer, 7);
   const wrapped = (key: RecipientKeyPair) => wrappedKeys.find((w) => w.recipientId === key.recipientId)!;
   return {
     alg: payload.alg,
@@ -140,9 +143,10 @@ async function format(): Promise<Report> {
     signatureBytes: Buffer.from(payload.signature, "base64url").length,
     signerIsDevice: payload.signer === signer.deviceId,
     sortedByRecipientId: wrappedKeys.map((w) => w.recipientId).join() === wrappedKeys.map((w) => w.recipientId).sort().join(),
-    recipientIdIsHexKeyId: [x25519, p256].every((key) => wrapped(key).recipientId === Buffer.from(key.keyId, "base64url").toString("hex")),
-    wrapAlgs: { X25519: wrapped(x25519).wrapAlg, "P-256": wrapped(p256).wrapAlg },
-    wrappedKeyBytes: { X25519: Buffer.from(wrapped(x25519).wrappedKey, "base64url").length, "P-256": Buffer.from(wrapped(p256).wrappedKey, "base64url").length },
+    recipientIdIsHexKeyId: [x25519, p256, xwing].every((key) => wrapped(key).recipientId === Buffer.from(key.keyId, "base64url").toString("hex")),
+    wrapAlgs: { X25519: wrapped(x25519).wrapAlg, "P-256": wrapped(p256).wrapAlg, "X-Wing": wrapped(xwing).wrapAlg },
+    wrappedKeyBytes: Object.fromEntries([x25519, p256, xwing].map((key) => [key.curve, Buffer.from(wrapped(key).wrappedKey, "base64url").length])),
+    xwingJwk: { members: Object.keys(JSON.parse(xwing.jwk) as object), pubBytes: Buffer.from((JSON.parse(xwing.jwk) as { pub: string }).pub, "base64url").length },
     // For the driver to verify: the fields as sent and the signing key.
     payload: { aad: payload.aad, nonce: payload.nonce, ciphertext: payload.ciphertext, commitment: payload.commitment, signer: payload.signer, signature: payload.signature },
     recipients: wrappedKeys.map((w) => w.recipientId),
@@ -341,13 +345,18 @@ async function keyFiles(testdata: string, work: string): Promise<Report> {
   let fromPython: Report | string = "missing";
   try {
     const pythonFile = readFileSync(join(work, "python-key-file.jwe"), "utf8");
-    const { passphrase: pythonPassphrase, deviceId } = JSON.parse(readFileSync(join(work, "python-key-file.json"), "utf8")) as { passphrase: string; deviceId: string };
+    const { passphrase: pythonPassphrase, deviceId, agreementKeyId } = JSON.parse(readFileSync(join(work, "python-key-file.json"), "utf8")) as { passphrase: string; deviceId: string; agreementKeyId: string };
     const opened = await readKeyFile(pythonFile, pythonPassphrase);
-    fromPython = { deviceId: opened.device.deviceId === deviceId, wrongPassphrase: await outcome(() => readKeyFile(pythonFile, "not it")) };
+    fromPython = {
+      deviceId: opened.device.deviceId === deviceId,
+      agreementKeyId: opened.device.agreementKeyId === agreementKeyId,
+      agreementKeyType: opened.device.recipientKey().curve,
+      wrongPassphrase: await outcome(() => readKeyFile(pythonFile, "not it")),
+    };
   } catch (error) {
     fromPython = error instanceof SealingError ? error.reason : String(error);
   }
-  const forPython = await DeviceKeyPair.generate("X25519");
+  const forPython = await DeviceKeyPair.generate("X-Wing");
   writeFileSync(join(work, "ts-key-file.jwe"), await forPython.toKeyFile(passphrase, { tenantId: "acme", principalId: "carol" }));
   writeFileSync(join(work, "ts-key-file.json"), JSON.stringify({ passphrase, deviceId: forPython.deviceId, agreementKeyId: forPython.agreementKeyId }));
 
@@ -407,7 +416,7 @@ async function extractable(): Promise<Report> {
 // A device's keys: exported and read back, its statements signed and parsed as the log's readers
 // parse them, an endorsement only of what names the endorser and the new device signed.
 async function devices(): Promise<Report> {
-  const [phone, laptop] = [await DeviceKeyPair.generate("P-256"), await DeviceKeyPair.generate("X25519")];
+  const [phone, laptop, tablet] = [await DeviceKeyPair.generate("P-256"), await DeviceKeyPair.generate("X25519"), await DeviceKeyPair.generate("X-Wing")];
   const jwks = await phone.toJwks();
   const again = await DeviceKeyPair.fromJwks(JSON.stringify(jwks.signingKeyJwk), jwks.privateKeyJwk);
   const first = laptop.firstDeviceStatement("acme", "bob", 1_800_000_000);
@@ -442,6 +451,11 @@ async function devices(): Promise<Report> {
     },
     mismatchedSigningKey: await outcome(() => DeviceKeyPair.fromJwks({ ...jwks.signingKeyJwk, x: other.x }, jwks.privateKeyJwk)),
     notCanonical: await outcome(() => parseStatement(JSON.stringify(JSON.parse(first.text), null, 1))),
+    // An X-Wing device, endorsed by the laptop: the driver parses and verifies it with the Python package.
+    xwing: (() => {
+      const statement = endorse(tablet.deviceStatement("acme", "bob", { endorser: laptop.deviceId, created: 1_800_000_003 }), laptop);
+      return { ...statement.request(), parsesToItself: parseStatement(statement.text).canonical() === statement.text, agreementJwkMembers: Object.keys(JSON.parse(tablet.agreementJwk) as object) };
+    })(),
     unknownType: await outcome(() => parseStatement(first.text.replace('"zkplatform.device-keys"', '"zkplatform.device-kays"'))),
   };
 }
@@ -490,6 +504,7 @@ async function stateFile(testdata: string, work: string): Promise<Report> {
 async function secrets(testdata: string): Promise<Report> {
   const keys = JSON.parse(readFileSync(join(testdata, "recipients.json"), "utf8")).keys as Record<string, Record<string, string>>;
   const shown: string[] = [];
+  const privateOf = (jwk: Record<string, string>) => jwk.d ?? jwk.priv; // X-Wing's private member is priv
   const errorText = async (call: () => Promise<unknown>) => {
     try {
       await call();
@@ -510,6 +525,10 @@ async function secrets(testdata: string): Promise<Report> {
   await errorText(() => importRecipientKey({ ...b, y: keys["p256-b"]!.y }));
   await errorText(() => importRecipientKey({ ...a, d: a.d!.slice(1) }));
   await errorText(() => importRecipientKey({ ...a, kty: "EC" }));
+  const xwingKey = keys["xwing-a"]!;
+  const otherXWing = JSON.parse((await generateRecipientKey("X-Wing")).jwk) as { pub: string };
+  await errorText(() => importRecipientKey({ ...xwingKey, pub: otherXWing.pub })); // priv and pub of two keys
+  await errorText(() => importRecipientKey({ ...xwingKey, priv: xwingKey.priv!.slice(1) }));
   // Every refusal of every vector file.
   const signers = JSON.parse(readFileSync(join(testdata, "signers.json"), "utf8")).signers as Record<string, SignerDocument & { privateJwk: { d: string } }>;
   const vectorDirectory: SignerDirectory = { signer: (deviceId) => Object.values(signers).find((s) => s.deviceId === deviceId && s.inDirectory) };
@@ -535,15 +554,33 @@ async function secrets(testdata: string): Promise<Report> {
   await errorText(() => readKeyFile(plain, passphrase));
   await errorText(() => readKeyFile(plain.replace('"deviceId":"', '"deviceId":"x'), null, { unencrypted: true }));
   await errorText(() => readKeyFile(plain.replace(jwks.privateKeyJwk.x!, jwks.privateKeyJwk.y!), null, { unencrypted: true }));
-  const secretsShown = [...Object.values(keys).map((jwk) => jwk.d), ...Object.values(signers).map((s) => s.privateJwk.d), ...deviceSecrets].filter(
+  const secretsShown = [...Object.values(keys).map(privateOf), ...Object.values(signers).map((s) => s.privateJwk.d), ...deviceSecrets].filter(
     (d) => d !== undefined && shown.some((line) => line.includes(d)),
   );
   return { checked: shown.length, secretsShown: secretsShown.length, inspected: inspect(await importRecipientKey(a)), device: inspect(device) === `DeviceKeyPair { deviceId: '${device.deviceId}' }` };
 }
 
+// X-Wing public keys the driver made (good ones and degenerate ones): what canonicalPublicJwk,
+// the key log's reader, makes of each, and whether @hpke/hybridkem-x-wing's encapsulation (mlkem's
+// FIPS 203 check, noble's X25519) takes it: the statement check and the library's must agree.
+async function xwingKeys(work: string): Promise<Report> {
+  const cases = JSON.parse(readFileSync(join(work, "python-xwing-keys.json"), "utf8")) as { name: string; jwk: Record<string, unknown> }[];
+  const kem = new XWing();
+  const signer = await DeviceKeyPair.generate();
+  const report: Report = {};
+  for (const { name, jwk } of cases) {
+    const statement = await outcome(() => canonicalPublicJwk(jwk, { signing: false }));
+    const pub = typeof jwk.pub === "string" ? new Uint8Array(Buffer.from(jwk.pub, "base64url")) : new Uint8Array(0);
+    const library = await outcome(async () => kem.encap({ recipientPublicKey: await kem.deserializePublicKey(pub) }));
+    const recipient = await outcome(() => seal(text("x"), [JSON.stringify(jwk)], CONTEXT, signer));
+    report[name] = { statement, library: library === "ok" ? "ok" : "refused", recipient };
+  }
+  return report;
+}
+
 async function offline(testdata: string, work: string): Promise<Report> {
   return {
-    roundTrip: { X25519: await roundTrip("X25519"), "P-256": await roundTrip("P-256") },
+    roundTrip: { X25519: await roundTrip("X25519"), "P-256": await roundTrip("P-256"), "X-Wing": await roundTrip("X-Wing") },
     format: await format(),
     recipients: await recipients(),
     sharing: await sharing(testdata),
@@ -553,6 +590,7 @@ async function offline(testdata: string, work: string): Promise<Report> {
     devices: await devices(),
     stateFile: await stateFile(testdata, work),
     secrets: await secrets(testdata),
+    xwingKeys: await xwingKeys(work),
   };
 }
 

@@ -4,9 +4,9 @@
 // credentials file (or, to open, a device's key file), trusting the log key and witnesses the file
 // names. Its verified key log is kept beside the credentials file, one a device, from one run to
 // the next. Prints one JSON line.
-//   node sealing_interop.js seal CREDENTIALS PRINCIPAL VAULT ITEM TEXT    seal TEXT for every live
-//       device of alice and bob in the verified log, signed by the demo device; CreateItem.
-//       {"created": "1", "recipients": N}
+//   node sealing_interop.js seal CREDENTIALS PRINCIPAL VAULT ITEM TEXT [FOR]    seal TEXT for
+//       every live device of FOR (principal ids, comma-separated; alice and bob unless given) in
+//       the verified log, signed by the demo device; CreateItem. {"created": "1", "recipients": N}
 //   node sealing_interop.js open CREDENTIALS PRINCIPAL VAULT ITEM [KEY_FILE]    open ITEM with the
 //       demo device's key, or the key file's (its passphrase in the environment's
 //       KEY_FILE_PASSPHRASE, never on a command line), against the verified log:
@@ -51,9 +51,9 @@ async function update(vaultId: string, itemId: string, item: Item, content: Seal
 
 let report: object;
 if (mode === "seal") {
-  const [vaultId, itemId, text] = rest as [string, string, string];
+  const [vaultId, itemId, text, sealFor = "alice,bob"] = rest as [string, string, string, string?];
   const context = { tenantId: tenant.tenantId, vaultId, itemId, kind: "note" };
-  const sealed = await seal(new TextEncoder().encode(text), await recipients("alice,bob"), context, demoDevice);
+  const sealed = await seal(new TextEncoder().encode(text), await recipients(sealFor), context, demoDevice);
   const created = (await platform.vault.createItem({ vaultId, itemId, kind: context.kind, ...sealed })).item!;
   report = { created: created.version.toString(), recipients: sealed.wrappedKeys.length };
 } else if (mode === "open") {
