@@ -19,7 +19,7 @@ from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.key_directory import DEFAULT_PUSH_TIMEOUT_SECONDS, KeyDirectory
 from zkplatform.domain.paging import PageTokens
 from zkplatform.domain.readiness import Readiness
-from zkplatform.domain.sync import SyncUseCases, WatchPolicy
+from zkplatform.domain.sync import SyncUseCases, WatchPolicy, WatchTimer
 from zkplatform.domain.token_management import TokenManagement
 from zkplatform.domain.tokens import TokenHasher
 from zkplatform.domain.vault import VaultUseCases
@@ -66,10 +66,12 @@ class Platform:
         quorum: int | None = None,
         witness_timeout: float = DEFAULT_PUSH_TIMEOUT_SECONDS,
         http: httpx.AsyncClient | None = None,
+        watch_timer: WatchTimer | None = None,
     ) -> Platform:
         """The platform on `store`. Without log keys, a new one (a log nobody can verify
         tomorrow: for tests); without witnesses, checkpoints are served as the log key signs
-        them; the quorum defaults to every witness."""
+        them; the quorum defaults to every witness. Watches pace their heartbeats on the event
+        loop's clock, or on `watch_timer` (a test's)."""
         hasher = TokenHasher(pepper)
         issuer = TokenIssuer(store, store, hasher, clock)
         sizes = EncodedSizes()  # where pages are cut: what their elements take once encoded
@@ -103,7 +105,7 @@ class Platform:
                 TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock, sizes),
             ),
             # The store's change feed is this worker's: its watches share it.
-            sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy),
+            sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy, watch_timer),
             directory=directory,
             readiness=Readiness(store.ping),
             witnesses=tuple(witnesses),

@@ -116,8 +116,8 @@ async def test_a_watch_sees_a_create_an_update_and_a_delete_by_another_client(
     ):
         assert watch.response.status_code == 200
         assert watch.response.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
-        heartbeat = await next_message(watch)  # the watch is live: nothing changed for a heartbeat
-        assert (list(heartbeat.changes), heartbeat.cursor.sequence) == ([], since)
+        caught_up = await next_message(watch)  # no backlog: the marker alone, and the watch is live
+        assert (list(caught_up.changes), caught_up.cursor.sequence, caught_up.caught_up) == ([], since, True)
 
         sent = time.monotonic()
         call(server, alice, f"{SERVICE}/CreateItem", item_body("acme-shared", item_id))
@@ -145,8 +145,8 @@ def test_a_grpc_watch_sees_a_change_by_another_client(server: Server) -> None:
             metadata=[("authorization", f"Bearer {bob}")],
             timeout=STEP,  # bounds every read below
         )
-        heartbeat = next(stream)
-        assert (list(heartbeat.changes), heartbeat.cursor.sequence) == ([], since)
+        caught_up = next(stream)  # no backlog: the marker alone
+        assert (list(caught_up.changes), caught_up.cursor.sequence, caught_up.caught_up) == ([], since, True)
         sent = time.monotonic()
         call(server, alice, f"{SERVICE}/CreateItem", item_body("acme-shared", item_id))
         message = next(m for m in stream if m.changes)
@@ -186,7 +186,7 @@ def test_buf_curl_watches_and_sees_a_change(server: Server, protocol: str) -> No
         reader.start()
         try:
             seen = ""
-            while '"cursor"' not in seen:  # a heartbeat: the watch is live
+            while '"cursor"' not in seen:  # the caught-up marker: the watch is live
                 seen += lines.get(timeout=STEP)
             call(server, alice, f"{SERVICE}/CreateItem", item_body("acme-shared", item_id))
             seen = ""

@@ -41,7 +41,7 @@ async def test_a_watch_on_one_worker_sees_a_delete_made_through_the_other(tmp_pa
                         watching(client, world.token(principal), "acme-shared", SEEDED)
                     )
                     watches.append(watch)
-            await asyncio.gather(*(next_message(w) for w in watches))  # a heartbeat each: all live
+            await asyncio.gather(*(next_message(w) for w in watches))  # the caught-up marker each: all live
             held = [len(_established(worker, port)) for worker in _workers(server.process.pid)]
             # Each worker holds watches (all 20 on one: odds of 1 in 500,000), so whichever
             # worker the delete reaches, watches on the other see it.

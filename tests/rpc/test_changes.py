@@ -177,10 +177,10 @@ async def test_the_token_then_the_scope_then_the_membership_then_the_cursor(
 
 
 async def test_malformed_requests_are_refused_naming_the_field(client: httpx.AsyncClient, world: World) -> None:
-    too_big = await list_changes(client, JSON, world.token("bob"), page_size=1001)
+    negative_size = await list_changes(client, JSON, world.token("bob"), page_size=-1)
     negative = await list_changes(client, JSON, world.token("bob"), since_sequence=-1)
 
-    for response, field in ((too_big, "pageSize"), (negative, "sinceSequence")):
+    for response, field in ((negative_size, "pageSize"), (negative, "sinceSequence")):
         assert error_of(response)["code"] == "invalid_argument"
         violations = detail(error_of(response), "google.rpc.BadRequest")["fieldViolations"]
         assert [v["field"] for v in violations] == [field]

@@ -626,6 +626,26 @@ async def test_a_revoked_devices_keys_are_not_published_again(
     refused(response, 400, "failed_precondition", "KEY_REVOKED")
 
 
+async def test_a_publication_retried_after_its_device_was_revoked_answers_it_revoked(
+    client: httpx.AsyncClient, world: World, clock: FakeClock
+) -> None:
+    """Why PublishDevice needs no request id: its statement is the request's identity, so a
+    retry, however late and whatever happened since, publishes nothing again."""
+    phone = await first_device(client, world, "bob", clock)
+    lost = TestDevice()
+    publication = lost.publish("bob", clock.now, endorser=phone)
+    first = await answer(client, publication, world.token("bob"))
+    await answer(client, phone.revoke(lost, "bob", clock.now), world.token("bob"))
+    logged = await _listed(client, world.token("bob"))
+    clock.advance(1800)
+
+    again = await answer(client, publication, world.token("bob"))
+
+    assert (again.device.device_id, again.entry) == (first.device.device_id, first.entry)
+    assert again.device.HasField("revoked_at")
+    assert await _listed(client, world.token("bob")) == logged
+
+
 # Revoking
 
 

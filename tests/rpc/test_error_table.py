@@ -300,7 +300,7 @@ GET = Rpc(
 LIST_ITEMS = Rpc(
     f"{VAULT}/ListItems",
     vault_pb2.ListItemsRequest(vault_id="acme-private"),
-    vault_pb2.ListItemsRequest(vault_id="acme-private", page_size=5000),
+    vault_pb2.ListItemsRequest(vault_id="acme-private", page_size=-1),
     get=True,
 )
 LIST_CHANGES = Rpc(
@@ -314,6 +314,18 @@ WATCH = Rpc(
     vault_pb2.WatchChangesRequest(vault_id="acme-private"),
     vault_pb2.WatchChangesRequest(vault_id="acme-private", since_sequence=-1),
 )
+LIST_VAULTS = Rpc(
+    f"{VAULT}/ListVaults",
+    vault_pb2.ListVaultsRequest(),
+    vault_pb2.ListVaultsRequest(page_size=-1),
+    get=True,
+)
+GET_VAULT = Rpc(
+    f"{VAULT}/GetVault",
+    vault_pb2.GetVaultRequest(vault_id="acme-private"),
+    vault_pb2.GetVaultRequest(vault_id="not a vault id"),
+    get=True,
+)
 MINT = Rpc(
     f"{BROKER}/MintUserApiToken",
     broker_pb2.MintUserApiTokenRequest(tenant_id="acme", requested_scopes=["vault.items.read"]),
@@ -322,7 +334,7 @@ MINT = Rpc(
 LIST_TOKENS = Rpc(
     f"{BROKER}/ListTokens",
     broker_pb2.ListTokensRequest(),
-    broker_pb2.ListTokensRequest(page_size=5000),
+    broker_pb2.ListTokensRequest(page_size=-1),
     get=True,
 )
 REVOKE = Rpc(
@@ -362,11 +374,11 @@ KEY_LOG = Rpc(
     get=True,
 )
 PLATFORM_RPCS: Final = (
-    *(DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH),
+    *(DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH, LIST_VAULTS, GET_VAULT),
     *(MINT, LIST_TOKENS, REVOKE),
     *(PUBLISH, REVOKE_DEVICE, RESET, RECIPIENTS, KEY_LOG),
 )
-VAULT_RPCS: Final = (DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH)
+VAULT_RPCS: Final = (DELETE, CREATE, UPDATE, GET, LIST_ITEMS, LIST_CHANGES, WATCH, GET_VAULT)
 # The scope each vault RPC needs, and one that is not it.
 NEEDS: Final = {
     DELETE: (Scope.VAULT_ITEMS_DELETE, Scope.VAULT_ITEMS_READ),
@@ -376,6 +388,8 @@ NEEDS: Final = {
     LIST_ITEMS: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
     LIST_CHANGES: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
     WATCH: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
+    LIST_VAULTS: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
+    GET_VAULT: (Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE),
     MINT: (Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ),
     LIST_TOKENS: (Scope.BROKER_TOKENS_MANAGE, Scope.VAULT_ITEMS_READ),
     PUBLISH: (Scope.DIRECTORY_KEYS_PUBLISH, Scope.DIRECTORY_KEYS_READ),
@@ -585,6 +599,7 @@ def _item_rows() -> list[Row]:
         row(UPDATE, Code.ABORTED, R.VERSION_MISMATCH, "stale", calls(UPDATE, base_version=3), "currentVersion"),
         row(GET, Code.NOT_FOUND, R.ITEM_NOT_FOUND, "item", calls(GET, item_id="nope")),
         row(LIST_ITEMS, INVALID, R.PAGE_TOKEN_INVALID, "garbage", calls(LIST_ITEMS, page_token="garbage")),
+        row(LIST_VAULTS, INVALID, R.PAGE_TOKEN_INVALID, "garbage", calls(LIST_VAULTS, page_token="garbage")),
     ]
 
 

@@ -26,6 +26,8 @@ GET_CAPABLE = [
     GET_ITEM,
     LIST_ITEMS,
     "/platform.v1.VaultService/ListChanges",
+    "/platform.v1.VaultService/ListVaults",
+    "/platform.v1.VaultService/GetVault",
     "/platform.v1.BrokerService/ListTokens",
     "/platform.v1.DirectoryService/GetRecipientKeys",
     "/platform.v1.DirectoryService/ListKeyLog",

@@ -1,7 +1,7 @@
 """messages/sizes.py against protobuf itself: what it computes from the values' lengths is what
 ByteSize() says of the messages convert.py builds, for every field filled, every field empty,
-and lengths on each side of a varint's byte boundaries. A field added to Item, ItemChange or
-TokenInfo that convert.py fills fails here until sizes.py counts it."""
+and lengths on each side of a varint's byte boundaries. A field added to Item, ItemChange,
+TokenInfo or Vault that convert.py fills fails here until sizes.py counts it."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from zkplatform.domain.models import (
     Role,
     Scope,
     TokenRecord,
+    Vault,
     WrappedKey,
 )
-from zkplatform.messages.convert import item_to_proto, token_info_to_proto
+from zkplatform.messages.convert import item_to_proto, token_info_to_proto, vault_to_proto
 from zkplatform.messages.sizes import PURGE_TIME_MAX, EncodedSizes
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
@@ -115,3 +116,18 @@ def test_a_tokens_size_is_what_protobuf_encodes(record: TokenRecord, role: Role)
     token_info_to_proto(record, role, encoded.tokens.add())
 
     assert SIZES.token(record, role) == encoded.ByteSize()
+
+
+VAULTS = [
+    Vault("v", "t", frozenset({"p"})),
+    Vault("v" * 64, "t" * 64, frozenset(f"{n:064}" for n in range(3))),
+    Vault("acme-shared", "acme", frozenset(f"member-{n}" for n in range(200))),  # a message past 127 bytes
+]
+
+
+@pytest.mark.parametrize("vault", VAULTS, ids=range(len(VAULTS)))
+def test_a_vaults_size_is_what_protobuf_encodes(vault: Vault) -> None:
+    encoded = vault_pb2.ListVaultsResponse()
+    vault_to_proto(vault, encoded.vaults.add())
+
+    assert SIZES.vault(vault) == encoded.ByteSize()

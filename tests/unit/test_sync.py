@@ -77,10 +77,19 @@ async def test_an_item_changed_twice_comes_once_in_its_latest_state(world: World
     assert listed.changes[-1].item.deleted
 
 
-async def test_a_page_size_of_0_means_100_and_more_than_1000_is_refused(world: World) -> None:
+async def test_a_page_size_of_0_means_100_and_more_than_1000_means_1000(world: World, clock: FakeClock) -> None:
+    """AIP-158: a larger page size is coerced down, never refused; only a negative one is."""
     bob = await caller(world, "bob")
+    more = [content(f"{n}").new_item(f"more-{n:04}", "acme", VAULT, clock.now) for n in range(1000)]
+    await world.platform.store.add_items(more, OPERATOR)
+
+    default = await world.platform.sync.list_changes(bob, VAULT, 0, 0)
+    largest = await world.platform.sync.list_changes(bob, VAULT, 0, 5000)
+
+    assert (len(default.changes), default.has_more) == (100, True)
+    assert (len(largest.changes), largest.has_more, largest.cursor) == (1000, True, 1000)
     with pytest.raises(InvalidArgument, match="pageSize"):
-        await world.platform.sync.list_changes(bob, VAULT, 0, 1001)
+        await world.platform.sync.list_changes(bob, VAULT, 0, -1)
     with pytest.raises(InvalidArgument, match="sinceSequence"):
         await world.platform.sync.list_changes(bob, VAULT, -1, 0)
 

@@ -363,12 +363,20 @@ async def test_the_first_pages_sequence_holds_for_the_whole_listing(world: World
     assert fresh.sequence == at_first + 4  # a new listing starts from the vault as it now is
 
 
-async def test_page_size_out_of_bounds_is_refused(world: World) -> None:
+async def test_a_negative_page_size_is_refused_and_a_larger_one_than_1000_means_1000(
+    world: World, clock: FakeClock
+) -> None:
+    """AIP-158: a page size above the maximum is coerced down, never refused."""
     bob = await caller(world, "bob")
-    for size in (-1, 1001):
-        with pytest.raises(InvalidArgument) as raised:
-            await world.platform.vault.list_items(bob, VAULT, size, "", False)
-        assert [v.field for v in raised.value.violations] == ["pageSize"]
+    with pytest.raises(InvalidArgument) as raised:
+        await world.platform.vault.list_items(bob, VAULT, -1, "", False)
+    assert [v.field for v in raised.value.violations] == ["pageSize"]
+
+    more = [content(f"{n}").new_item(f"more-{n:04}", "acme", VAULT, clock.now) for n in range(1000)]
+    await world.platform.store.add_items(more, OPERATOR)
+    largest = await world.platform.vault.list_items(bob, VAULT, 5000, "", False)
+    assert len(largest.items) == 1000
+    assert largest.next_page_token  # the seeded items follow
 
 
 async def page_token(world: World, who: Caller, vault_id: str = VAULT, *, show_deleted: bool = False) -> str:

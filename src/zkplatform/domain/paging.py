@@ -1,14 +1,15 @@
 """Pages: where they are cut, and their tokens.
 
-Every page (ListItems, ListChanges, ListTokens, each WatchChanges message) holds at
-most its page size of elements, and stops before its answer's binary encoding would
-exceed PAGE_BYTES, with at least one element (`fitting`). What an element takes is
+Every page (ListItems, ListChanges, ListTokens, ListVaults, each WatchChanges message)
+holds at most its page size of elements (`page_limit`: a request's page size, 0 for the
+default, a larger one than the maximum taken as the maximum, AIP-158), and stops before its
+answer's binary encoding would exceed PAGE_BYTES, with at least one element (`fitting`). What an element takes is
 computed from its values' lengths (ElementSizes, messages/sizes.py), never by
 encoding it: the answer is encoded once, when it is sent.
 
-Every keyset listing (ListItems, ListTokens) continues after a position: a number
-(the listing's cursor for items, the issue time for tokens), the last id already
-listed, and the store's epoch the listing began in (items only). A token is base64url
+Every keyset listing (ListItems, ListTokens, ListVaults) continues after a position: a
+number (the listing's cursor for items, the issue time for tokens, 0 for vaults), the last
+id already listed, and the store's epoch the listing began in (items only). A token is base64url
 (no padding) of
 
     version 2 (1 byte) | number (8 bytes, big-endian, signed)
@@ -36,8 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from zkplatform.domain.errors import FieldViolation, PageTokenInvalid
-from zkplatform.domain.models import Item, ItemChange, Role, TokenRecord
+from zkplatform.domain.errors import FieldViolation, InvalidArgument, PageTokenInvalid
+from zkplatform.domain.models import Item, ItemChange, Role, TokenRecord, Vault
 
 # A page stops before its answer's binary encoding would exceed this: 3 MiB, so that the
 # usual 4 MiB receive limit of gRPC clients (grpcio, grpc-go, grpc-java by default) holds
@@ -49,6 +50,10 @@ PAGE_BYTES = 3 * 1024 * 1024
 # page token (at most 462 characters), a cursor (a vault id of at most 64 characters, a
 # sequence, an epoch of at most 64), has_more.
 PAGE_FRAME_BYTES = 1024
+
+# A page's elements when the request says 0, and at most whatever it says.
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
 
 T = TypeVar("T")
 
@@ -63,6 +68,17 @@ class ElementSizes(Protocol):
     def change(self, change: ItemChange) -> int: ...
 
     def token(self, record: TokenRecord, role: Role) -> int: ...
+
+    def vault(self, vault: Vault) -> int: ...
+
+
+def page_limit(page_size: int) -> int:
+    """The most elements a page holds for a request's `page_size`: 0 means the default, and a
+    larger one than the maximum means the maximum (AIP-158: a client that asks for more gets
+    what the server gives, and pages on, rather than an error)."""
+    if page_size < 0:
+        raise InvalidArgument([FieldViolation("pageSize", f"must be at least 0 (0 means {DEFAULT_PAGE_SIZE})")])
+    return min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
 def fitting(elements: Sequence[T], size_of: Callable[[T], int]) -> int:

@@ -27,8 +27,14 @@ one page of memory; the backlog stays in the store. A live watch that finds itse
 than `max_lag` changes behind the vault ends with WatchBehind: its client resumes with
 pages from its last cursor, which is cheaper for both than a stream that never catches up.
 
+The message that ends the backlog is marked caught up (the first message, without changes,
+when there is none): from it on the client holds the whole vault. A heartbeat (a message
+without changes) follows the last message by a heartbeat period whenever nothing was sent
+since, so that a quiet stream is never silent for longer than that; the period is measured
+on a WatchTimer (the event loop's clock; tests move a fake one).
+
 A watch checks its token, its principal's scopes and its caller's membership again (two
-reads by key) after it subscribes, before every page it sends, once a heartbeat period, and
+reads by key) after it subscribes, before every page it sends, before every heartbeat, and
 as soon as the feed says its access may have changed (its token revoked, its principal's
 scopes narrowed, a member removed from the vault, by any worker or host): a quiet watch of
 a revoked token ends at once, not at its next heartbeat, and nothing committed after the
@@ -39,8 +45,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
@@ -55,22 +62,21 @@ from zkplatform.domain.errors import (
     WatchesExceeded,
 )
 from zkplatform.domain.models import ChangePage, ItemChange, Scope
-from zkplatform.domain.paging import ElementSizes, fitting
+from zkplatform.domain.paging import DEFAULT_PAGE_SIZE, ElementSizes, fitting, page_limit
 from zkplatform.repository import ChangeFeed, ChangeSubscription, DirectoryRepository, ItemRepository, TokenRepository
-
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True, slots=True)
 class ListedChanges:
     """A page of changes, where to resume after it (a sequence in the store's epoch), and
-    whether more follow at once. On a watch, a page without changes is a heartbeat."""
+    whether more follow at once. On a watch, a page without changes is a heartbeat, unless it
+    is the one that ends the backlog (`caught_up`, once a watch)."""
 
     changes: tuple[ItemChange, ...]
     cursor: int
     has_more: bool
     epoch: str
+    caught_up: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,26 @@ class WatchPolicy:
     max_per_worker: int = 1000
     # Changes a live watch may lag behind its vault before it is told to resume from its cursor.
     max_lag: int = 10_000
+
+
+class WatchTimer(Protocol):
+    """Monotonic seconds, and deadlines on them: what paces a watch's heartbeats."""
+
+    def now(self) -> float: ...
+
+    def timeout_at(self, deadline: float) -> AbstractAsyncContextManager[object]:
+        """A block that raises TimeoutError once now() reaches `deadline`."""
+        ...
+
+
+class LoopTimer:
+    """The running event loop's clock."""
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def timeout_at(self, deadline: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout_at(deadline)
 
 
 class WatchSlots:
@@ -122,6 +148,7 @@ class SyncUseCases:
         clock: Clock,
         sizes: ElementSizes,
         policy: WatchPolicy | None = None,
+        timer: WatchTimer | None = None,
     ) -> None:
         self._directory = directory
         self._items = items
@@ -130,18 +157,17 @@ class SyncUseCases:
         self._clock = clock
         self._sizes = sizes
         self._policy = policy or WatchPolicy()
+        self._timer = timer or LoopTimer()
         self.slots = WatchSlots(self._policy)
 
     async def list_changes(
         self, caller: Caller, vault_id: str, since_sequence: int, page_size: int, since_epoch: str = ""
     ) -> ListedChanges:
         """The changes of the vault after `since_sequence` (of the epoch `since_epoch`, when
-        given), at most `page_size` (0 means 100) and at most a page's bytes."""
+        given), at most `page_size` (page_limit) and at most a page's bytes."""
         await self._check_caller(caller, vault_id)
-        if not 0 <= page_size <= MAX_PAGE_SIZE:
-            raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
+        size = page_limit(page_size)
         _check_since(since_sequence)
-        size = page_size or DEFAULT_PAGE_SIZE
         page = await self._read(vault_id, since_sequence, size, since_epoch)
         return self._listed(page, since_sequence, size)
 
@@ -149,10 +175,11 @@ class SyncUseCases:
         self, caller: Caller, vault_id: str, since_sequence: int, since_epoch: str = ""
     ) -> AsyncGenerator[ListedChanges, None]:
         """The changes after `since_sequence` (of the epoch `since_epoch`, when given) as pages,
-        then each change as it commits, with a heartbeat (a page without changes) when nothing
-        was sent for a heartbeat period; the token and the membership are checked again before
-        every page, at every heartbeat period and when the feed says they may have changed, and
-        the store's epoch at every heartbeat period. Ends only by raising."""
+        the last of the backlog marked caught up, then each change as it commits, with a
+        heartbeat (a page without changes) a heartbeat period after the last page sent when
+        nothing was sent since; the token and the membership are checked again before every
+        page and heartbeat and when the feed says they may have changed, and the store's epoch
+        with every page and heartbeat. Ends only by raising."""
         await self._check_caller(caller, vault_id)
         _check_since(since_sequence)
         with self.slots.take(caller.principal.principal_id):
@@ -170,11 +197,9 @@ class SyncUseCases:
     ) -> AsyncIterator[ListedChanges]:
         """`epoch` is the one the cursor belongs to: the client's, or else the store's as the
         first page finds it; from then on every page must be of it."""
-        loop = asyncio.get_running_loop()
-        period = self._policy.heartbeat_seconds
-        next_check = loop.time() + period
-        sent = False  # since the last heartbeat period began
-        live = False  # the backlog was read to its end once
+        timer, period = self._timer, self._policy.heartbeat_seconds
+        quiet_until = timer.now() + period  # a heartbeat is due then, unless a message goes first
+        caught_up = False  # the backlog was read to its end, and the client told so
         woken = True  # the vault may have changed since it was last read
         # The token or the membership may have changed since they were last read: at first, a
         # revocation announced before the subscription reached no one.
@@ -182,40 +207,42 @@ class SyncUseCases:
         while True:
             if self._clock() >= caller.token.expires_at:
                 raise TokenExpired
-            due = loop.time() >= next_check
+            due = timer.now() >= quiet_until
             if access or due:  # a revoked token or a removed member ends here, before anything is sent
                 await self._recheck(caller, vault_id)
                 access = False
-            if due:
+            if due and caught_up:  # before, the backlog is being read: its next page comes at once
                 # A quiet vault reads no page: the epoch is read here, so that a store restored
                 # (and its epoch rotated) under an open watch ends it within a heartbeat period.
                 epoch = _same_epoch(epoch, await self._items.epoch())
-                if not sent:
-                    yield ListedChanges((), cursor, has_more=False, epoch=epoch)
-                next_check, sent = loop.time() + period, False
+                yield ListedChanges((), cursor, has_more=False, epoch=epoch)
+                # Measured from when the message was taken: a pull-driven stream asks for the next then.
+                quiet_until = timer.now() + period
             if woken:  # else a heartbeat period went by without a change: nothing to read
                 page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch)
                 epoch = page.epoch
+                listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
                 if page.changes:
-                    if live and page.sequence - cursor > self._policy.max_lag:
+                    if caught_up and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
                     # Nothing reaches a caller whose token or membership went since the last check.
                     await self._recheck(caller, vault_id)
-                    listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
-                    cursor, sent = listed.cursor, True
-                    yield listed
+                if page.changes or not caught_up:  # a page, or the empty backlog's marker
+                    ends_backlog = not caught_up and not listed.has_more
+                    cursor = listed.cursor
+                    yield replace(listed, caught_up=ends_backlog)
+                    quiet_until = timer.now() + period
+                    caught_up = caught_up or ends_backlog
                     if listed.has_more:
                         continue
-                live = True
-            woken, access = await self._wait(subscription, next_check)
+            woken, access = await self._wait(subscription, quiet_until)
 
-    @staticmethod
-    async def _wait(subscription: ChangeSubscription, deadline: float) -> tuple[bool, bool]:
+    async def _wait(self, subscription: ChangeSubscription, deadline: float) -> tuple[bool, bool]:
         """Whether the vault may have changed before the deadline (the feed wakes every
         watch of a vault on each of its changes, from any worker or host), and whether the
         caller's access may have (a revocation, a member removed)."""
         try:
-            async with asyncio.timeout_at(deadline):
+            async with self._timer.timeout_at(deadline):
                 access = await subscription.wait()
         except TimeoutError:
             return False, False

@@ -14,11 +14,10 @@ from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import PrincipalAccessDenied, RequestIdReused, TokenNotFound
 from zkplatform.domain.models import Role, Scope, TokenRecord
-from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
+from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting, page_limit
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import TokenRepository
 
-DEFAULT_PAGE_SIZE = 100
 EVERY_PRINCIPAL = "-"
 # Roles that manage every token of their tenant, not only their own principal's.
 TENANT_MANAGERS = frozenset({Role.OWNER, Role.ADMIN})
@@ -44,16 +43,16 @@ class TokenManagement:
         self._sizes = sizes
 
     async def list_tokens(self, caller: Caller, principal_id: str, page_size: int, page_token: str) -> TokenPage:
-        """Live tokens, newest first, at most `page_size` and at most a page's bytes. Checks in
+        """Live tokens, newest first, at most `page_size` (page_limit) and at most a page's bytes. Checks in
         the contract's order: the scope, whose tokens the caller may see, then the page token."""
         caller.require_scope(Scope.BROKER_TOKENS_MANAGE)
         own = caller.principal.principal_id
         listed = own if principal_id in ("", own) else principal_id
         if listed != own and caller.principal.role not in TENANT_MANAGERS:
             raise PrincipalAccessDenied("only an owner or admin may list the tokens of other principals")
+        limit = page_limit(page_size)
         position = self._pages.read(page_token, caller.tenant_id, listed) if page_token else None
         after = None if position is None else (position.number, position.after)
-        limit = page_size or DEFAULT_PAGE_SIZE
         found = await self._tokens.list_tokens(
             caller.tenant_id,
             None if listed == EVERY_PRINCIPAL else listed,

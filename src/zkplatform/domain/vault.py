@@ -1,8 +1,9 @@
-"""Vault use cases.
+"""Vault use cases: a vault's items, and the vaults a caller is a member of.
 
 Each checks, in this order, before it looks at any item: the token's scope, then
 that the caller is a member of the vault in its own tenant (a vault that does not
-exist answers the same, so the answer reveals nothing).
+exist answers the same, so the answer reveals nothing). Listing the caller's vaults
+needs the scope alone: its own memberships are what it lists.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import (
     CursorExpired,
-    FieldViolation,
-    InvalidArgument,
     ItemDeleted,
     ItemExists,
     ItemNotFound,
     RequestIdReused,
     VersionMismatch,
 )
-from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone
-from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting
+from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone, Vault
+from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting, page_limit
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
 from zkplatform.repository import (
     Conflict,
@@ -35,9 +34,6 @@ from zkplatform.repository import (
     Stale,
 )
 
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
-
 
 @dataclass(frozen=True, slots=True)
 class ListedItems:
@@ -48,6 +44,18 @@ class ListedItems:
     next_page_token: str
     sequence: int
     epoch: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListedVaults:
+    """One page of the caller's vaults, with their members, and the token of the next ("" on the last)."""
+
+    vaults: tuple[Vault, ...]
+    next_page_token: str
+
+
+# What a page token of the caller's vaults is bound to, besides its tenant and principal.
+_VAULT_LISTING = "member vaults"
 
 
 class VaultUseCases:
@@ -178,13 +186,11 @@ class VaultUseCases:
         show_deleted: bool,  # the request's field, in the RPC layer's shape
     ) -> ListedItems:
         """A page of the vault's items in item_id order, from the first page or from
-        where `page_token` says the listing stands: at most `page_size` items and at most
-        a page's bytes. A page token of another epoch than the store's is CursorExpired."""
+        where `page_token` says the listing stands: at most `page_size` items (page_limit) and
+        at most a page's bytes. A page token of another epoch than the store's is CursorExpired."""
         caller.require_scope(Scope.VAULT_ITEMS_READ)
         caller.require_member(await self._directory.get_vault(vault_id))
-        if not 0 <= page_size <= MAX_PAGE_SIZE:
-            raise InvalidArgument([FieldViolation("pageSize", f"must be within 0..{MAX_PAGE_SIZE} (0 means 100)")])
-        size = page_size or DEFAULT_PAGE_SIZE
+        size = page_limit(page_size)
         tenant_id = caller.tenant_id  # the vault's, as the caller is a member
         # A page token continues one listing: this tenant's, this vault's, with this filter.
         listing = (tenant_id, vault_id, "with tombstones" if show_deleted else "live")
@@ -204,6 +210,30 @@ class VaultUseCases:
         if len(page.items) > len(items):  # cut by the page size or by its bytes: the next starts after
             next_page_token = self._page_tokens.issue(Position(sequence, items[-1].item_id, page.epoch), *listing)
         return ListedItems(items, next_page_token, sequence, page.epoch)
+
+    async def list_vaults(self, caller: Caller, page_size: int, page_token: str) -> ListedVaults:
+        """A page of the vaults the caller is a member of, by id, each with its members: at most
+        `page_size` (page_limit) and at most a page's bytes. Whatever the caller's role: it may
+        act only on vaults it is a member of, so it lists those."""
+        caller.require_scope(Scope.VAULT_ITEMS_READ)
+        size = page_limit(page_size)
+        # A page token continues one caller's listing: the binding keeps it from another's.
+        listing = (caller.tenant_id, caller.principal.principal_id, _VAULT_LISTING)
+        after = self._page_tokens.read(page_token, *listing).after if page_token else ""
+        found = await self._directory.list_member_vaults(caller.principal.principal_id, after, size + 1)
+        page = found[:size]
+        page = page[: fitting(page, self._sizes.vault)]
+        next_page_token = ""
+        if len(found) > len(page):  # cut by the page size or by its bytes: the next starts after
+            next_page_token = self._page_tokens.issue(Position(0, page[-1].vault_id), *listing)
+        # A member is of the vault's tenant (the stores refuse another): checked all the same, as
+        # require_member does, so that no other tenant's vault is ever answered.
+        return ListedVaults(tuple(v for v in page if v.tenant_id == caller.tenant_id), next_page_token)
+
+    async def get_vault(self, caller: Caller, vault_id: str) -> Vault:
+        """The vault with its members, if the caller is one of them."""
+        caller.require_scope(Scope.VAULT_ITEMS_READ)
+        return caller.require_member(await self._directory.get_vault(vault_id))
 
 
 def _not_found(vault_id: str, item_id: str) -> ItemNotFound:

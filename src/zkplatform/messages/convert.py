@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from zkplatform.domain.sync import ListedChanges
     from zkplatform.domain.token_management import TokenPage
-    from zkplatform.domain.vault import ListedItems
+    from zkplatform.domain.vault import ListedItems, ListedVaults
 
 
 def timestamp(unix_seconds: int) -> Timestamp:
@@ -183,10 +183,34 @@ def changes_response(vault_id: str, listed: ListedChanges, *, retention: int) ->
 
 
 def watch_message(vault_id: str, listed: ListedChanges, *, retention: int) -> vault_pb2.WatchChangesResponse:
-    """One message of a watch: a page of changes, or a heartbeat (none), with where to resume."""
-    response = vault_pb2.WatchChangesResponse()
+    """One message of a watch: a page of changes, or a heartbeat (none), with where to resume,
+    and whether it ends the backlog."""
+    response = vault_pb2.WatchChangesResponse(caught_up=listed.caught_up)
     _add_changes(response.changes, listed, retention)
     _cursor(response.cursor, vault_id, listed.cursor, listed.epoch)
+    return response
+
+
+def vault_to_proto(vault: models.Vault, message: vault_pb2.Vault | None = None) -> vault_pb2.Vault:
+    """The vault with its members, sorted; filled in place when a message is given."""
+    message = vault_pb2.Vault() if message is None else message
+    message.vault_id = vault.vault_id
+    message.tenant_id = vault.tenant_id
+    message.members.extend(sorted(vault.members))
+    return message
+
+
+def vaults_response(listed: ListedVaults) -> vault_pb2.ListVaultsResponse:
+    response = vault_pb2.ListVaultsResponse(next_page_token=listed.next_page_token)
+    add = response.vaults.add
+    for vault in listed.vaults:
+        vault_to_proto(vault, add())
+    return response
+
+
+def vault_response(vault: models.Vault) -> vault_pb2.GetVaultResponse:
+    response = vault_pb2.GetVaultResponse()
+    vault_to_proto(vault, response.vault)
     return response
 
 

@@ -17,7 +17,7 @@ more, fails it until it is counted here.
 
 from __future__ import annotations
 
-from zkplatform.domain.models import Item, ItemChange, Role, TokenRecord
+from zkplatform.domain.models import Item, ItemChange, Role, TokenRecord, Vault
 
 _TAG = 1  # every field number below is at most 15
 _MAX_VARINT = 10
@@ -108,10 +108,15 @@ def token_info_size(record: TokenRecord) -> int:
     return size
 
 
+def vault_size(vault: Vault) -> int:
+    """The bytes of a platform.v1.Vault as convert.vault_to_proto fills it."""
+    return _text(vault.vault_id) + _text(vault.tenant_id) + sum(_text(member) for member in vault.members)
+
+
 class EncodedSizes:
     """domain.paging.ElementSizes: each element as an entry of its answer's repeated field
     (ListItemsResponse.items, ListChangesResponse.changes and WatchChangesResponse.changes,
-    ListTokensResponse.tokens), its tag and length prefix included."""
+    ListTokensResponse.tokens, ListVaultsResponse.vaults), its tag and length prefix included."""
 
     def item(self, item: Item) -> int:
         return _nested(item_size(item))
@@ -122,3 +127,6 @@ class EncodedSizes:
 
     def token(self, record: TokenRecord, role: Role) -> int:
         return _nested(token_info_size(record))  # its role is an enum value like any other
+
+    def vault(self, vault: Vault) -> int:
+        return _nested(vault_size(vault))

@@ -17,6 +17,8 @@ from zkplatform.messages.convert import (
     item_content,
     item_patch,
     list_response,
+    vault_response,
+    vaults_response,
     watch_message,
 )
 from zkplatform.messages.request_ids import request_id_of
@@ -26,8 +28,8 @@ from zkplatform_api.platform.v1.vault_connect import VaultService
 
 
 def _no_store(ctx: RequestContext[Any, Any]) -> None:
-    """Item content must never sit in a cache (a browser's, a proxy's): GetItem and
-    ListItems may be called with GET, and an answer of any method is marked so.
+    """Item content and memberships must never sit in a cache (a browser's, a proxy's): the
+    reads may be called with GET, and an answer of any method is marked so.
     Set before the use case runs, so that its refusals (a 404 is cacheable by
     default) carry it too."""
     ctx.response_headers["cache-control"] = "no-store"
@@ -112,3 +114,16 @@ class VaultServicer(VaultService):
         async with aclosing(watch) as pages:
             async for listed in pages:
                 yield watch_message(request.vault_id, listed, retention=self._retention)
+
+    async def list_vaults(
+        self, request: vault_pb2.ListVaultsRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.ListVaultsResponse:
+        _no_store(ctx)
+        listed = await self._use_cases.list_vaults(current_caller(), request.page_size, request.page_token)
+        return vaults_response(listed)
+
+    async def get_vault(
+        self, request: vault_pb2.GetVaultRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.GetVaultResponse:
+        _no_store(ctx)
+        return vault_response(await self._use_cases.get_vault(current_caller(), request.vault_id))
