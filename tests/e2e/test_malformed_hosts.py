@@ -153,3 +153,22 @@ def test_an_htu_of_a_malformed_host_is_refused(server: Server, bound: tuple[jwk.
         error = json.loads(answer.content)
         assert error["message"].startswith("DPoP proof: htu does not match the request URL: "), (host, error)
     assert_nothing_wrong_logged(server)
+
+
+@pytest.mark.parametrize("host", ["[::1", "[zz::1]", "host:99999", "host:1e3", "[::1]:"])
+def test_an_absolute_form_target_of_a_malformed_host_is_no_procedure(server: Server, host: str) -> None:
+    """hypercorn hands on an absolute-form request-target (RFC 9112 section 3.2.2) as the path,
+    whose authority nothing then reads: no procedure has such a path."""
+    request = (
+        f"POST http://{host}{DELETE} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        "Connect-Protocol-Version: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+    )
+    with socket.create_connection(address(server), timeout=WAIT_S) as sock:
+        sock.sendall(request.encode())
+        answer = b""
+        while chunk := sock.recv(65536):  # until the server closes (Connection: close), bounded by the timeout
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 404"), answer
+    assert b"PROCEDURE_NOT_FOUND" in answer
+    assert_nothing_wrong_logged(server)
