@@ -382,6 +382,16 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
         b"for x25519-a and p256-b",
     )
 
+    # Before step 1, DELETED: a tombstone, which has no content
+    def deleted(item: Item) -> None:
+        item.version, item.deleted = 2, True
+        item.ClearField("encrypted_payload")
+        del item.wrapped_keys[:]
+
+    v.fails(
+        "a deleted item (its tombstone: no payload, no wrapped keys)", "x25519-a", changed(single, deleted), "DELETED"
+    )
+
     # 1. MALFORMED
     def payload(**fields: Any) -> Callable[[Item], None]:
         def change(item: Item) -> None:

@@ -423,6 +423,26 @@ def test_two_wrapped_keys_for_one_recipient_are_malformed() -> None:
     assert reason_of(item, KEYS["x25519-a"]) == "MALFORMED"
 
 
+def test_a_deleted_item_says_it_is_deleted() -> None:
+    """A tombstone as the server answers it (no payload, no wrapped keys), and one that still
+    carried its content: DELETED, before anything else is looked at (MALFORMED before, from the
+    tombstone's empty nonce), for open, share and unshare alike."""
+    sealed = sealed_for("x25519-a", "p256-a")
+    tombstone = Item(item_id="item-1", tenant_id="acme", vault_id="acme-shared", kind="note", version=2, deleted=True)
+    still_sealed = copy_of(sealed)
+    still_sealed.deleted, still_sealed.version = True, 2
+    own = KEYS["x25519-a"].public_jwk
+    told = r"^DELETED: the item was deleted \(its tombstone is version 2\)$"
+
+    for item in (tombstone, still_sealed):
+        assert reason_of(item, KEYS["x25519-a"]) == "DELETED"
+        with pytest.raises(SealingError, match=told) as shared:
+            share(item, KEYS["x25519-a"], [KEYS["p256-b"].public_jwk], ALICE, DIRECTORY)
+        with pytest.raises(SealingError) as unshared:
+            unshare(item, KEYS["x25519-a"], [own], ALICE, DIRECTORY)
+        assert (shared.value.reason, unshared.value.reason) == ("DELETED", "DELETED")
+
+
 def test_a_payload_of_an_unknown_version_or_alg_is_unsupported() -> None:
     for field, value in [("version", 3), ("version", 0), ("alg", "A128GCM"), ("alg", "XC20P")]:
         item = sealed_for("x25519-a")
@@ -577,7 +597,7 @@ def test_every_committed_vector_opens_as_it_says(vector: dict[str, Any]) -> None
 
 @pytest.mark.parametrize("name", ["sealed-v2-python.json", "sealed-v2-ts.json"])
 def test_the_v2_vectors_cover_every_reason_and_every_key_type(name: str) -> None:
-    reasons = {"MALFORMED", "UNSUPPORTED", "BINDING_MISMATCH", "SIGNER_UNKNOWN", "SIGNATURE_INVALID",
+    reasons = {"DELETED", "MALFORMED", "UNSUPPORTED", "BINDING_MISMATCH", "SIGNER_UNKNOWN", "SIGNATURE_INVALID",
                "RECIPIENTS_MISMATCH", "VERSION_MISMATCH", "NOT_A_RECIPIENT", "DECRYPTION_FAILED",
                "COMMITMENT_MISMATCH"}  # fmt: skip
     vectors = json.loads((TESTDATA / name).read_text())["vectors"]

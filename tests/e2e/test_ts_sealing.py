@@ -38,6 +38,7 @@ TESTDATA = Path(__file__).resolve().parents[2] / "clients" / "testdata"
 VECTORS = json.loads((TESTDATA / "key-transparency.json").read_text())
 SIGNERS: dict[str, Any] = json.loads((TESTDATA / "signers.json").read_text())["signers"]
 REASONS = {
+    "DELETED",
     "MALFORMED",
     "UNSUPPORTED",
     "BINDING_MISMATCH",

@@ -96,6 +96,7 @@ Curve = Literal["X25519", "P-256", "X-Wing"]
 PublicAgreementKey = X25519PublicKey | ec.EllipticCurvePublicKey | hpke.MLKEM768X25519PublicKey
 PrivateAgreementKey = X25519PrivateKey | ec.EllipticCurvePrivateKey | hpke.MLKEM768X25519PrivateKey
 SealingReason = Literal[
+    "DELETED",
     "MALFORMED",
     "UNSUPPORTED",
     "BINDING_MISMATCH",
@@ -149,9 +150,10 @@ _KIND: Final = re.compile(r"[a-z][a-z0-9._-]{0,31}")
 
 class SealingError(Exception):
     """Content that cannot be sealed or opened; `reason` says why, as docs/sealing.md names it
-    (the TypeScript package's names): opening refuses with the first of MALFORMED,
-    UNSUPPORTED, BINDING_MISMATCH, SIGNER_UNKNOWN, SIGNATURE_INVALID, RECIPIENTS_MISMATCH,
-    VERSION_MISMATCH, NOT_A_RECIPIENT, DECRYPTION_FAILED and COMMITMENT_MISMATCH that applies;
+    (the TypeScript package's names): opening refuses a deleted item (a tombstone) with DELETED,
+    and any other with the first of MALFORMED, UNSUPPORTED, BINDING_MISMATCH, SIGNER_UNKNOWN,
+    SIGNATURE_INVALID, RECIPIENTS_MISMATCH, VERSION_MISMATCH, NOT_A_RECIPIENT, DECRYPTION_FAILED
+    and COMMITMENT_MISMATCH that applies;
     sealing refuses with TOO_LARGE (more than MAX_PLAINTEXT bytes or MAX_RECIPIENTS keys) or
     NO_RECIPIENTS, or UNSUPPORTED for a key of another type; a key file that does not open
     with its passphrase is WRONG_PASSPHRASE (key_files.py).
@@ -523,6 +525,8 @@ class DecodedPayload:
 
 def _open(item: Item, private_key: RecipientPrivateKey, directory: SignerDirectory) -> tuple[bytes, Opened]:
     """The content key and the opened item: docs/sealing.md, "Opening", step by step."""
+    if item.deleted:  # a tombstone keeps no content: say so, not what its empty fields look like
+        raise SealingError("DELETED", f"the item was deleted (its tombstone is version {item.version})")
     payload = item.encrypted_payload
     fields = _decoded(item, private_key)
     if payload.alg != ALG or payload.version not in {1, 2}:

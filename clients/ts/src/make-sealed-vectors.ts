@@ -192,6 +192,11 @@ refuses(
   "RECIPIENTS_MISMATCH",
 );
 
+// -- DELETED: a tombstone, which has no content (before any other check) -----------------------
+
+const tombstone = (item: Item) => Object.assign(item, { version: 2n, deleted: true, encryptedPayload: undefined, wrappedKeys: [] });
+refuses("a deleted item (its tombstone: no payload, no wrapped keys)", "x25519-a", changed(base, tombstone), "DELETED");
+
 // -- MALFORMED: strict decoding --------------------------------------------------------------
 
 const payloadChange = (name: string, recipient: Name, change: (payload: NonNullable<Item["encryptedPayload"]>) => void, reason = "MALFORMED") =>

@@ -29,10 +29,11 @@ type ImportParams = Parameters<typeof globalThis.crypto.subtle.importKey>[2];
 
 /**
  * Why sealing, opening or a key file refused: one of these reasons, never key material in the
- * message. The reasons of opening are docs/sealing.md's, in its order; TOO_LARGE and
- * NO_RECIPIENTS are sealing's; WRONG_PASSPHRASE a key file's.
+ * message. The reasons of opening are docs/sealing.md's, in its order (DELETED: a tombstone, which
+ * has no content); TOO_LARGE and NO_RECIPIENTS are sealing's; WRONG_PASSPHRASE a key file's.
  */
 export type SealingReason =
+  | "DELETED"
   | "MALFORMED"
   | "UNSUPPORTED"
   | "BINDING_MISMATCH"

@@ -222,6 +222,8 @@ function refuse(reason: ConstructorParameters<typeof SealingError>[0], message: 
 
 // Every check of docs/sealing.md's "Opening", in its order.
 async function unseal(item: Item, opener: Opener, directory: SignerDirectory): Promise<Unsealed> {
+  // A tombstone keeps no content: say so, not what its empty fields look like.
+  if (item.deleted) refuse("DELETED", `the item was deleted (its tombstone is version ${item.version})`);
   const key = recipientKeyOf(opener);
   const payload = item.encryptedPayload ?? create(EncryptedPayloadSchema);
 
