@@ -2,16 +2,12 @@
 item opens with the demo device key of each member of its vault and with no other, against the key
 log that member verified, which says who sealed it (the demo device of the vault's first member);
 its wrapped keys are for the agreement keys of devices that log holds (those of the vault's
-members), and the README's walk-through opens one of bob's shared items as it says."""
+members). tests/clients/test_walk_through.py runs the README's sealed demo."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,25 +104,6 @@ def test_the_credentials_name_the_published_devices(principals: dict[str, Any]) 
         assert device.device_id == principal["deviceId"]
         assert device.agreement_key_id == principal["keyId"]
         assert RecipientPrivateKey.from_jwk(principal["privateKeyJwk"]).key_id == principal["keyId"]
-
-
-def test_the_readme_walk_through_opens_bobs_shared_item(dev_credentials: Path, dev_server: Server) -> None:
-    block = re.search(r"<!-- the sealed demo -->\s*```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
-    assert block, "README.md has no shell block after <!-- the sealed demo -->"
-    command = block.group(1).replace("var/dev-credentials.json", str(dev_credentials))
-    command = command.replace(".venv/bin/python", sys.executable)
-    shown = re.search(r"<!-- the sealed demo -->.*?```json\n(.*?)\n```", (ROOT / "README.md").read_text(), re.DOTALL)
-    assert shown
-
-    result = subprocess.run(  # the README's own command
-        ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False, env=os.environ
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == json.loads(shown.group(1))
-    assert "privateKeyJwk" not in result.stdout
-    assert "signingKeyJwk" not in result.stdout
-    assert '"d"' not in dev_server.log()
 
 
 def _hex(key_id: str) -> str:

@@ -2,7 +2,8 @@
 read it with the principal's token, verify the tenant's key log against the log key and the
 witness the credentials file pins, name the principals it is sealed for, open it with the
 principal's demo device key (from the credentials file) against that verified log, and say who
-sealed it: the device whose signature the log vouches for, and its principal.
+sealed it: the device whose signature the log vouches for, and its principal. An item that does
+not open is one line on stderr with its reason (DELETED for a deleted item), and exit code 1.
 
 python open_dev_item.py CREDENTIALS_FILE PRINCIPAL VAULT_ID ITEM_ID
 """
@@ -20,13 +21,14 @@ from zkplatform_client import (
     KeyDirectory,
     Me,
     MemoryKeyLogStore,
+    SealingError,
     TrustPolicy,
     clients,
     open_item,
 )
 
 
-async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, item_id: str) -> None:
+async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, item_id: str) -> int:
     ((tenant_id, principal),) = [
         (t["tenantId"], p) for t in credentials["tenants"] for p in t["principals"] if p["principalId"] == principal_id
     ]
@@ -48,8 +50,13 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
     owners = {logged.agreement_key_id: logged.principal_id for logged in state.devices.values()}
 
     # Checked against the verified log: SealingError if the signer is not a device of it, or if
-    # the item was changed behind its sealer's back (moved, its recipients or version changed).
-    opened = open_item(item, device.recipient_key(), state)
+    # the item was changed behind its sealer's back (moved, its recipients or version changed);
+    # DELETED for a tombstone, which keeps no content.
+    try:
+        opened = open_item(item, device.recipient_key(), state)
+    except SealingError as error:  # its reason, then why: never a key or content
+        sys.stderr.write(f"{vault_id}/{item_id} does not open: {error}\n")
+        return 1
     signer = opened.sealed_by  # None only for a version 1 item, which nobody signed
     sealed_by = None if signer is None else {"principal": signer.principal_id, "device": signer.device_id}
 
@@ -68,6 +75,7 @@ async def main(credentials: dict[str, Any], principal_id: str, vault_id: str, it
             }
         )
     )
+    return 0
 
 
-asyncio.run(main(json.loads(Path(sys.argv[1]).read_text()), *sys.argv[2:]))
+sys.exit(asyncio.run(main(json.loads(Path(sys.argv[1]).read_text()), *sys.argv[2:])))

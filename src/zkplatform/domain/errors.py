@@ -231,13 +231,17 @@ class ItemDeleted(DomainError):
 
 class CursorExpired(DomainError):
     """A cursor (or a ListItems page token) the store can no longer continue from: of another
-    epoch than the store's (the store was restored from a backup since), or, with a
+    epoch than the store's (the store was restored from a backup since, or the cursor is another
+    store's, such as an earlier development server's), or, with a
     `min_sequence`, below the vault's purge horizon (tombstones it has not seen were purged).
     Either way the client starts over with ListItems; `epoch` is the store's current one."""
 
     def __init__(self, epoch: str, min_sequence: int | None = None) -> None:
         if min_sequence is None:
-            why = "the cursor is of another epoch than the store's (it was restored from a backup since)"
+            why = (
+                "the cursor is of another epoch than the store's: the store was restored from a backup since,"
+                " or the cursor is of another store (a development server starts a new one each time)"
+            )
         else:
             why = f"the cursor is older than the vault's purged tombstones; the lowest accepted is {min_sequence}"
         super().__init__(f"{why}: start over with ListItems")
