@@ -1,7 +1,7 @@
 """Composition root: builds the platform from settings and the one ASGI app around it.
 
 The request path, outermost first (docs/architecture.md describes it):
-ObserveCalls -> CloseWhenStopping -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
+ObserveCalls -> CloseWhenStopping -> [Cors] -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
 -> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody (reflection: FirstMessage)
 -> RefuseBadProtocolHeaders
 -> the service's Connect application, whose interceptors run
@@ -36,6 +36,7 @@ from zkplatform.rpc.directory import DirectoryServicer
 from zkplatform.rpc.errors import ErrorMapping
 from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
+from zkplatform.rpc.front.cors import Cors
 from zkplatform.rpc.front.first_message import FirstMessage
 from zkplatform.rpc.front.leaked_tokens import RevokeLeakedTokens
 from zkplatform.rpc.front.malformed import RefuseMalformed
@@ -289,6 +290,10 @@ def build_front(
         settings.client_stall_seconds, settings.max_unread_bytes_per_connection, settings.max_unread_bytes_per_worker
     )
     app = ClientGone(app, unread)
+    if settings.cors_origins:
+        # Outside every refusal, so that a page sees why it was refused; inside CloseWhenStopping,
+        # so that a preflight answered while stopping closes its connection too.
+        app = Cors(app, settings.cors_origins)
     app = connections = CloseWhenStopping(app)
     app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
     return Front(app, observed, streams, connections)

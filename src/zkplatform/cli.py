@@ -50,6 +50,7 @@ from zkplatform.config import (
     check_bind,
     check_log_name,
     check_public_url,
+    parse_cors_origins,
     parse_networks,
     parse_paths,
     parse_timeout,
@@ -116,6 +117,7 @@ _ENVIRONMENT = {
     ),
     "ZKPLATFORM_PUBLIC_URL": "the origin clients address behind a proxy (as --public-url)",
     "ZKPLATFORM_FORWARDED_ALLOW_IPS": "proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
+    "ZKPLATFORM_CORS_ORIGINS": "web origins whose pages may call the API (as --cors-origins; default: none)",
     "ZKPLATFORM_METRICS_BIND": "where Prometheus metrics are served (as --metrics-bind; default: nowhere)",
     "ZKPLATFORM_STATE_DIR": f"the server's own files, such as the token pepper (default ./{DEFAULT_STATE_DIR})",
     "ZKPLATFORM_TOKEN_PEPPER": "base64url key (>= 32 bytes) tokens are stored under, the same on every host\n"
@@ -242,6 +244,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="IPS",
         help="comma-separated IPs and CIDR networks of proxies whose Forwarded and X-Forwarded-Proto/-Host "
         "headers are believed (default: none)",
+    )
+    serve.add_argument(
+        "--cors-origins",
+        type=_cors_origins,
+        default=None,
+        metavar="ORIGINS",
+        help="comma-separated web origins, https://HOST[:PORT], whose pages may call the Connect and gRPC-Web "
+        "API (CORS; default: none, cross-origin calls refused)",
     )
     serve.add_argument(
         "--graceful-timeout",
@@ -391,6 +401,14 @@ def _networks(raw: str) -> str:
     return raw
 
 
+def _cors_origins(raw: str) -> str:
+    try:
+        parse_cors_origins(raw)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--cors-origins ")) from None
+    return raw
+
+
 def _seconds(raw: str) -> float:
     try:
         seconds = float(raw)
@@ -487,6 +505,8 @@ def serve_settings(args: argparse.Namespace, env: Settings) -> Settings:
         env = dataclasses.replace(env, public_url=args.public_url)
     if args.forwarded_allow_ips is not None:
         env = dataclasses.replace(env, forwarded_allow_ips=parse_networks(args.forwarded_allow_ips))
+    if args.cors_origins is not None:
+        env = dataclasses.replace(env, cors_origins=parse_cors_origins(args.cors_origins))
     scheme = "https" if args.certfile is not None else "http"
     settings = dataclasses.replace(env, base_url=env.public_url or f"{scheme}://{args.bind}")
     if args.store is not None:

@@ -115,6 +115,57 @@ def parse_networks(raw: str) -> tuple[Network, ...]:
     return tuple(networks)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def parse_cors_origins(raw: str) -> tuple[str, ...]:
+    """`serve --cors-origins`: comma-separated web origins, scheme://host[:port], each as a browser
+    sends it in `Origin` (lowercase, without its scheme's default port), or ConfigError.
+    `*` is refused: the platform serves an allow-list, and a wildcard copied into production
+    would let every page on the web call it."""
+    origins: list[str] = []
+    for member in (part.strip() for part in raw.split(",")):
+        if not member:
+            continue
+        if member == "*":
+            msg = "--cors-origins takes exact origins (https://app.example.com), not '*': list each origin"
+            raise ConfigError(msg)
+        origin = _origin(member)
+        if origin is None:
+            msg = f"--cors-origins takes origins, http(s)://HOST[:PORT] without a path, not {member!r}"
+            raise ConfigError(msg)
+        origins.append(origin)
+    return tuple(dict.fromkeys(origins))
+
+
+def _origin(raw: str) -> str | None:
+    """`raw` as the serialized origin a browser sends, or None when it names none."""
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if (
+        scheme not in _DEFAULT_PORTS
+        or not raw.isascii()
+        or parts.username is not None
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or raw.endswith(("?", "#"))
+        or not host
+        or port == 0
+    ):
+        return None
+    bracketed = f"[{host}]" if ":" in host else host
+    try:
+        check_bind(f"{bracketed}:{port or 1}")
+    except ConfigError:
+        return None
+    return f"{scheme}://{bracketed}" + ("" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     store_url: str = DEFAULT_STORE
@@ -147,6 +198,8 @@ class Settings:
     public_url: str | None = None
     # Peers whose forwarded headers (Forwarded, X-Forwarded-*) are believed.
     forwarded_allow_ips: tuple[Network, ...] = ()
+    # The web origins whose pages may call the API (rpc/front/cors.py); none: cross-origin calls are refused.
+    cors_origins: tuple[str, ...] = ()
     # WatchChanges: the heartbeat period (and token re-check), open watches per principal and per worker.
     watch_heartbeat_seconds: int = DEFAULT_WATCH_HEARTBEAT_SECONDS
     watch_max_per_principal: int = DEFAULT_WATCH_MAX_PER_PRINCIPAL
@@ -220,6 +273,7 @@ class Settings:
             ),
             public_url=check_public_url(env["ZKPLATFORM_PUBLIC_URL"]) if env.get("ZKPLATFORM_PUBLIC_URL") else None,
             forwarded_allow_ips=parse_networks(env.get("ZKPLATFORM_FORWARDED_ALLOW_IPS", "")),
+            cors_origins=parse_cors_origins(env.get("ZKPLATFORM_CORS_ORIGINS", "")),
             watch_heartbeat_seconds=_positive_int(
                 env, "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS", DEFAULT_WATCH_HEARTBEAT_SECONDS, at_most=3600
             ),
@@ -260,6 +314,7 @@ class Settings:
             "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
             "ZKPLATFORM_PUBLIC_URL": self.public_url or "",
             "ZKPLATFORM_FORWARDED_ALLOW_IPS": ",".join(map(str, self.forwarded_allow_ips)),
+            "ZKPLATFORM_CORS_ORIGINS": ",".join(self.cors_origins),
             "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": str(self.watch_heartbeat_seconds),
             "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(self.watch_max_per_principal),
             "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(self.watch_max_per_worker),

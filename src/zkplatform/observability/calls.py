@@ -110,7 +110,7 @@ class Call:
         if self.grpc_status is not None:
             code = _GRPC_CODES.get(int(self.grpc_status)) if self.grpc_status.isdigit() else Code.UNKNOWN
             return "ok" if self.grpc_status == "0" else (code or Code.UNKNOWN).value
-        if self.http_status == 200:
+        if 200 <= self.http_status < 300:  # 204: a CORS preflight answered (rpc/front/cors.py)
             return "ok"
         return _HTTP_CODES.get(self.http_status, Code.UNKNOWN).value
 
