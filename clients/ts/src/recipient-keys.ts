@@ -21,7 +21,7 @@ import { XWING, canonicalPublicJwk } from "./statements.js";
 export type Curve = "X25519" | "P-256" | "X-Wing";
 
 /** A private JWK as exportPrivateJwk() gives it: X25519's or P-256's with `d`, or X-Wing's with `priv` (its seed). */
-export type PrivateJwk = { kty: "OKP" | "EC"; crv: "X25519" | "P-256"; x: string; y?: string; d: string } | { alg: "X-Wing"; kty: "AKP"; pub: string; priv: string };
+export type RecipientPrivateJwk = { kty: "OKP" | "EC"; crv: "X25519" | "P-256"; x: string; y?: string; d: string } | { alg: "X-Wing"; kty: "AKP"; pub: string; priv: string };
 
 /** WebCrypto's key type, as this runtime's typings name it. */
 export type WebCryptoKey = Awaited<ReturnType<typeof globalThis.crypto.subtle.importKey>>;
@@ -199,7 +199,7 @@ export class RecipientKeyPair {
   }
 
   /** The private key as a JWK with `d` (X-Wing's with `priv`, its seed): a secret, to be kept as the application keeps its own. */
-  async exportPrivateJwk(): Promise<PrivateJwk> {
+  async exportPrivateJwk(): Promise<RecipientPrivateJwk> {
     const secret = secretOf(this).d;
     if (this.curve === XWING) return { alg: XWING, kty: "AKP", pub: (JSON.parse(this.jwk) as { pub: string }).pub, priv: secret };
     const { kty, crv, x, y } = JSON.parse(this.jwk) as { kty: "OKP" | "EC"; crv: "X25519" | "P-256"; x: string; y?: string };

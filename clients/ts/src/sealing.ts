@@ -23,7 +23,7 @@ export {
   generateRecipientKey,
   importRecipientKey,
   type Curve,
-  type PrivateJwk,
+  type RecipientPrivateJwk,
   type SealingReason,
 } from "./recipient-keys.js";
 export { WRAP_ALGS } from "./key-wrapping.js";
