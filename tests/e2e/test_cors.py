@@ -1,7 +1,8 @@
 """CORS over a real hypercorn (rpc/front/cors.py): `serve --cors-origins` answers a listed origin's
 preflight and lets it read the answers, success and refusal, in Connect and gRPC-Web, over HTTP/1.1
 and HTTP/2; refuses another origin's preflight; and refuses to start on what is no origin, in one
-line with the configuration exit code."""
+line with the configuration exit code. Behind the nginx of docs/deploy.md (its very text), the
+server's CORS headers pass through once: nginx adds none of its own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from tests.e2e.server import Server, run_serve, serving
+from tests.e2e.test_proxy import needs_nginx, running_nginx
 from zkplatform_api.platform.v1 import vault_pb2
 
 APP = "https://app.example.com"
@@ -92,3 +94,29 @@ def test_what_is_no_origin_stops_the_start_in_one_line(tmp_path: Path, args: lis
     assert result.stderr.count("\n") == 1
     assert "--cors-origins" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@needs_nginx
+@pytest.mark.parametrize("http2", [False, True], ids=["http1.1", "http2"])
+def test_behind_the_documented_nginx_the_servers_headers_pass_through_once(
+    server: tuple[Server, str], tmp_path: Path, *, http2: bool
+) -> None:
+    running, alice = server
+    with running_nginx(tmp_path, running.base_url.removeprefix("http://")) as nginx:
+        verify = nginx.pki.client_context()
+        with httpx.Client(base_url=nginx.url, verify=verify, http1=not http2, http2=http2, timeout=10) as client:
+            allowed = client.options(LIST, headers={"Origin": APP, **PREFLIGHT})
+            refused = client.options(LIST, headers={"Origin": "https://evil.example", **PREFLIGHT})
+            connect = {"Content-Type": "application/json", "Connect-Protocol-Version": "1", "Origin": APP}
+            ok = client.post(LIST, content=b"{}", headers={**connect, "Authorization": f"Bearer {alice}"})
+            unauthenticated = client.post(LIST, content=b"{}", headers=connect)
+    assert allowed.status_code == 204
+    assert listed(allowed.headers["access-control-allow-headers"]) >= listed(
+        PREFLIGHT["Access-Control-Request-Headers"]
+    )
+    assert refused.status_code == 403
+    assert "access-control-allow-origin" not in refused.headers
+    for answer, status in ((allowed, 204), (ok, 200), (unauthenticated, 401)):
+        assert answer.status_code == status
+        # Twice would be refused by browsers: nginx must add none of its own.
+        assert answer.headers.get_list("access-control-allow-origin") == [APP]
