@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from zkplatform.domain.authority import parse_authority
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.domain.sync import WatchPolicy
 from zkplatform.store import DEFAULT_POOL_SIZE, DEFAULT_SQLITE_URL
@@ -72,30 +73,23 @@ def check_bind(bind: str) -> str:
 
 
 def check_public_url(raw: str) -> str:
-    """`serve --public-url`: the origin clients address, http(s)://HOST[:PORT], or ConfigError."""
+    """`serve --public-url`: the origin clients address, http(s)://HOST[:PORT], or ConfigError.
+
+    Its authority is read as a DPoP proof's `htu` and a request's Host are (domain/authority.py),
+    so that the origin the server compares them with is one they can name: an IPv6 address from
+    the future (`[v1.x]`), with a zone, or a port that is empty or out of range is refused."""
     usage = f"--public-url must be https://HOST[:PORT] (or http://), without a path, not {raw!r}"
     try:
         parts = urlsplit(raw)
-        port = parts.port
-    except ValueError:
+    except ValueError:  # brackets that do not close
         raise ConfigError(usage) from None
-    host = parts.hostname or ""
-    bracketed = f"[{host}]" if ":" in host else host
-    if (
-        parts.scheme.lower() not in ("http", "https")
-        or parts.username is not None
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-        or not host
-        or (port is not None and port == 0)
-    ):
+    scheme = parts.scheme.lower()
+    authority = parse_authority(parts.netloc)  # None for user info too: '@' is no host's
+    if scheme not in ("http", "https") or authority is None or parts.path not in ("", "/") or parts.query:
         raise ConfigError(usage)
-    try:
-        check_bind(f"{bracketed}:{port or 1}")
-    except ConfigError:
-        raise ConfigError(usage) from None
-    return f"{parts.scheme.lower()}://{bracketed.lower()}{'' if port is None else f':{port}'}"
+    if parts.fragment or raw.endswith(("?", "#")):
+        raise ConfigError(usage)
+    return f"{scheme}://{authority.text()}"
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -168,9 +168,14 @@ async def test_forwarded_headers_of_an_untrusted_peer_are_ignored(distrusting_se
 
 def test_a_bad_public_url_or_allowed_ip_is_one_line(tmp_path: Path) -> None:
     bad_url = run_serve(tmp_path, "--store", "memory:", "--public-url", "https://zk.example.com/api")
+    bad_host = run_serve(tmp_path, "--store", "memory:", "--public-url", "https://[v1.x]")
     bad_ips = run_serve(tmp_path, "--store", "memory:", "--forwarded-allow-ips", "127.0.0.1,proxy")
 
-    for result, message in ((bad_url, "must be https://HOST[:PORT]"), (bad_ips, "'proxy'")):
+    for result, message in (
+        (bad_url, "must be https://HOST[:PORT]"),
+        (bad_host, "not 'https://[v1.x]'"),
+        (bad_ips, "'proxy'"),
+    ):
         assert result.returncode == 2, result.stderr
         assert result.stderr.count("\n") == 1, result.stderr
         assert message in result.stderr

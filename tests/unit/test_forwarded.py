@@ -207,6 +207,14 @@ def test_public_urls(raw: str, origin: str) -> None:
         "https://a.example:0",
         "https://a.example?x=1",
         "https://",
+        # An authority a DPoP proof's htu or a Host could not name (domain/authority.py): before,
+        # [v1.x] became https://v1.x and the others passed as they were.
+        "https://[v1.x]",
+        "https://[v1.x]:8443",
+        "https://[fe80::1%25eth0]",
+        "https://a.example:",
+        "https://a.example:+443",
+        "https://[::1",
     ],
 )
 def test_a_public_url_with_more_or_less_than_an_origin_is_refused(raw: str) -> None:

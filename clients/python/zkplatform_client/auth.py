@@ -23,7 +23,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
-from zkplatform_client.dpop import DPoPKey
+from zkplatform_client.dpop import DPoPKey, htu
 from zkplatform_client.errors import ERROR_DOMAIN, error_details
 
 REQ = TypeVar("REQ")
@@ -130,6 +130,8 @@ class AuthInterceptor:
     ) -> None:
         if dpop is not None and not base_url:
             raise ValueError("a DPoP proof names the call's URL: give base_url, the address the client uses")
+        if dpop is not None and base_url:
+            htu(base_url)  # a malformed URL is refused here, once, rather than at every call
         self.provider = token_provider(token)
         self._dpop = dpop
         self._base_url = (base_url or "").rstrip("/")

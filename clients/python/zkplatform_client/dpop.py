@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -23,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from joserfc import jwk, jws
 
 ALGORITHM: Final = "ES256"
+_NAME: Final = re.compile(r"[A-Za-z0-9._~-]{1,253}")
 
 
 class DPoPKey:
@@ -79,9 +82,41 @@ class DPoPKey:
 
 
 def htu(url: str) -> str:
-    """The URL as a proof names it: without query or fragment (RFC 9449 section 4.2)."""
-    parts = urlsplit(url)
+    """The URL as a proof names it: without query or fragment (RFC 9449 section 4.2).
+
+    ValueError, saying what is wrong (never the URL, which could carry credentials), when it is
+    not an http(s) URL of a host and an optional port from 1 to 65535: the server refuses a proof
+    of any other, so a malformed base URL fails here, where it is given, not at every call."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port that is no number from 0 to 65535
+    except ValueError as error:
+        raise ValueError(f"a DPoP proof names an http(s) URL: this one is malformed ({error})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("a DPoP proof names an http(s) URL: this one has another scheme, or none")
+    if not _host(parts.netloc):
+        msg = "a DPoP proof names an http(s) URL: this one's host is neither a name nor an IP address (IPv6 in [])"
+        raise ValueError(msg)
+    if port == 0 or parts.netloc.endswith(":"):
+        raise ValueError("a DPoP proof names an http(s) URL: this one's port is not from 1 to 65535")
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def _host(netloc: str) -> bool:
+    """Whether the URL's authority names a host as the server reads one (its domain/authority.py):
+    a name of RFC 3986's unreserved characters, or an IPv6 address in brackets, without a zone."""
+    if "@" in netloc:
+        return False
+    if netloc.startswith("["):
+        literal = netloc[1 : netloc.find("]")]
+        if "%" in literal:
+            return False
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return False
+        return True
+    return _NAME.fullmatch(netloc.partition(":")[0]) is not None
 
 
 def access_token_hash(access_token: str) -> str:
