@@ -58,6 +58,7 @@ from zkplatform_client.sealing import (
 )
 from zkplatform_client.sync import (
     Backoff,
+    CaughtUp,
     Changes,
     FileSyncStore,
     Heartbeat,
@@ -79,6 +80,7 @@ __all__ = [
     "AlertKind",
     "AuthInterceptor",
     "Backoff",
+    "CaughtUp",
     "Changes",
     "Clients",
     "DPoPKey",

@@ -8,6 +8,10 @@ or start from a saved state (items, cursor and epoch, through a SyncStore) and f
   both are kept and sent back (`since_epoch`), so that a store restored from a
   backup, whose epoch the restore rotated, is not taken for the one the cursor
   came from.
+- The sync is caught up (`caught_up`, and a CaughtUp event) once it holds every change up to
+  the vault's latest: when a watch's message marked caught_up (the end of its backlog) is
+  applied, or a ListChanges answer has no more to come. It is not caught up again until then
+  after a dropped stream, a failed poll or a start over; `items` is complete only while it is.
 - A dropped stream, UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED (WATCH_BEHIND),
   RESOURCE_EXHAUSTED or a silent connection reconnects from the last cursor
   received, after a bounded, jittered backoff.
@@ -61,6 +65,7 @@ from zkplatform_client.state_files import read_state, replace_state
 
 __all__ = [
     "Backoff",
+    "CaughtUp",
     "Changes",
     "FileSyncStore",
     "Heartbeat",
@@ -194,6 +199,17 @@ class Changes:
 
 
 @dataclass(frozen=True)
+class CaughtUp:
+    """The sync's items now hold every change of the vault up to `cursor`, its latest when the
+    server read it: the vault is complete. `items` counts the live ones, as Synced's does. Once a
+    stream (each reconnect has its own), or once a poll reaches the latest change after a listing
+    or a failure."""
+
+    cursor: int
+    items: int
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     cursor: int
 
@@ -213,7 +229,7 @@ class Restarting:
     cursor: int
 
 
-SyncEvent = Synced | Resumed | Changes | Heartbeat | Reconnecting | Restarting
+SyncEvent = Synced | Resumed | Changes | CaughtUp | Heartbeat | Reconnecting | Restarting
 
 
 @dataclass(frozen=True)
@@ -275,6 +291,8 @@ class VaultSync:
         self.cursor = 0
         # The store's epoch the cursor belongs to ("" before the first listing).
         self.epoch = ""
+        # Whether `items` holds every change up to the vault's latest (see CaughtUp).
+        self.caught_up = False
         self._vault = vault
         self._vault_id = vault_id
         self._headers = headers
@@ -380,7 +398,11 @@ class VaultSync:
                             idle = waiting.expired()
                         self._succeeded()
                         cursor = response.cursor.sequence if response.HasField("cursor") else self.cursor
-                        await self._follow(response.changes, cursor, response.cursor.epoch, heartbeat=True)
+                        # The marker of an empty backlog is no heartbeat: it says CaughtUp once applied.
+                        heartbeat = not response.caught_up
+                        await self._follow(response.changes, cursor, response.cursor.epoch, heartbeat=heartbeat)
+                        if response.caught_up:  # its changes applied: the backlog is
+                            self._reached_latest()
                 finally:
                     await stream.aclose()  # type: ignore[attr-defined]
                 await self._retry_or_raise(_StreamEndedError("the stream ended"))
@@ -404,6 +426,8 @@ class VaultSync:
             cursor = page.cursor.sequence if page.HasField("cursor") else self.cursor
             await self._follow(page.changes, cursor, page.cursor.epoch, heartbeat=False)
             if not page.has_more:
+                if not self.caught_up:
+                    self._reached_latest()
                 await asyncio.sleep(self._poll_interval)
 
     async def _follow(self, changes: Sequence[ItemChange], cursor: int, epoch: str, *, heartbeat: bool) -> None:
@@ -425,6 +449,10 @@ class VaultSync:
         self._attempt = 0
         self._expired_once = False
 
+    def _reached_latest(self) -> None:
+        self.caught_up = True
+        self._emit(CaughtUp(self.cursor, len(self.live_items())))
+
     def _keep_epoch(self, epoch: str) -> None:
         """An answer to a request with our epoch is of it; one to a request without (a listing by
         a server from before epochs, then one with them) tells us the store's."""
@@ -440,6 +468,8 @@ class VaultSync:
 
     async def _retry_or_raise(self, error: Exception) -> None:
         """Wait and return when retrying may help (the caller resumes from its cursor); raise otherwise."""
+        # Changes may be made while the sync is not following: it is behind until it catches up again.
+        self.caught_up = False
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             # connectrpc turns a cancellation into ConnectError(CANCELED): the caller asked to stop.

@@ -10,6 +10,11 @@
 //   history): both are kept and sent back (sinceEpoch), so that a store restored
 //   from a backup, whose epoch the restore rotated, is not taken for the one the
 //   cursor came from.
+// - The sync is caught up (`caughtUp`, and a "caughtUp" event) once it holds
+//   every change up to the vault's latest: when a watch's message marked
+//   caughtUp (the end of its backlog) is applied, or a ListChanges answer has
+//   no more to come. It is not caught up again until then after a dropped
+//   stream, a failed poll or a start over; `items` is complete only while it is.
 // - A dropped stream, UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED (WATCH_BEHIND),
 //   RESOURCE_EXHAUSTED or a silent connection reconnects from the last cursor
 //   received, after a bounded, jittered backoff.
@@ -115,6 +120,13 @@ export type SyncEvent =
   | { type: "synced"; cursor: bigint; items: number }
   | { type: "resumed"; cursor: bigint; items: number }
   | { type: "changes"; cursor: bigint; changes: ItemChange[] }
+  /**
+   * `items` now holds every change of the vault up to `cursor`, its latest when the server read
+   * it: the vault is complete (`items` here counts the live ones, as in "synced"). Once a stream
+   * (each reconnect has its own), or once a poll reaches the latest change after a listing or a
+   * failure.
+   */
+  | { type: "caughtUp"; cursor: bigint; items: number }
   | { type: "heartbeat"; cursor: bigint }
   | { type: "reconnecting"; code: string; reason: string; attempt: number; delayMs: number; cursor: bigint }
   | { type: "restarting"; reason: string; cursor: bigint };
@@ -183,6 +195,8 @@ export class VaultSync {
   cursor = 0n;
   /** The store's epoch the cursor belongs to ("" before the first listing): sent back with it. */
   epoch = "";
+  /** Whether `items` holds every change up to the vault's latest (see the "caughtUp" event). */
+  caughtUp = false;
 
   private readonly options: SyncOptions;
   private readonly vault: Client<typeof VaultService>;
@@ -245,6 +259,11 @@ export class VaultSync {
   private succeeded(): void {
     this.attempt = 0;
     this.expiredOnce = false;
+  }
+
+  private reachedLatest(): void {
+    this.caughtUp = true;
+    this.emit({ type: "caughtUp", cursor: this.cursor, items: this.liveItems().size });
   }
 
   // Apply an answer's changes (or move to its cursor), and save what moved.
@@ -315,7 +334,10 @@ export class VaultSync {
         for await (const response of responses) {
           arm();
           this.succeeded();
-          await this.follow(response.changes, response.cursor?.sequence ?? this.cursor, response.cursor?.epoch, true);
+          // The marker of an empty backlog is no heartbeat: it says caughtUp once applied.
+          const cursor = response.cursor?.sequence ?? this.cursor;
+          await this.follow(response.changes, cursor, response.cursor?.epoch, !response.caughtUp);
+          if (response.caughtUp) this.reachedLatest(); // its changes applied: the backlog is
         }
         throw new StreamEnded("the stream ended");
       } catch (error) {
@@ -342,7 +364,10 @@ export class VaultSync {
         );
         this.succeeded();
         await this.follow(page.changes, page.cursor?.sequence ?? this.cursor, page.cursor?.epoch, false);
-        if (!page.hasMore) await this.sleep(this.options.pollIntervalMs ?? 1000);
+        if (!page.hasMore) {
+          if (!this.caughtUp) this.reachedLatest();
+          await this.sleep(this.options.pollIntervalMs ?? 1000);
+        }
         if (this.options.signal?.aborted) throw new Stopped();
       } catch (error) {
         await this.retryOrThrow(error);
@@ -369,6 +394,8 @@ export class VaultSync {
 
   // Transient failures wait and return (the caller retries from its cursor); the rest throw.
   private async retryOrThrow(error: unknown): Promise<void> {
+    // Changes may be made while the sync is not following: it is behind until it catches up again.
+    this.caughtUp = false;
     if (this.options.signal?.aborted) throw new Stopped();
     if (error instanceof StreamEnded) {
       await this.pause("dropped", error.message);
