@@ -17,6 +17,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -485,6 +486,47 @@ async def test_a_grpc_watch_through_nginx_gets_a_change_at_once(deployment: Depl
 
     assert [changes(first), changes(second)] == [changes_of(backlog), changes_of(made)]
     assert arrived - sent < LATENCY
+
+
+BUF = Path(sys.executable).parent / "buf"
+REFLECTED_S = 20.0  # seconds for a call by reflection (a second in practice; nginx held it 60 s)
+
+
+@needs_nginx
+@pytest.mark.skipif(not BUF.exists(), reason="buf is not installed in the environment (make install)")
+@pytest.mark.parametrize("protocol", ["connect", "grpcweb", "grpc"])
+def test_buf_curl_by_reflection_through_nginx(deployment: Deployment, protocol: str) -> None:
+    """buf curl learns the schema by server reflection, a stream of requests each written once
+    the answer to the one before was read, in the protocol of the call: nginx must pass each
+    on as it comes. Buffered whole, the body never ended and buf curl hung 60 s, then failed."""
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            [
+                str(BUF),
+                "curl",
+                "--cacert",
+                str(deployment.nginx.pki.ca),
+                "--protocol",
+                protocol,
+                "-H",
+                f"Authorization: Bearer {deployment.world.token('bob')}",
+                "-d",
+                json.dumps({"vaultId": "acme-shared", "pageSize": 1}),
+                f"{deployment.nginx.url}{SERVICE}/ListItems",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=REFLECTED_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"buf curl --protocol {protocol} got no answer through nginx within {REFLECTED_S}s")
+    took = time.monotonic() - started
+
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["items"]) == 1
+    assert took < REFLECTED_S
 
 
 # A client naming other addresses itself: nginx appends the address it saw, and drops Forwarded.
