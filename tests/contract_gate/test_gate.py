@@ -151,7 +151,7 @@ def test_added_optional_fields_pass(protos: Protos, baseline: Image) -> None:
 
 
 def test_loosened_request_rules_pass(protos: Protos, baseline: Image) -> None:
-    protos.edit("ListItemsRequest", "lte: 1000", "lte: 1000000").edit(
+    protos.edit("ListItemsRequest", "int32.gte = 0", "int32.gte = -1000000").edit(
         "ListItemsRequest", "max_len: 1024", "max_len: 1000000"
     )
     outcome = protos.gate(baseline)
