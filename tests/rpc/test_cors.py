@@ -12,12 +12,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.connect import JSON, error_of, headers
+from tests.connect import BROKER_MINT, JSON, detail, error_of, headers
 from tests.world import BASE_URL, World
 from zkplatform.app import create_app
 from zkplatform.config import ConfigError, Settings, parse_cors_origins
+from zkplatform.domain.models import Scope
 from zkplatform.wiring import Platform
-from zkplatform_api.platform.v1 import vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 APP = "https://app.example.com"
 DEV = "http://localhost:5173"
@@ -178,6 +179,16 @@ async def test_connect_answers_carry_the_headers_for_a_listed_origin(cors: httpx
     unknown = await cors.post(UNKNOWN, content=body, headers=headers(JSON, Origin=APP))
     assert unknown.status_code == 404
     assert_readable_by(unknown, APP)
+
+
+async def test_a_rate_limited_answer_is_readable_with_its_retry_delay(cors: httpx.AsyncClient, world: World) -> None:
+    mint = broker_pb2.MintUserApiTokenRequest(tenant_id="acme", requested_scopes=[Scope.VAULT_ITEMS_READ.value])
+    asked = headers(JSON, world.token("alice"), Origin=APP)
+    answers = [await cors.post(BROKER_MINT, content=JSON.encode(mint), headers=asked) for _ in range(11)]
+    limited = answers[-1]
+    assert limited.status_code == 429, limited.text
+    assert detail(error_of(limited), "google.rpc.RetryInfo")["retryDelay"].endswith("s")
+    assert_readable_by(limited, APP)
 
 
 async def test_grpc_web_answers_carry_the_headers_for_a_listed_origin(cors: httpx.AsyncClient, world: World) -> None:
