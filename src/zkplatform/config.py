@@ -157,6 +157,8 @@ def _origin(raw: str) -> str | None:
         check_bind(f"{bracketed}:{port or 1}")
     except ConfigError:
         return None
+    if ":" in host:  # browsers write an IPv6 address compressed: [::1], never [0:0::1]
+        bracketed = f"[{ipaddress.IPv6Address(host).compressed}]"
     return f"{scheme}://{bracketed}" + ("" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}")
 
 

@@ -232,7 +232,7 @@ async def test_off_by_default_no_cors_header_at_all(plain: httpx.AsyncClient, wo
 
 
 def test_origins_are_read_as_browsers_send_them() -> None:
-    given = " https://App.Example.COM:443 ,http://localhost:5173,, http://[::1]:80,https://app.example.com"
+    given = " https://App.Example.COM:443 ,http://localhost:5173,, http://[0:0::1]:80,https://app.example.com"
     assert parse_cors_origins(given) == ("https://app.example.com", "http://localhost:5173", "http://[::1]")
     assert Settings.from_env({"ZKPLATFORM_CORS_ORIGINS": f"{APP},{DEV}"}).cors_origins == (APP, DEV)
     settings = dataclasses.replace(Settings(), cors_origins=(APP, DEV))
