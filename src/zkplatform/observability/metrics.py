@@ -9,7 +9,9 @@ sum over the workers alive. With one worker the process serves its own registry.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
+import logging
 import os
 import platform
 import shutil
@@ -18,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from wsgiref.simple_server import WSGIServer
 
@@ -30,10 +33,19 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+# A server's directory of workers' files, under the temporary directory: zkplatform-metrics-XXXXXXXX,
+# holding OWNER_LOCK, locked by the server while it runs.
+DIRECTORY_PREFIX = "zkplatform-metrics-"
+OWNER_LOCK = "owner.lock"
+# How long a directory without a lock is taken for one being made (the lock follows within
+# microseconds) rather than one left by a server that had no lock (before this version).
+STARTING_SECONDS = 60.0
 # Calls take from well under a millisecond (memory) to seconds (a store struggling).
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _POOL_REFRESH_SECONDS = 1.0
+
+log = logging.getLogger(__name__)
 
 
 class Metrics:
@@ -222,13 +234,20 @@ def _screened(app: WSGIApplication, screen: Screen) -> WSGIApplication:
 def multiprocess_registry() -> Iterator[CollectorRegistry]:
     """For workers in processes of their own: a fresh directory named in the
     environment (the workers inherit it), a registry adding up its files, and
-    the directory removed at the end."""
-    directory = tempfile.mkdtemp(prefix="zkplatform-metrics-")
+    the directory removed at the end.
+
+    A server killed with -9 removes nothing: its directory is removed by the next
+    server to start here (as the Prometheus multiprocess guide says: a directory per
+    run, wiped before start-up), once nothing holds its owner's lock."""
+    parent = Path(tempfile.gettempdir())
+    remove_stale_directories(parent)
+    directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX, dir=parent))
+    owner = _own(directory)
     previous = os.environ.get(MULTIPROC_DIR)
-    os.environ[MULTIPROC_DIR] = directory
+    os.environ[MULTIPROC_DIR] = str(directory)
     try:
         registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call] # untyped upstream
+        MultiProcessCollector(registry, path=str(directory))  # type: ignore[no-untyped-call] # untyped upstream
         yield registry
     finally:
         if previous is None:
@@ -236,6 +255,64 @@ def multiprocess_registry() -> Iterator[CollectorRegistry]:
         else:
             os.environ[MULTIPROC_DIR] = previous
         shutil.rmtree(directory, ignore_errors=True)
+        os.close(owner)
+
+
+def remove_stale_directories(parent: Path) -> list[Path]:
+    """Remove the metrics directories under `parent` that no server owns any more: this user's
+    (never another's, nor a symbolic link), whose owner's lock nothing holds (the kernel
+    releases it when the process ends, however it ends), or, made before there were locks,
+    without one and older than STARTING_SECONDS. The directories removed."""
+    removed = []
+    with os.scandir(parent) as entries:
+        for entry in entries:
+            if not entry.name.startswith(DIRECTORY_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or _owned(Path(entry.path)):
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    if removed:
+        log.info(
+            "removed %d metrics director%s left by servers that ended without removing them (killed): %s",
+            len(removed),
+            "y" if len(removed) == 1 else "ies",
+            ", ".join(str(path) for path in removed),
+        )
+    return removed
+
+
+def _own(directory: Path) -> int:
+    """Take the directory's owner lock for as long as the returned descriptor stays open.
+
+    Locked under another name, then renamed: whoever looks finds either no lock (a directory
+    being made, left alone while young) or a held one, never one it could take in between."""
+    locking = directory / f".{OWNER_LOCK}"
+    fd = os.open(locking, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    locking.rename(directory / OWNER_LOCK)
+    return fd
+
+
+def _owned(directory: Path) -> bool:
+    """Whether a server still owns the directory: it holds its lock, or is making it now."""
+    try:
+        fd = os.open(directory / OWNER_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        try:
+            age = time.time() - directory.stat().st_mtime
+        except FileNotFoundError:
+            return True  # removed meanwhile: nothing to do
+        return age < STARTING_SECONDS
+    except OSError:
+        return True  # not ours to judge (a link, a permission): left alone
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock, if it was taken
+    return False
 
 
 # The failed check, from the start of the message the domain refuses with
