@@ -1,9 +1,9 @@
 // What the sealer of a version 2 item signs (docs/sealing.md, "The signature"): the canonical JSON
 // of the payload's fields, the SHA-256 of its ciphertext, the sorted recipient ids and the item
 // version the write creates; and the check of that signature with a signing key of the verified
-// directory. Ed25519 is @noble/curves', the canonical JSON statements.ts'. No node:* import.
-import { ed25519 } from "@noble/curves/ed25519.js";
+// directory. Ed25519 is tlog/ed25519.ts' check, the canonical JSON statements.ts'. No node:* import.
 import { JsonNumber, b64urlDecode, canonicalJson, utf8 } from "./statements.js";
+import { ed25519Verify } from "./tlog/ed25519.js";
 
 export const SEALED_ITEM_TYPE = "zkplatform.sealed-item";
 export const SEALED_ITEM_FORMAT = 2;
@@ -39,11 +39,11 @@ export class SealedItemStatement {
   }
 }
 
-/** Whether `signature` (64 bytes) is the Ed25519 signature of `statement` by the canonical Ed25519 JWK `signingJwk`, as RFC 8032 verifies it. */
+/** Whether `signature` (64 bytes) is the Ed25519 signature of `statement` by the canonical Ed25519 JWK `signingJwk`, decided as the Python package's OpenSSL decides it (tlog/ed25519.ts). */
 export function verifySealedItem(signingJwk: string, statement: SealedItemStatement, signature: Uint8Array): boolean {
   try {
     const x = b64urlDecode((JSON.parse(signingJwk) as { x: string }).x, 32);
-    return signature.length === 64 && ed25519.verify(signature, utf8(statement.canonical()), x, { zip215: false });
+    return ed25519Verify(x, utf8(statement.canonical()), signature);
   } catch {
     return false;
   }

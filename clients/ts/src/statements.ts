@@ -8,6 +8,7 @@
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { p256 } from "@noble/curves/nist.js";
 import { sha256 } from "@noble/hashes/sha2.js";
+import { ed25519Verify } from "./tlog/ed25519.js";
 
 export const FORMAT = 1;
 export const DEVICE_KEYS = "zkplatform.device-keys";
@@ -572,16 +573,11 @@ export function signStatement(seed: Uint8Array, statement: Statement): Uint8Arra
 
 /**
  * Whether `signature` is the Ed25519 signature of the statement by the key `signingJwk` (a
- * canonical Ed25519 JWK text), as RFC 8032 verifies it.
+ * canonical Ed25519 JWK text), decided as the Python package's OpenSSL decides it (tlog/ed25519.ts).
  */
 export function verifyStatement(signingJwk: string, statement: Statement, signature: Uint8Array): boolean {
   const x = b64urlDecode((JSON.parse(signingJwk) as { x: string }).x, 32);
-  if (signature.length !== 64) return false;
-  try {
-    return ed25519.verify(signature, utf8(statement.canonical()), x, { zip215: false });
-  } catch {
-    return false;
-  }
+  return ed25519Verify(x, utf8(statement.canonical()), signature);
 }
 
 /** The statement a canonical JSON text holds; throws StatementError saying what is wrong otherwise. */

@@ -3,7 +3,8 @@
 // Ed25519 keys (note.ts), tlog-cosignature cosignature/v1 (cosignature.ts), tlog-checkpoint
 // (checkpoint.ts) and the tlog-witness add-checkpoint messages (witness-wire.ts). What they throw
 // carries the reasons of the Python package's (errors.ts), checked against the same vectors
-// (clients/testdata/tlog).
+// (clients/testdata/tlog). ed25519Verify (ed25519.ts) is the package's one Ed25519 signature check,
+// deciding as the Python package's OpenSSL does (clients/testdata/ed25519-speccheck.json).
 export {
   CheckpointError,
   KeyFormatError,
@@ -44,6 +45,7 @@ export {
   type Verifier,
 } from "./note.js";
 export { CosignatureVerifier, Cosigner, MAX_TIMESTAMP, generateCosignerKey } from "./cosignature.js";
+export { ed25519Verify } from "./ed25519.js";
 export { formatCheckpoint, openCheckpoint, parseCheckpoint, type Checkpoint } from "./checkpoint.js";
 export {
   ADD_CHECKPOINT_PATH,

@@ -11,6 +11,9 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { base64, concatBytes, fromBase64, hasControl, hex32, utf8 } from "./encoding.js";
 import { KeyFormatError } from "./errors.js";
 
+// The signature check note.ts and cosignature.ts use: the package's one (ed25519.ts).
+export { ed25519Verify } from "./ed25519.js";
+
 /** Signature type bytes of C2SP signed-note, "Signature types". */
 export const TYPE_ED25519 = 0x01;
 export const TYPE_COSIGNATURE_V1 = 0x04;
@@ -116,19 +119,6 @@ export function generateKey(name: string, type: number, seed?: Uint8Array): { sk
     skey: `PRIVATE+KEY+${name}+${hash}+${base64(concatBytes(Uint8Array.of(type), secret))}`,
     vkey: formatVkey(name, type, publicKey),
   };
-}
-
-/**
- * Ed25519 verification as RFC 8032 specifies it (zip215: false: non-canonical encodings of the key
- * and of R are refused); false, never a throw, for a signature of the wrong size or a malformed one.
- */
-export function ed25519Verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
-  if (signature.length !== 64) return false;
-  try {
-    return ed25519.verify(signature, message, publicKey, { zip215: false });
-  } catch {
-    return false;
-  }
 }
 
 export function ed25519Sign(seed: Uint8Array, message: Uint8Array): Uint8Array {
