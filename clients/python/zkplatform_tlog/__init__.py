@@ -9,6 +9,8 @@ and `cryptography` only.
 - `errors`: what each of them raises (ValueErrors with a stable `reason`).
 - `encoding`: the strict base64 and decimal spellings they all parse.
 - `statements`: the key log's statements and entries (docs/key-transparency.md).
+- `ed25519`: the one Ed25519 signature check of both Python packages (OpenSSL's, which the
+  TypeScript package's matches: clients/testdata/ed25519-speccheck.json).
 
 clients/testdata/tlog/*.json hold the vectors every implementation (this one and the TypeScript
 one) must agree with.

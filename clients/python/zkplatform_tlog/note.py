@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, Self
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from zkplatform_tlog import ed25519
 from zkplatform_tlog.checkpoint import Checkpoint
 from zkplatform_tlog.encoding import b64decode, b64encode, has_control, is_lower_hex, is_utf8
 from zkplatform_tlog.errors import CheckpointError, KeyFormatError, NoteError
@@ -156,7 +156,7 @@ class NoteVerifier:
         return _vkey_text(self.name, self.key_id, SIGNATURE_TYPE_ED25519, self.public_key)
 
     def verify(self, text: str, signature: bytes) -> bool:
-        return _ed25519_verify(self.public_key, text.encode(), signature)
+        return ed25519.verify(self.public_key, text.encode(), signature)
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ class CosignatureVerifier:
             Checkpoint.parse(text)
         except CheckpointError:
             return False
-        return _ed25519_verify(self.public_key, cosignature_message(text, timestamp), signature[TIMESTAMP_SIZE:])
+        return ed25519.verify(self.public_key, cosignature_message(text, timestamp), signature[TIMESTAMP_SIZE:])
 
     def verify_line(self, checkpoint_body: str, line: str) -> int:
         """The timestamp of `line` (a signature line with its newline), this key's cosignature of
@@ -309,7 +309,7 @@ class CosignatureVerifier:
             raise NoteError("bad-timestamp", "cosignature timestamp exceeds 2^63 - 1")
         Checkpoint.parse(checkpoint_body)
         message = cosignature_message(checkpoint_body, timestamp)
-        if not _ed25519_verify(self.public_key, message, signature.signature[TIMESTAMP_SIZE:]):
+        if not ed25519.verify(self.public_key, message, signature.signature[TIMESTAMP_SIZE:]):
             raise NoteError("bad-signature", f"the cosignature of {self.name} does not verify")
         return timestamp
 
@@ -423,11 +423,3 @@ def _check_key(name: str, identifier: bytes, signature_type: int, public_key: by
 
 def _public_bytes(private: Ed25519PrivateKey) -> bytes:
     return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-
-
-def _ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
-    except (InvalidSignature, ValueError):
-        return False
-    return True

@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, mlkem
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+
+from zkplatform_tlog import ed25519
 
 __all__ = [
     "DEVICE_KEYS",
@@ -333,12 +335,7 @@ def sign_statement(key: Ed25519PrivateKey, statement: Statement) -> bytes:
 def verify_statement(signing_jwk: str, statement: Statement, signature: bytes) -> bool:
     """Whether `signature` is the Ed25519 signature of the statement by the key `signing_jwk`
     (a canonical Ed25519 JWK text)."""
-    x = b64url_decode(json.loads(signing_jwk)["x"], 32)
-    try:
-        Ed25519PublicKey.from_public_bytes(x).verify(signature, statement.canonical())
-    except InvalidSignature:
-        return False
-    return True
+    return ed25519.verify(b64url_decode(json.loads(signing_jwk)["x"], 32), statement.canonical(), signature)
 
 
 def parse_statement(text: str | bytes) -> Statement:
