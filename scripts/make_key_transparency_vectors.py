@@ -491,6 +491,11 @@ def endorsement_attacks() -> list[dict[str, Any]]:
         attack("attack: a device statement not signed by the device's own key", not_self, "SIGNATURE_INVALID"),
         attack("attack: an endorsed device without the endorser's signature", only_self, "SIGNATURE_INVALID"),
         attack("attack: the signatures in the wrong order", swapped, "SIGNATURE_INVALID"),
+        attack(
+            "attack: a device for bob whose own signature holds only cofactored (R moved by the point of order 2)",
+            _cofactored_only_entry(),
+            "SIGNATURE_INVALID",
+        ),
         attack("entry: a device entry without signatures", endorsement_left_out, "ENTRY_MALFORMED"),
         attack("attack: a device published again (its entry replayed)", B1_FIRST, "ENTRY_MALFORMED"),
         attack(
@@ -499,6 +504,14 @@ def endorsement_attacks() -> list[dict[str, Any]]:
             "ENTRY_MALFORMED",
         ),
     ]
+
+
+def _cofactored_only_entry() -> str:
+    """B3 endorsed by B1, B3's own signature one that only a cofactored check accepts."""
+    statement = DeviceKeys(TENANT, "bob", B3.signing_jwk, B3.agreement_jwk, T0 - 500, B1.id)
+    own = cofactored_only_signature(B3.signing, statement.canonical())
+    signatures = (EntrySignature(B3.id, own), EntrySignature(B1.id, B1.sign(statement)))
+    return Entry(statement, signatures).canonical().decode()
 
 
 def _with_agreement_of(owner: Device, device: Device, principal: str) -> str:
@@ -546,17 +559,44 @@ def p256_point_of_smallest_x() -> tuple[int, int]:
     raise AssertionError
 
 
-def universal_signature() -> bytes:
-    """A "signature" that the identity, as an Ed25519 key A, verifies for every message: s*B = R + k*A
-    holds with R = s*B whatever k. R is a public key of a seed, s that key's scalar: RFC 8032, 5.1.5."""
-    secret = seed("the identity's signatures")
+ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493  # L
+
+
+def secret_scalar(secret: bytes) -> int:
+    """The scalar of an Ed25519 private key (its seed): RFC 8032, 5.1.5, steps 1 to 3."""
     scalar = bytearray(hashlib.sha512(secret).digest()[:32])
     scalar[0] &= 248
     scalar[31] &= 127
     scalar[31] |= 64
-    order = 2**252 + 27742317777372353535851937790883648493
-    s = int.from_bytes(scalar, "little") % order
+    return int.from_bytes(scalar, "little")
+
+
+def universal_signature() -> bytes:
+    """A "signature" that the identity, as an Ed25519 key A, verifies for every message: s*B = R + k*A
+    holds with R = s*B whatever k. R is a public key of a seed, s that key's scalar: RFC 8032, 5.1.5."""
+    secret = seed("the identity's signatures")
+    s = secret_scalar(secret) % ED25519_ORDER
     return Ed25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw() + s.to_bytes(32, "little")
+
+
+def cofactored_only_signature(key: Ed25519PrivateKey, message: bytes) -> bytes:
+    """The key's signature of `message` with R moved by the point of order 2, (0, -1): R' = R + (0, -1)
+    = (-x, -y), and S' = r + k'a made for R' with the nonce r of the key's own signature. [S']B - [k']A
+    is R, not R': RFC 8032's cofactorless check, OpenSSL's (and so both packages'), refuses it; the
+    cofactored one, [8]R' = [8]R (ZIP-215; @noble/curves' ed25519.verify, even with zip215: false),
+    accepts it."""
+    signature = key.sign(message)
+    public = key.public_key().public_bytes_raw()
+    a = secret_scalar(key.private_bytes_raw())
+
+    def challenge(r: bytes) -> int:
+        return int.from_bytes(hashlib.sha512(r + public + message).digest(), "little") % ED25519_ORDER
+
+    nonce = (int.from_bytes(signature[32:], "little") - challenge(signature[:32]) * a) % ED25519_ORDER
+    encoded = int.from_bytes(signature[:32], "little")
+    # -y, and the other sign for -x, as x != 0 (R = rB is of order L)
+    moved = ((P25519 - (encoded & (SIGN - 1))) | ((encoded & SIGN) ^ SIGN)).to_bytes(32, "little")
+    return moved + ((nonce + challenge(moved) * a) % ED25519_ORDER).to_bytes(32, "little")
 
 
 def with_keys(signing_jwk: str, agreement_jwk: str, principal: str, endorser: Device | None) -> str:
