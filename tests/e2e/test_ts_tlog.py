@@ -2,8 +2,9 @@
 installs them (the npm tarball in an empty project, tests/e2e/test_client_packages.py's `project`):
 tests/e2e/clients/tlog_checks.ts runs every case of every clients/testdata/tlog/*.json vector file
 (the ones zkplatform_tlog is held to), random trees of 1 to 70 leaves (every proof verified, its
-mutations refused) and checks of its own, and reports each case; the compiled module imports
-nothing of Node's (it is for browsers too) and only its two pinned dependencies."""
+mutations refused), the Ed25519 cases of clients/testdata/ed25519-speccheck.json (each given the
+verdict the Python package gives it) and checks of its own, and reports each case; the compiled
+module imports nothing of Node's (it is for browsers too) and only its two pinned dependencies."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_client_packages import packages, project, run  # noqa: F401 # fixtures
+from zkplatform_tlog import ed25519
 
 ROOT = Path(__file__).resolve().parents[2]
 TLOG = ROOT / "clients" / "testdata" / "tlog"
+SPECCHECK = ROOT / "clients" / "testdata" / "ed25519-speccheck.json"
 MAX_SAFE_INTEGER = 2**53 - 1
 GENERATED_TREES = 70
 NOBLE = {"@noble/curves", "@noble/hashes"}
@@ -25,7 +28,7 @@ NOBLE = {"@noble/curves", "@noble/hashes"}
 
 @pytest.fixture(scope="module")
 def report(project: Path) -> dict[str, Any]:  # noqa: F811
-    result = run(["node", str(project / "out" / "tlog_checks.js"), str(TLOG)], project)
+    result = run(["node", str(project / "out" / "tlog_checks.js"), str(TLOG), str(SPECCHECK)], project)
     assert result.stderr == ""
     parsed: dict[str, Any] = json.loads(result.stdout)
     return parsed
@@ -75,7 +78,7 @@ def test_every_case_of_every_vector_file_runs(report: dict[str, Any]) -> None:
     assert {"merkle.json", "note.json"} <= set(files)
     # A case the runner skipped, or a file it did not open, shows here.
     assert {name: ran.get(name, []) for name in files} == {name: case_names(data) for name, data in files.items()}
-    assert set(ran) == {*files, "generated", "builtin"}
+    assert set(ran) == {*files, "generated", "builtin", SPECCHECK.name}
 
 
 def test_every_case_passes(report: dict[str, Any]) -> None:
@@ -90,6 +93,32 @@ def test_the_only_deviations_are_sizes_past_2_53(report: dict[str, Any]) -> None
 
     want = {(name, case) for name, data in vector_files().items() for case in unsafe_size_successes(name, data)}
     assert deviations == want
+
+
+def test_both_packages_give_every_ed25519_case_openssls_verdict(report: dict[str, Any]) -> None:
+    """One list of verdicts from each package's own check (the TypeScript one's detail starts with
+    it, whether the case passed or not) and OpenSSL's published one: all three alike."""
+    cases = json.loads(SPECCHECK.read_text())["cases"]
+    ran = [case for case in report["cases"] if case["file"] == SPECCHECK.name]
+    typescript = [re.match(r"(?:Error: )?(accepted|refused)\b", case["detail"]) for case in ran]
+    python = [
+        ed25519.verify(bytes.fromhex(case["pub_key"]), bytes.fromhex(case["message"]), bytes.fromhex(case["signature"]))
+        for case in cases
+    ]
+
+    assert [case["name"] for case in ran] == [f"cases[{i}]: {case['desc']}" for i, case in enumerate(cases)]
+    assert [found and found.group(1) for found in typescript] == ["accepted" if v else "refused" for v in python]
+    assert python == [case["verdicts"]["OpenSSL-3.0"] for case in cases]
+
+
+def test_signatures_only_a_cofactored_check_accepts_are_refused(report: dict[str, Any]) -> None:
+    checks = {case["name"]: case for case in report["cases"] if case["name"].startswith("ed25519: ")}
+
+    assert set(checks) == {
+        "ed25519: a note signature only a cofactored check accepts is refused",
+        "ed25519: a cosignature only a cofactored check accepts is refused",
+    }
+    assert [case["ok"] for case in checks.values()] == [True, True]
 
 
 def test_random_trees(report: dict[str, Any]) -> None:

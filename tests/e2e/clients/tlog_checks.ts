@@ -1,19 +1,24 @@
 // The transparency-log primitives of the npm package (zkplatform-client/tlog), as a consumer imports
 // them; prints a JSON report {cases: [{file, name, ok, detail}]} that tests/e2e/test_ts_tlog.py reads.
-//   node tlog_checks.js TLOG_TESTDATA_DIR
+//   node tlog_checks.js TLOG_TESTDATA_DIR ED25519_SPECCHECK_JSON
 // - every case of every clients/testdata/tlog/*.json vector file: one report case per element of
 //   each of its members other than "about" (one for a member that is not a list); a file or member
 //   this script has no runner for is a failing case, so that nothing is skipped unseen;
 // - "generated": random trees of 1 to 70 leaves, every inclusion and consistency proof verified,
 //   and each mutated (hashes, lengths, leaves, indexes, sizes, roots) and refused, or accepted only
 //   where the mutated claim is true and the proof is the one for it;
+// - "ed25519-speccheck.json": each case of "Taming the Many EdDSAs" (clients/testdata) through the
+//   package's one Ed25519 check, ed25519Verify; the detail starts with its verdict (accepted or
+//   refused), which must be OpenSSL's, the Python package's (test_ts_tlog.py compares the lists);
 // - "builtin": what the vector files do not cover yet: checkpoints (C2SP tlog-checkpoint's example
 //   and refusals), the tlog-witness add-checkpoint messages (its example body), notes signed by a
-//   log and cosigned, and that no key material shows in what a key object or an error prints.
+//   log and cosigned, signatures only a cofactored check accepts refused in notes and cosignatures,
+//   and that no key material shows in what a key object or an error prints.
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { inspect } from "node:util";
+import { ed25519 } from "@noble/curves/ed25519.js";
 import {
   ADD_CHECKPOINT_PATH,
   CheckpointError,
@@ -32,6 +37,7 @@ import {
   WireError,
   claimedOrigin,
   consistencyProof,
+  ed25519Verify,
   encodeAddCheckpoint,
   encodeCosignatures,
   encodeSize,
@@ -46,6 +52,7 @@ import {
   parseAddCheckpoint,
   parseCheckpoint,
   parseCosignatures,
+  parseSignatureLine,
   parseSize,
   rootHash,
   signNote,
@@ -709,10 +716,91 @@ function builtinNotes(): void {
   });
 }
 
+// --- ed25519-speccheck.json -------------------------------------------------------------------------
+
+const OPENSSL = "OpenSSL-3.0";
+
+function runSpeccheck(path: string): void {
+  const file = "ed25519-speccheck.json";
+  list(readVectors(path), "cases").forEach((item, i) => {
+    const c = obj(item, `cases[${i}]`);
+    check(file, `cases[${i}]: ${str(c, "desc")}`, () => {
+      const accepted = ed25519Verify(fromHex(str(c, "pub_key")), fromHex(str(c, "message")), fromHex(str(c, "signature")));
+      const verdict = accepted ? "accepted" : "refused";
+      const openssl = field(obj(field(c, "verdicts"), "verdicts"), OPENSSL);
+      expect(typeof openssl === "boolean", `no ${OPENSSL} verdict`);
+      expect(accepted === openssl, `${verdict}: ${OPENSSL} ${openssl ? "accepts" : "refuses"} it`);
+      return verdict;
+    });
+  });
+}
+
+// --- signatures only a cofactored check accepts ---------------------------------------------------
+
+const ORDER = 2n ** 252n + 27742317777372353535851937790883648493n; // L
+const FIELD = 2n ** 255n - 19n;
+const SIGN_BIT = 1n << 255n;
+const littleEndian = (bytes: Uint8Array): bigint => BigInt(`0x${hex(bytes.slice().reverse()) || "0"}`);
+const toLittleEndian = (value: bigint): Uint8Array => Uint8Array.from({ length: 32 }, (_, i) => Number((value >> BigInt(8 * i)) & 0xffn));
+const sha512 = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(createHash("sha512").update(Buffer.concat(parts)).digest());
+
+/**
+ * `signature` (the seed's own of `message`) with R moved by the point of order 2, (0, -1): R' =
+ * (-x, -y), and S' = r + k'a made for R' with the same nonce r. [S']B - [k']A is R, not R': the
+ * cofactorless check (OpenSSL's) refuses it, the cofactored one ([8]R' = [8]R) accepts it. As
+ * scripts/make_key_transparency_vectors.py's cofactored_only_signature makes them.
+ */
+function cofactoredOnly(seed: Uint8Array, publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Uint8Array {
+  const clamped = sha512(seed).subarray(0, 32);
+  clamped[0]! &= 248;
+  clamped[31]! &= 127;
+  clamped[31]! |= 64;
+  const a = littleEndian(clamped);
+  const challenge = (r: Uint8Array): bigint => littleEndian(sha512(r, publicKey, message)) % ORDER;
+  const nonce = (((littleEndian(signature.subarray(32)) - challenge(signature.subarray(0, 32)) * a) % ORDER) + ORDER) % ORDER;
+  const encoded = littleEndian(signature.subarray(0, 32));
+  const moved = toLittleEndian((FIELD - (encoded & (SIGN_BIT - 1n))) | ((encoded & SIGN_BIT) ^ SIGN_BIT));
+  return new Uint8Array(Buffer.concat([moved, toLittleEndian((nonce + challenge(moved) * a) % ORDER)]));
+}
+
+const publicKeyOf = (vkey: string): Uint8Array => new Uint8Array(Buffer.from(vkey.slice(vkey.lastIndexOf("+") + 1), "base64")).subarray(1);
+
+function builtinCofactoredOnly(): void {
+  const file = "builtin";
+  const seed = sha256("cofactored-only seed");
+  check(file, "ed25519: a note signature only a cofactored check accepts is refused", () => {
+    const signer = NoteSigner.fromSkey(generateNoteKey("log.example/cofactored", seed).skey);
+    const verifier = signer.verifier();
+    const message = new TextEncoder().encode(SOFA);
+    const publicKey = publicKeyOf(verifier.vkey);
+    const forged = cofactoredOnly(seed, publicKey, message, signer.sign(message));
+    // What the case is: noble's own check (zip215: false) accepts it.
+    expect(ed25519.verify(forged, message, publicKey, { zip215: false }), "not a cofactored-only signature");
+    expect(!ed25519Verify(publicKey, message, forged) && !verifier.verify(message, forged), "accepted");
+    const line = signatureLine({ name: signer.name, keyHash: signer.keyHash, signature: forged });
+    expectReason("bad-signature", () => openNote(`${SOFA}\n${line}`, [verifier]), "the note");
+    return "refused";
+  });
+  check(file, "ed25519: a cosignature only a cofactored check accepts is refused", () => {
+    const cosigner = Cosigner.fromSkey(generateCosignerKey("witness.example/cofactored", seed).skey);
+    const verifier = cosigner.verifier();
+    const signed = parseSignatureLine(cosigner.cosign(SOFA, 1679315147)).signature;
+    const message = new TextEncoder().encode(`cosignature/v1\ntime 1679315147\n${SOFA}`);
+    const publicKey = publicKeyOf(verifier.vkey);
+    expect(ed25519Verify(publicKey, message, signed.subarray(8)), "the cosignature's message is not the one signed");
+    const forged = new Uint8Array(Buffer.concat([signed.subarray(0, 8), cofactoredOnly(seed, publicKey, message, signed.subarray(8))]));
+    expect(ed25519.verify(forged.subarray(8), message, publicKey, { zip215: false }), "not a cofactored-only signature");
+    expect(!verifier.verify(new TextEncoder().encode(SOFA), forged), "accepted");
+    const line = signatureLine({ name: cosigner.name, keyHash: cosigner.keyHash, signature: forged });
+    expectReason("bad-signature", () => verifier.verifyLine(SOFA, line), "the cosignature line");
+    return "refused";
+  });
+}
+
 // --- main -----------------------------------------------------------------------------------------
 
-const [directory] = process.argv.slice(2);
-if (!directory) fail("usage: node tlog_checks.js TLOG_TESTDATA_DIR");
+const [directory, speccheck] = process.argv.slice(2);
+if (!directory || !speccheck) fail("usage: node tlog_checks.js TLOG_TESTDATA_DIR ED25519_SPECCHECK_JSON");
 for (const file of readdirSync(directory).filter((name) => name.endsWith(".json")).sort()) {
   try {
     runVectorFile(directory, file);
@@ -724,4 +812,10 @@ for (let n = 1; n <= MAX_LEAVES; n++) check("generated", `tree of ${n} leaves`, 
 builtinCheckpoints();
 builtinWire();
 builtinNotes();
+builtinCofactoredOnly();
+try {
+  runSpeccheck(speccheck);
+} catch (error) {
+  cases.push({ file: "ed25519-speccheck.json", name: "(the file)", ok: false, detail: error instanceof Error ? error.message : String(error) });
+}
 console.log(JSON.stringify({ cases }));
