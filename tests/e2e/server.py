@@ -65,6 +65,7 @@ def serving(
     env: dict[str, str] | None = None,
     tls: ssl.SSLContext | None = None,
     port: int | None = None,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[Server]:
     """Start the server, wait (bounded) until it says every worker listens, stop it afterwards.
 
@@ -72,14 +73,15 @@ def serving(
     process group as a terminal's Ctrl-C does. With `tls` (the client's context,
     trusting the server's CA) the server is expected to serve https (give it
     --certfile and --keyfile). `port` serves on that port (a restart where
-    clients expect the server) instead of a free one."""
+    clients expect the server) instead of a free one. `wrapper` runs the server
+    (a sandbox that then executes it)."""
     port = port or free_port()
     log_path = tmp_path / f"server-{port}.log"
     for restart in itertools.count(2):  # a restart on the port keeps the log of the server before
         if not log_path.exists():
             break
         log_path = tmp_path / f"server-{port}-{restart}.log"
-    command = [zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
+    command = [*wrapper, zkplatform_command(), "serve", "--bind", f"127.0.0.1:{port}", *args]
     env = {**log_key_env(tmp_path, args, env), **(env or {})}
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
