@@ -21,10 +21,13 @@ frees its memory only once the loop comes back to it, the newcomer's own at once
 unread bytes of calls not given up stay within the bound, and those of calls given up but
 not yet ended within as much again.
 
-A call given up ends at once: its send raises ClientStalled, and the server resets its
-HTTP/2 stream or closes its HTTP/1.1 connection (hypercorn_fix.py); a watch so ended
-resumes from the last cursor its client read. Most sends return at once, so one sweeper
-per worker, running while sends are pending, finds those that waited the stall bound,
+A call given up while its send waits for its client ends at once: the send raises
+ClientStalled. A message refused for want of room is not sent: the send returns why, and
+ClientGone ends the call at its next write, so that what the call built is freed as its
+frames return rather than held by an exception on its way out. Either way the server then
+resets the HTTP/2 stream or closes the HTTP/1.1 connection (hypercorn_fix.py), and a watch
+so ended resumes from the last cursor its client read. Most sends return at once, so one
+sweeper per worker, running while sends are pending, finds those that waited the stall bound,
 rather than a timer armed for each.
 """
 
@@ -51,12 +54,13 @@ class ClientStalled(BaseException):  # not an error of the call: it unwinds the 
 class _Send:
     """A send in progress: its message's part not yet taken, and since when it waits for its client."""
 
-    __slots__ = ("began", "connection", "given_up", "sending", "since", "task", "unread")
+    __slots__ = ("began", "bounds", "connection", "given_up", "sending", "since", "task", "unread")
 
     def __init__(self, task: asyncio.Task[object], connection: Hashable | None, unread: int, now: float) -> None:
         self.task = task
         self.connection = connection
         self.unread = unread
+        self.bounds: tuple[_Bound, ...] = ()  # those it counts against: none when it holds no bytes
         self.began = self.since = now  # since: the send's start, or when its client last took a chunk
         self.sending = False  # admitted: waiting for its client, not for room
         self.given_up = ""  # why, once given up
@@ -87,11 +91,6 @@ class Unread:
         self._ended = asyncio.Event()  # a send given up has ended: room may have come
         self._sweeper: asyncio.Task[None] | None = None
 
-    @property
-    def unread_bytes(self) -> int:
-        """What the worker's sends hold that their clients have not taken."""
-        return self._worker.unread
-
     async def send(self, send: Send, message: Message, connection: Hashable | None) -> str:
         """Send the message in chunks: "" once sent, or why it was not (no room: its call is given
         up); ClientStalled once the call is given up while it waits.
@@ -101,7 +100,7 @@ class Unread:
         body = message.get("body", b"") if message["type"] == "http.response.body" else b""
         this = _Send(task, connection, len(body), loop.time())
         self._sends[task] = this
-        bounds = self._bounds_of(this)
+        bounds = this.bounds = self._bounds_of(this) if this.unread else ()
         for bound in bounds:
             bound.sends[this] = None
             bound.unread += this.unread
@@ -130,7 +129,7 @@ class Unread:
             task.uncancel()
             raise ClientStalled(this.given_up) from None
         finally:
-            self._forget(this, bounds)
+            self._forget(this)
         return ""
 
     def _bounds_of(self, this: _Send) -> tuple[_Bound, ...]:
@@ -179,18 +178,18 @@ class Unread:
 
     def _give_up(self, this: _Send, why: str) -> None:
         this.given_up = why
-        for bound in self._bounds_of(this):
+        for bound in this.bounds:
             bound.given_up += this.unread
         this.task.cancel()
 
-    def _forget(self, this: _Send, bounds: tuple[_Bound, ...]) -> None:
+    def _forget(self, this: _Send) -> None:
         del self._sends[this.task]
-        for bound in bounds:
+        for bound in this.bounds:
             del bound.sends[this]
             bound.unread -= this.unread
             if this.given_up:
                 bound.given_up -= this.unread
-        if this.connection is not None and not bounds[-1].sends:
+        if len(this.bounds) > 1 and not this.bounds[-1].sends:  # the connection's: forgotten once empty
             del self._connections[this.connection]
         if this.given_up:
             self._ended.set()
