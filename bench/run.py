@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from bench import importing, report, stalled, watching
+from bench import importing, report, stalled, unread, watching
 from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.pages import last_changes_since, last_page_token
@@ -228,6 +228,8 @@ def main() -> int:
         if only == [""] or "stalled" in only:  # the soak of stalled watchers, alone on the machine too
             soaks = stalled.measure(Path(tmp) / "stalled", bench.postgres)
             print(f"  stalled: {soaks}", file=sys.stderr)
+        if "unread" in only:  # unread one-shot answers, before and after issue 39: asked for by name only
+            print(unread.table(unread.measure(Path(tmp) / "unread", bench.postgres)), file=sys.stderr)
     text = report.render(
         report.Inputs(
             figures=bench.figures,
