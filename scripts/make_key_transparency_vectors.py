@@ -6,6 +6,8 @@ so the file is the same on every run: run it after a change and commit the resul
 checkpoints, cosignatures and proofs are made with zkplatform_tlog (merkle, note, checkpoint,
 statements), as the server makes them; what a client must conclude at each step is written out
 here by hand (never computed by the client code it tests), from docs/key-transparency.md.
+
+    .venv/bin/python -m scripts.make_key_transparency_vectors
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from scripts.ed25519_cofactored import ED25519_ORDER, cofactored_only_signature, secret_scalar
 from zkplatform_tlog.checkpoint import Checkpoint
 from zkplatform_tlog.merkle import consistency_proof, leaf_hash, root_hash
 from zkplatform_tlog.note import (
@@ -559,44 +562,12 @@ def p256_point_of_smallest_x() -> tuple[int, int]:
     raise AssertionError
 
 
-ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493  # L
-
-
-def secret_scalar(secret: bytes) -> int:
-    """The scalar of an Ed25519 private key (its seed): RFC 8032, 5.1.5, steps 1 to 3."""
-    scalar = bytearray(hashlib.sha512(secret).digest()[:32])
-    scalar[0] &= 248
-    scalar[31] &= 127
-    scalar[31] |= 64
-    return int.from_bytes(scalar, "little")
-
-
 def universal_signature() -> bytes:
     """A "signature" that the identity, as an Ed25519 key A, verifies for every message: s*B = R + k*A
     holds with R = s*B whatever k. R is a public key of a seed, s that key's scalar: RFC 8032, 5.1.5."""
     secret = seed("the identity's signatures")
     s = secret_scalar(secret) % ED25519_ORDER
     return Ed25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw() + s.to_bytes(32, "little")
-
-
-def cofactored_only_signature(key: Ed25519PrivateKey, message: bytes) -> bytes:
-    """The key's signature of `message` with R moved by the point of order 2, (0, -1): R' = R + (0, -1)
-    = (-x, -y), and S' = r + k'a made for R' with the nonce r of the key's own signature. [S']B - [k']A
-    is R, not R': RFC 8032's cofactorless check, OpenSSL's (and so both packages'), refuses it; the
-    cofactored one, [8]R' = [8]R (ZIP-215; @noble/curves' ed25519.verify, even with zip215: false),
-    accepts it."""
-    signature = key.sign(message)
-    public = key.public_key().public_bytes_raw()
-    a = secret_scalar(key.private_bytes_raw())
-
-    def challenge(r: bytes) -> int:
-        return int.from_bytes(hashlib.sha512(r + public + message).digest(), "little") % ED25519_ORDER
-
-    nonce = (int.from_bytes(signature[32:], "little") - challenge(signature[:32]) * a) % ED25519_ORDER
-    encoded = int.from_bytes(signature[:32], "little")
-    # -y, and the other sign for -x, as x != 0 (R = rB is of order L)
-    moved = ((P25519 - (encoded & (SIGN - 1))) | ((encoded & SIGN) ^ SIGN)).to_bytes(32, "little")
-    return moved + ((nonce + challenge(moved) * a) % ED25519_ORDER).to_bytes(32, "little")
 
 
 def with_keys(signing_jwk: str, agreement_jwk: str, principal: str, endorser: Device | None) -> str:

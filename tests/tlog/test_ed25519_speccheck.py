@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from scripts.make_key_transparency_vectors import cofactored_only_signature
+from scripts.ed25519_cofactored import cofactored_only_signature
 from zkplatform_tlog import ed25519
 from zkplatform_tlog.errors import NoteError
 from zkplatform_tlog.note import (

@@ -748,7 +748,7 @@ const sha512 = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(createHash
  * `signature` (the seed's own of `message`) with R moved by the point of order 2, (0, -1): R' =
  * (-x, -y), and S' = r + k'a made for R' with the same nonce r. [S']B - [k']A is R, not R': the
  * cofactorless check (OpenSSL's) refuses it, the cofactored one ([8]R' = [8]R) accepts it. As
- * scripts/make_key_transparency_vectors.py's cofactored_only_signature makes them.
+ * scripts/ed25519_cofactored.py makes them.
  */
 function cofactoredOnly(seed: Uint8Array, publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Uint8Array {
   const clamped = sha512(seed).subarray(0, 32);
