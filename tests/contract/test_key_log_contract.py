@@ -110,12 +110,13 @@ async def whole_log(store: MigratableStore, tenant_id: str = "acme") -> list[Lea
 async def test_an_append_at_the_logs_size_stores_the_entry_and_its_leaf_hash(seeded: MigratableStore) -> None:
     first, second = AddDevice(device("alice")), AddDevice(device("bob"))
 
-    assert await append(seeded, 0, first, entry=b"entry zero\x00\xff") == 1
+    assert await append(seeded, 0, first, entry="entry zero\x00é".encode()) == 1
     assert await append(seeded, 1, second, entry=b"entry one") == 2
 
     assert await seeded.key_log_size("acme") == 2
     assert await whole_log(seeded) == [
-        Leaf(0, b"entry zero\x00\xff", hashlib.sha256(b"\x00entry zero\x00\xff").digest()),  # bytes, as given
+        # bytes, as given (any UTF-8 text: every entry is canonical JSON)
+        Leaf(0, "entry zero\x00é".encode(), hashlib.sha256(b"\x00" + "entry zero\x00é".encode()).digest()),
         Leaf(1, b"entry one", hashlib.sha256(b"\x00entry one").digest()),
     ]
 
