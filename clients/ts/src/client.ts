@@ -1,29 +1,14 @@
 // A platform.v1 client for Node, over any of the protocols the server speaks, with the token on
 // every call (renewed when it expires, DPoP-bound or not), interceptors of your own and TLS options.
-import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+// Browsers get client-web.ts instead (the package's `browser` condition), with the same API.
+import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
-import { BrokerService } from "./gen/zkplatform_api/platform/v1/broker_pb.js";
-import { DirectoryService } from "./gen/zkplatform_api/platform/v1/directory_pb.js";
-import { authInterceptor, type TokenCallback, type TokenProvider } from "./auth.js";
-import type { DPoPKey } from "./dpop.js";
-import { errorInfoOf, type ErrorInfo } from "./error-info.js";
+import { clientsOn, interceptorsOf, type Clients, type CommonTransportOptions, type Protocol } from "./client-common.js";
 
 export { decodeErrorInfo, reasonIs, type ErrorInfo } from "./error-info.js";
+export { bearer, describeError, type Clients, type Protocol } from "./client-common.js";
 
-export type Protocol = "connect-json" | "connect-binary" | "grpc" | "grpc-web";
-
-export interface TransportOptions {
-  // The Connect protocols call the RPCs without side effects (GetItem, ListItems, ListChanges)
-  // with HTTP GET, the message in the query; gRPC and gRPC-Web ignore it.
-  httpGet?: boolean;
-  // What authorizes each call: a token, a function returning a fresh one, or a TokenProvider.
-  token?: TokenProvider | string | TokenCallback;
-  // The key the tokens are bound to: each call then carries a DPoP proof (needs `token`).
-  dpop?: DPoPKey;
-  // Interceptors of your own. They run outside the one that adds the token, so that they never
-  // see it and each of their attempts gets a proof of its own.
-  interceptors?: Interceptor[];
+export interface TransportOptions extends CommonTransportOptions {
   // The certificates (PEM) to trust instead of Node's, for a server whose certificate a private
   // CA signed: Node's `ca` option.
   ca?: string | Buffer | Array<string | Buffer>;
@@ -34,13 +19,7 @@ export interface TransportOptions {
 
 export function transport(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Transport {
   const useHttpGet = options.httpGet ?? false;
-  const interceptors = [...(options.interceptors ?? [])];
-  if (options.token !== undefined) {
-    const httpGet = useHttpGet && protocol.startsWith("connect-");
-    interceptors.push(authInterceptor(options.token, { dpop: options.dpop, httpGet }));
-  } else if (options.dpop !== undefined) {
-    throw new TypeError("dpop signs the calls of a token: give token too");
-  }
+  const interceptors = interceptorsOf(protocol, options);
   const ca = options.ca === undefined ? {} : { nodeOptions: { ca: options.ca } };
   const version = options.httpVersion ?? "1.1";
   switch (protocol) {
@@ -56,23 +35,6 @@ export function transport(baseUrl: string, protocol: Protocol, options: Transpor
   }
 }
 
-export interface Clients {
-  vault: Client<typeof VaultService>;
-  broker: Client<typeof BrokerService>;
-  directory: Client<typeof DirectoryService>;
-}
-
 export function clients(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Clients {
-  const t = transport(baseUrl, protocol, options);
-  return { vault: createClient(VaultService, t), broker: createClient(BrokerService, t), directory: createClient(DirectoryService, t) };
-}
-
-export function bearer(token: string): { headers: Record<string, string> } {
-  return { headers: { Authorization: `Bearer ${token}` } };
-}
-
-// A failed call's code name and its google.rpc.ErrorInfo detail, if it carries one.
-export function describeError(error: unknown): { code: string; info: ErrorInfo | null } {
-  const e = ConnectError.from(error);
-  return { code: Code[e.code], info: errorInfoOf(e) };
+  return clientsOn(transport(baseUrl, protocol, options));
 }

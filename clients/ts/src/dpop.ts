@@ -5,8 +5,23 @@
 // call's method (`htm`: GET for the Connect GET form, else POST) and URL without its query
 // (`htu`), the time (`iat`), a unique id (`jti`) and the token's hash (`ath`).
 // `authInterceptor(token, { dpop: key })` makes one for every call; `proof()` is there for
-// anything else. The signing and hashing are WebCrypto's (node:crypto).
-import { webcrypto } from "node:crypto";
+// anything else. The signing and hashing are WebCrypto's (globalThis.crypto, in Node as in
+// browsers, where a key generated not extractable can be kept in IndexedDB as it is). No node:*
+// import.
+import { base64url, buffer, utf8 } from "./bytes.js";
+import type { WebCryptoKey as CryptoKey } from "./recipient-keys.js";
+
+const subtle = () => globalThis.crypto.subtle;
+
+// A private EC JWK as WebCrypto exports it (or as it was saved).
+export interface DPoPPrivateJwk {
+  kty?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+  d?: string;
+  [member: string]: unknown;
+}
 
 const ES256 = { name: "ECDSA", namedCurve: "P-256" } as const;
 
@@ -18,12 +33,8 @@ export interface PublicJwk {
   y: string;
 }
 
-function base64url(data: ArrayBuffer | string): string {
-  return (typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data)).toString("base64url");
-}
-
 async function sha256(text: string): Promise<string> {
-  return base64url(await webcrypto.subtle.digest("SHA-256", Buffer.from(text, "utf8")));
+  return base64url(await subtle().digest("SHA-256", buffer(utf8(text))));
 }
 
 // The URL as a proof names it: without query or fragment (RFC 9449 section 4.2).
@@ -42,14 +53,14 @@ export function accessTokenHash(accessToken: string): Promise<string> {
 // keep `await key.privateJwk()` somewhere safe and load it with `DPoPKey.fromJwk()`.
 export class DPoPKey {
   private constructor(
-    private readonly privateKey: webcrypto.CryptoKey,
+    private readonly privateKey: CryptoKey,
     private readonly jwk: PublicJwk,
     // The RFC 7638 SHA-256 JWK thumbprint (`jkt`): MintUserApiToken's `popKeyId`.
     readonly thumbprint: string,
   ) {}
 
-  private static async of(privateKey: webcrypto.CryptoKey, publicKey: webcrypto.CryptoKey): Promise<DPoPKey> {
-    const exported = await webcrypto.subtle.exportKey("jwk", publicKey);
+  private static async of(privateKey: CryptoKey, publicKey: CryptoKey): Promise<DPoPKey> {
+    const exported = await subtle().exportKey("jwk", publicKey);
     const jwk: PublicJwk = { kty: "EC", crv: "P-256", x: exported.x ?? "", y: exported.y ?? "" };
     // RFC 7638: the required members, in lexicographic order, without whitespace.
     const thumbprint = await sha256(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }));
@@ -58,24 +69,24 @@ export class DPoPKey {
 
   // A new key pair; `extractable: true` lets `privateJwk()` export it to be saved.
   static async generate(options: { extractable?: boolean } = {}): Promise<DPoPKey> {
-    const pair = await webcrypto.subtle.generateKey(ES256, options.extractable ?? false, ["sign", "verify"]);
+    const pair = await subtle().generateKey(ES256, options.extractable ?? false, ["sign", "verify"]);
     return DPoPKey.of(pair.privateKey, pair.publicKey);
   }
 
   // A key saved with `privateJwk()` (an EC P-256 private JWK).
-  static async fromJwk(privateJwk: webcrypto.JsonWebKey): Promise<DPoPKey> {
+  static async fromJwk(privateJwk: DPoPPrivateJwk): Promise<DPoPKey> {
     if (privateJwk.kty !== "EC" || privateJwk.crv !== "P-256" || !privateJwk.d) {
       throw new TypeError("a DPoP key is a private EC P-256 JWK");
     }
     const { kty, crv, x, y, d } = privateJwk;
-    const privateKey = await webcrypto.subtle.importKey("jwk", { kty, crv, x, y, d }, ES256, true, ["sign"]);
-    const publicKey = await webcrypto.subtle.importKey("jwk", { kty, crv, x, y }, ES256, true, ["verify"]);
+    const privateKey = await subtle().importKey("jwk", { kty, crv, x, y, d }, ES256, true, ["sign"]);
+    const publicKey = await subtle().importKey("jwk", { kty, crv, x, y }, ES256, true, ["verify"]);
     return DPoPKey.of(privateKey, publicKey);
   }
 
   // The private key as a JWK (a secret: store it like one); only for an extractable key.
-  async privateJwk(): Promise<webcrypto.JsonWebKey> {
-    const { kty, crv, x, y, d } = await webcrypto.subtle.exportKey("jwk", this.privateKey);
+  async privateJwk(): Promise<DPoPPrivateJwk> {
+    const { kty, crv, x, y, d } = await subtle().exportKey("jwk", this.privateKey);
     return { kty, crv, x, y, d };
   }
 
@@ -91,12 +102,12 @@ export class DPoPKey {
       htm: method.toUpperCase(),
       htu: htu(url),
       iat: Math.floor(Date.now() / 1000),
-      jti: webcrypto.randomUUID(),
+      jti: globalThis.crypto.randomUUID(),
       ath: await accessTokenHash(accessToken),
     };
     const signingInput = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
     // WebCrypto's ECDSA signature is r || s, the form JWS uses (RFC 7518 section 3.4).
-    const signature = await webcrypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.privateKey, Buffer.from(signingInput, "ascii"));
+    const signature = await subtle().sign({ name: "ECDSA", hash: "SHA-256" }, this.privateKey, buffer(utf8(signingInput)));
     return `${signingInput}.${base64url(signature)}`;
   }
 

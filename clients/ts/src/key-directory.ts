@@ -10,8 +10,8 @@
 // this device's keys (devices.ts) and record them as this device's first (Me), so that its own
 // changes raise no alert.
 //
-// This module is the Node entry of the directory: it re-exports FileKeyLogStore (key-log-file.ts,
-// node:fs). The pure core (key-log.ts, key-log-store.ts, statements.ts) imports nothing of Node's.
+// Nothing here imports Node's: key-directory-node.ts adds FileKeyLogStore (key-log-file.ts,
+// node:fs) for Node, indexeddb-store.ts IndexedDbKeyLogStore for browsers.
 import type { Client } from "@connectrpc/connect";
 import type { Device, DirectoryService } from "./gen/zkplatform_api/platform/v1/directory_pb.js";
 import { endorse, type DeviceKeyPair, type DeviceStatement } from "./devices.js";
@@ -34,7 +34,6 @@ import { CheckpointError, parseCheckpoint } from "./tlog/index.js";
 
 export * from "./key-log.js";
 export { MemoryKeyLogStore, STATE_FORMAT, STATE_VERSION, formatState, parseState, type KeyLogStore } from "./key-log-store.js";
-export { FileKeyLogStore } from "./key-log-file.js";
 
 /** The most entries or devices one page is asked for (the server's own maximum). */
 export const PAGE_SIZE = 1000;

@@ -36,12 +36,11 @@
 //   retrying cannot change, stop the sync with a SyncStoppedError.
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { readIfExists, replaceAtomically } from "./atomic-file.js";
 import { errorDetails } from "./error-info.js";
 import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 import { ItemSchema, type Item, type ItemChange, type VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 
-// The version of the file format FileSyncStore writes (the same as the Python package's).
+// The version of the state's JSON, as FileSyncStore and IndexedDbSyncStore keep it (the Python package's too). (the same as the Python package's).
 const STATE_FORMAT = 1;
 
 /** Where a sync of `vaultId` stands: every item seen (by id, tombstones included), and the cursor (sequence and epoch) it resumes from. */
@@ -83,24 +82,6 @@ export class MemorySyncStore implements SyncStore {
   }
   save(state: SyncState): void {
     this.state = state;
-  }
-}
-
-/**
- * A state kept in a JSON file (SyncState.toJson), replaced atomically on each save: a temporary
- * file in the same directory, flushed to disk, renamed over the old one. The file holds the items
- * as the server sent them (encrypted): keep it where the app keeps its own data.
- */
-export class FileSyncStore implements SyncStore {
-  constructor(readonly path: string) {}
-
-  async load(): Promise<SyncState | null> {
-    const text = await readIfExists(this.path);
-    return text === null ? null : SyncState.fromJson(text);
-  }
-
-  save(state: SyncState): Promise<void> {
-    return replaceAtomically(this.path, state.toJson());
   }
 }
 
