@@ -40,7 +40,7 @@ import { errorDetails } from "./error-info.js";
 import { ErrorReason } from "./gen/zkplatform_api/platform/v1/errors_pb.js";
 import { ItemSchema, type Item, type ItemChange, type VaultService } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
 
-// The version of the state's JSON, as FileSyncStore and IndexedDbSyncStore keep it (the Python package's too). (the same as the Python package's).
+// The version of the state's JSON, as FileSyncStore and IndexedDbSyncStore keep it (the Python package's too).
 const STATE_FORMAT = 1;
 
 /** Where a sync of `vaultId` stands: every item seen (by id, tombstones included), and the cursor (sequence and epoch) it resumes from. */
