@@ -36,8 +36,14 @@ $(NODE_STAMP): clients/ts/package.json clients/ts/package-lock.json
 nginx:
 	@scripts/install-nginx
 
+# Headless Chromium for the browser tests (tests/e2e/test_ts_browser.py), likewise from the
+# distribution's packages; without it those tests skip. Never fails: see scripts/install-chromium.
+.PHONY: chromium
+chromium:
+	@scripts/install-chromium
+
 .PHONY: install
-install: $(STAMP) $(NODE_STAMP) nginx ## Create the venv and install pinned dependencies (Python, Node, nginx for tests)
+install: $(STAMP) $(NODE_STAMP) nginx chromium ## Create the venv and install pinned dependencies (Python, Node, nginx and Chromium for tests)
 
 PROTOS := $(shell find proto -name '*.proto' | sort)
 
@@ -108,7 +114,7 @@ WORKERS ?= auto
 XDIST = -n $(WORKERS) --dist loadfile
 
 .PHONY: pytest
-pytest: $(STAMP) $(NODE_STAMP) nginx ## Run the whole test suite, every marker (WORKERS=0 for one process)
+pytest: $(STAMP) $(NODE_STAMP) nginx chromium ## Run the whole test suite, every marker (WORKERS=0 for one process)
 	pytest $(XDIST) $(ARGS)
 
 .PHONY: test-fast
