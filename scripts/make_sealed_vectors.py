@@ -45,6 +45,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from scripts.ed25519_cofactored import cofactored_only_signature
 from zkplatform_api.platform.v1.vault_pb2 import EncryptedPayload, Item, WrappedKey
 from zkplatform_client import DeviceKeyPair, RecipientPrivateKey, SealContext, seal, share, unshare
 from zkplatform_client.sealing import SUITES, payload_statement
@@ -488,6 +489,16 @@ def main() -> None:  # noqa: C901, PLR0915 - one vector a line, in the order of 
         "the commitment changed after signing",
         "x25519-a",
         changed(single, payload(commitment=flipped(p.commitment))),
+        "SIGNATURE_INVALID",
+    )
+    alice_signing = Ed25519PrivateKey.from_private_bytes(
+        b64url_decode(signers.entries["alice-laptop"]["privateJwk"]["d"], 32)
+    )
+    statement = payload_statement(p, [k.recipient_id for k in single.wrapped_keys], single.version)
+    v.fails(
+        "signed again so that only a cofactored check accepts it (R moved by the point of order 2)",
+        "x25519-a",
+        changed(single, payload(signature=b64url(cofactored_only_signature(alice_signing, statement)))),
         "SIGNATURE_INVALID",
     )
 

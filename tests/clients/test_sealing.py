@@ -610,3 +610,7 @@ def test_the_v2_vectors_cover_every_reason_and_every_key_type(name: str) -> None
     # X-Wing's own: another suite's label, a planted version 1 entry; an encapsulation cut short
     # or changed, a wrapped key of another item; one of another content key.
     assert xwing_refused == {"NOT_A_RECIPIENT", "DECRYPTION_FAILED", "COMMITMENT_MISMATCH"}
+    # A signature only a cofactored check accepts (scripts/ed25519_cofactored.py): refused by both.
+    assert {e["reason"] for v, e in zip(vectors, expected, strict=True) if "only a cofactored" in v["name"]} == {
+        "SIGNATURE_INVALID"
+    }

@@ -29,10 +29,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
-from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
+from cryptography.exceptions import InvalidTag, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, hpke
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -42,6 +41,7 @@ from joserfc.errors import JoseError
 
 from zkplatform_api.platform.v1.vault_pb2 import EncryptedPayload, Item, WrappedKey
 from zkplatform_client.xwing import XWING, XWingPrivateKey, XWingPublicKey, public_jwk
+from zkplatform_tlog import ed25519
 from zkplatform_tlog.statements import StatementError, b64url, b64url_decode, canonical_json, canonical_public_jwk
 
 if TYPE_CHECKING:
@@ -597,14 +597,10 @@ def _check_signature(
     device = directory.device(payload.signer)
     if device is None:
         raise SealingError("SIGNER_UNKNOWN", "the signer is not a device of the verified key directory")
-    public = Ed25519PublicKey.from_public_bytes(b64url_decode(json.loads(device.signing_jwk)["x"], 32))
+    public = b64url_decode(json.loads(device.signing_jwk)["x"], 32)
 
     def signed(recipients: Iterable[str], version: int) -> bool:
-        try:
-            public.verify(signature, payload_statement(payload, recipients, version))
-        except InvalidSignature:
-            return False
-        return True
+        return ed25519.verify(public, payload_statement(payload, recipients, version), signature)
 
     recipients = sorted(k.recipient_id for k in item.wrapped_keys)
     if signed(recipients, item.version):

@@ -13,6 +13,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { clone, create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { sha512 } from "@noble/hashes/sha2.js";
 import { base64url, fromBase64url, sha256 } from "./bytes.js";
 import { DeviceKeyPair } from "./devices.js";
 import { ItemSchema, WrappedKeySchema, type Item, type WrappedKey } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
@@ -112,6 +113,40 @@ function resigned(item: Item, by: SignerName = "alice-laptop"): Item {
     const fields = { aad: payload.aad, commitment: payload.commitment, nonce: payload.nonce, ciphertextSha256, signer: signers[by].deviceId };
     payload.signer = signers[by].deviceId;
     payload.signature = base64url(signers[by].sign(new SealedItemStatement(fields, copy.wrappedKeys.map((key) => key.recipientId), copy.version)));
+  });
+}
+
+// `signature`, the seed's own of `message`, with R moved by the point of order 2, (0, -1): R' =
+// (-x, -y), and S' = r + k'a made for R' with the same nonce r. [S']B - [k']A is R, not R': only a
+// cofactored check accepts it, as scripts/ed25519_cofactored.py makes them for the Python vectors.
+const ORDER = 2n ** 252n + 27742317777372353535851937790883648493n; // L
+const SIGN_BIT = 1n << 255n;
+const littleEndian = (bytes: Uint8Array): bigint => bytes.reduceRight((value, byte) => (value << 8n) | BigInt(byte), 0n);
+const toLittleEndian = (value: bigint): Uint8Array => Uint8Array.from({ length: 32 }, (_, i) => Number((value >> BigInt(8 * i)) & 0xffn));
+function cofactoredOnly(seed: Uint8Array, publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Uint8Array {
+  const clamped = sha512(seed).subarray(0, 32);
+  clamped[0]! &= 248;
+  clamped[31]! &= 127;
+  clamped[31]! |= 64;
+  const a = littleEndian(clamped);
+  const challenge = (r: Uint8Array) => littleEndian(sha512(new Uint8Array([...r, ...publicKey, ...message]))) % ORDER;
+  const nonce = (((littleEndian(signature.subarray(32)) - challenge(signature.subarray(0, 32)) * a) % ORDER) + ORDER) % ORDER;
+  const encoded = littleEndian(signature.subarray(0, 32));
+  // -y, and the other sign for -x, as x != 0 (R = rB is of order L)
+  const moved = toLittleEndian((2n ** 255n - 19n - (encoded & (SIGN_BIT - 1n))) | ((encoded & SIGN_BIT) ^ SIGN_BIT));
+  return new Uint8Array([...moved, ...toLittleEndian((nonce + challenge(moved) * a) % ORDER)]);
+}
+
+// The item's own signature (by `by`) made again as cofactoredOnly makes it.
+function cofactoredOnlySigned(item: Item, by: SignerName): Item {
+  return changed(item, (copy) => {
+    const payload = copy.encryptedPayload!;
+    const ciphertextSha256 = base64url(sha256(fromBase64url(payload.ciphertext)!));
+    const fields = { aad: payload.aad, commitment: payload.commitment, nonce: payload.nonce, ciphertextSha256, signer: payload.signer };
+    const message = new TextEncoder().encode(new SealedItemStatement(fields, copy.wrappedKeys.map((key) => key.recipientId), copy.version).canonical());
+    const seed = fromBase64url((signerDocuments[by].privateJwk as { d: string }).d)!;
+    const publicKey = fromBase64url((JSON.parse(signerDocuments[by].signingJwk) as { x: string }).x)!;
+    payload.signature = base64url(cofactoredOnly(seed, publicKey, message, fromBase64url(payload.signature)!));
   });
 }
 
@@ -278,6 +313,7 @@ payloadChange("the ciphertext tampered with", "x25519-a", (p) => (p.ciphertext =
 payloadChange("the tag tampered with", "p256-a", (p) => (p.ciphertext = flipBit(p.ciphertext, "last")), "SIGNATURE_INVALID");
 payloadChange("the nonce changed", "x25519-a", (p) => (p.nonce = flipBit(p.nonce, "first")), "SIGNATURE_INVALID");
 payloadChange("the commitment changed", "x25519-a", (p) => (p.commitment = flipBit(p.commitment, "first")), "SIGNATURE_INVALID");
+refuses("signed again so that only a cofactored check accepts it (R moved by the point of order 2)", "x25519-a", cofactoredOnlySigned(base, "alice-laptop"), "SIGNATURE_INVALID");
 const forThree = await sealed(note, ["x25519-a", "x25519-b", "p256-a"], { context: { itemId: "base" } });
 refuses(
   "another recipient's wrapped key removed (which no reader can tell from a bad signature)",
