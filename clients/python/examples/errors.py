@@ -68,7 +68,7 @@ async def main(base_url: str, token: str, item_id: str) -> None:
             seen["conflict"] = described(error)
 
         try:
-            await vault.list_items(ListItemsRequest(vault_id="acme-shared", page_size=5000))
+            await vault.list_items(ListItemsRequest(vault_id="acme-shared", page_size=-1))
         except ConnectError as error:
             seen["invalid"] = described(error)  # one violation per field
 

@@ -32,7 +32,7 @@ try {
   seen.conflict = described(error);
 }
 
-await vault.listItems({ vaultId: "acme-shared", pageSize: 5000 }).catch((error) => (seen.invalid = described(error))); // one violation per field
+await vault.listItems({ vaultId: "acme-shared", pageSize: -1 }).catch((error) => (seen.invalid = described(error))); // one violation per field
 
 const minted = await broker.mintUserApiToken({ tenantId: "acme", requestedScopes: ["vault.items.read"], requestedTtlSeconds: 60 });
 const reader = clients(baseUrl, "connect-binary", { token: minted.token!.accessToken });
