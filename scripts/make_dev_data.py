@@ -14,7 +14,8 @@ public by being committed here, never to be used for anything else.
 
 The signing keys, the log key and the witness key are derived from fixed labels, so running it
 again writes the same ones. The agreement keys and the sealed items are kept from the file as
-it is; `--reseal` seals the items again (new content keys and nonces) for the same agreement
+it is, but for a principal new to TENANTS, which gets an agreement key (and every item is sealed
+again); `--reseal` seals the items again (new content keys and nonces) for the same agreement
 keys, `--new-keys` makes new agreement keys first (and so seals again), only to change the data
 set. Commit the result; the server never seals anything.
 """
@@ -40,10 +41,10 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "zkplatform" / "dev_data.jso
 ITEMS_PER_VAULT = 6
 
 # tenant -> principals; vault -> members (the same as devmode.py's _DATA)
-TENANTS = {"acme": ["alice", "bob"], "globex": ["carol"]}
+TENANTS = {"acme": ["alice", "bob", "dave"], "globex": ["carol"]}
 VAULTS = {
     "acme-private": ("acme", ["alice"]),
-    "acme-shared": ("acme", ["alice", "bob"]),
+    "acme-shared": ("acme", ["alice", "bob", "dave"]),
     "globex-main": ("globex", ["carol"]),
 }
 SITES = ["github.com", "mail.example", "bank.example", "wiki.example", "vpn.example", "shop.example"]
@@ -79,13 +80,14 @@ def content(vault_id: str, number: int, members: list[str]) -> tuple[str, dict[s
     return "note", {"title": f"Note {number} of {vault_id}", "text": f"Shared with {', '.join(members)}."}
 
 
-def new_agreement_keys() -> dict[str, dict[str, str]]:
-    """A new X25519 agreement key for every principal's demo device."""
+def new_agreement_keys(kept: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, str]]:
+    """A new X25519 agreement key for every principal's demo device, but for those `kept` has."""
     # Only here: keeping the data set as it is needs no client package.
     from zkplatform_client import RecipientPrivateKey  # noqa: PLC0415
 
-    keys = {principal: RecipientPrivateKey.generate("X25519") for names in TENANTS.values() for principal in names}
-    return {p: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()} for p, key in keys.items()}
+    kept = kept or {}
+    keys = {p: RecipientPrivateKey.generate("X25519") for names in TENANTS.values() for p in names if p not in kept}
+    return {**kept, **{p: {"publicKeyJwk": key.public_jwk, "privateKeyJwk": key.to_jwk()} for p, key in keys.items()}}
 
 
 def sealed_vaults(principals: dict[str, dict[str, str]]) -> dict[str, list[dict[str, Any]]]:
@@ -133,11 +135,18 @@ def main() -> None:
     if args.new_keys or kept is None:
         principals = new_agreement_keys()
     else:
-        principals = {
-            name: {"publicKeyJwk": p["publicKeyJwk"], "privateKeyJwk": p["privateKeyJwk"]}
-            for name, p in kept["principals"].items()
-        }
-    vaults = sealed_vaults(principals) if args.reseal or args.new_keys or kept is None else kept["vaults"]
+        # A principal new to the data set gets a key of its own; the others keep theirs.
+        principals = new_agreement_keys(
+            {
+                name: {"publicKeyJwk": p["publicKeyJwk"], "privateKeyJwk": p["privateKeyJwk"]}
+                for name, p in kept["principals"].items()
+            }
+        )
+    # A new principal may be a new member: sealing again is the only way to know it holds.
+    if kept is None or args.reseal or args.new_keys or set(principals) != set(kept["principals"]):
+        vaults = sealed_vaults(principals)
+    else:
+        vaults = kept["vaults"]
     log_key, _ = generate_signer_key(LOG_NAME, seed=derived_seed("log key"))
     witness_key, _ = generate_cosigner_key(WITNESS_NAME, seed=derived_seed("witness key"))
     document = {

@@ -1,8 +1,9 @@
 """Development mode: demo data in the memory store, tokens and demo keys in a credentials file.
 
-The development data set of docs/api.md: two tenants; the first has an owner and a member
-and two vaults, the member not being a member of the owner's vault; the second
-has one principal and one vault. Each principal has a demo device (an Ed25519 signing key
+The development data set of docs/api.md: two tenants; the first has an owner and two members
+and two vaults, the members sharing one with the owner, who has the other alone (so that
+sharing with more than one other member needs no admin command); the second has one
+principal and one vault. Each principal has a demo device (an Ed25519 signing key
 and its X25519 agreement key), published at start as its first device in its tenant's key
 log, and every vault holds six live items sealed for the agreement keys of its members, as the
 client packages seal them (docs/sealing.md), so that a demo opens them. The key logs are
@@ -55,8 +56,8 @@ DEV_TOKEN_TTL_SECONDS = 3600
 _DATA: list[tuple[str, list[tuple[str, Role]], list[tuple[str, list[str]]]]] = [
     (
         "acme",
-        [("alice", Role.OWNER), ("bob", Role.MEMBER)],
-        [("acme-private", ["alice"]), ("acme-shared", ["alice", "bob"])],
+        [("alice", Role.OWNER), ("bob", Role.MEMBER), ("dave", Role.MEMBER)],
+        [("acme-private", ["alice"]), ("acme-shared", ["alice", "bob", "dave"])],
     ),
     ("globex", [("carol", Role.OWNER)], [("globex-main", ["carol"])]),
 ]

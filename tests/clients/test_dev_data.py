@@ -31,7 +31,7 @@ from zkplatform_client import (
 pytestmark = pytest.mark.e2e  # starts servers (tests/conftest.py marks only tests/e2e by place)
 
 ROOT = Path(__file__).resolve().parents[2]
-MEMBERS = {"acme-private": ["alice"], "acme-shared": ["alice", "bob"], "globex-main": ["carol"]}
+MEMBERS = {"acme-private": ["alice"], "acme-shared": ["alice", "bob", "dave"], "globex-main": ["carol"]}
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +91,12 @@ async def test_every_item_opens_for_its_vaults_members_only_and_says_who_sealed_
     # carol's tenant's log does not hold alice's device: were she a recipient, SIGNER_UNKNOWN.
     assert refused == {
         "acme-private/bob": {"NOT_A_RECIPIENT"},
+        "acme-private/dave": {"NOT_A_RECIPIENT"},
         "acme-private/carol": {"SIGNER_UNKNOWN"},
         "acme-shared/carol": {"SIGNER_UNKNOWN"},
         "globex-main/alice": {"SIGNER_UNKNOWN"},
         "globex-main/bob": {"SIGNER_UNKNOWN"},
+        "globex-main/dave": {"SIGNER_UNKNOWN"},
     }
 
 

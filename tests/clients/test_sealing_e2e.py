@@ -326,7 +326,7 @@ async def test_a_log_rewritten_in_the_database_is_refused_on_every_call_after(tm
     assert ids(first_look) == {intruder.agreement_key_id}  # the server does serve the rewritten log
     assert [asked.value.reason, verifying.value.reason, restarted.value.reason] == ["LOG_FORKED"] * 3
     assert state_file.read_bytes() == verified
-    assert json.loads(verified)["checkpoint"]["size"] == 2  # the development data set's two devices
+    assert json.loads(verified)["checkpoint"]["size"] == 3  # the development data set's three devices
 
 
 async def test_a_version_1_item_on_the_server_opens_unsigned_and_sharing_it_writes_version_2(

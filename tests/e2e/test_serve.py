@@ -74,7 +74,7 @@ def test_dev_data_set_matches_the_contract(tmp_path: Path) -> None:
     assert len(tenants) == 2
     first, second = tenants
     roles = {p["principalId"]: p["role"] for p in first["principals"]}
-    assert sorted(roles.values()) == ["member", "owner"]
+    assert sorted(roles.values()) == ["member", "member", "owner"]
     owner = next(p for p, r in roles.items() if r == "owner")
     member = next(p for p, r in roles.items() if r == "member")
     assert len(first["vaults"]) == 2

@@ -499,8 +499,8 @@ def test_the_key_directory_over_a_server(project: Path, tmp_path: Path) -> None:
     ids = report["ids"]
 
     assert (ids["alice"], ids["bob"]) == (demo["alice"]["deviceId"], demo["bob"]["deviceId"])
-    # The development data set's log: alice's and bob's demo devices, cosigned by the witness.
-    assert report["demo"] == {"size": 2, "alice": [ids["alice"]], "devices": ["alice", "bob"]}
+    # The development data set's log: alice's, bob's and dave's demo devices, cosigned by the witness.
+    assert report["demo"] == {"size": 3, "alice": [ids["alice"]], "devices": ["alice", "bob", "dave"]}
     assert report["found"] == {"alice": [ids["alice"]], "bob": [ids["bob"]]}
     assert report["bobOpens"]
     # Who sealed, as bob's verified log has it: alice's demo device, live.
@@ -523,31 +523,31 @@ def test_the_key_directory_over_a_server(project: Path, tmp_path: Path) -> None:
         "version": "3",
     }
     assert report["afterRevocation"] == [ids["bob"]]
-    # Entries: 0 alice, 1 bob, 2 the phone, 3 its revocation, 4 bob's reset, 5 his laptop.
+    # Entries: 0 alice, 1 bob, 2 dave, 3 the phone, 4 its revocation, 5 bob's reset, 6 his laptop.
     assert report["reset"] == {
-        "index": 4,
+        "index": 5,
         "afterReset": [],  # no live device of bob's: nothing to seal for, nothing refused
         "republished": True,
         "refusedBeforeAcknowledged": "RESET_UNACKNOWLEDGED",
         "aliceAloneMeanwhile": [ids["alice"]],
-        "pendingResets": [{"principalId": "bob", "index": 4}],
+        "pendingResets": [{"principalId": "bob", "index": 5}],
         "afterAcknowledged": [ids["laptop"]],
     }
     assert report["alerts"] == {
         # bob's demo device: the reset, then the laptop it did not endorse (not the phone it did)
         "bob": [
-            {"index": 4, "kind": "PRINCIPAL_RESET", "deviceId": ""},
-            {"index": 5, "kind": "DEVICE_ADDED", "deviceId": ids["laptop"]},
+            {"index": 5, "kind": "PRINCIPAL_RESET", "deviceId": ""},
+            {"index": 6, "kind": "DEVICE_ADDED", "deviceId": ids["laptop"]},
         ],
-        "phone": [{"index": 3, "kind": "DEVICE_REVOKED", "deviceId": ids["phone"]}],  # not what came before it
+        "phone": [{"index": 4, "kind": "DEVICE_REVOKED", "deviceId": ids["phone"]}],  # not what came before it
         "laptop": [],  # a first device after a reset: not the history it starts over from
     }
     assert report["aliceAlerts"] == []  # another principal's devices and resets are not alice's alerts
-    assert report["reloaded"] == {"size": 6, "sameAsSaved": True}
+    assert report["reloaded"] == {"size": 7, "sameAsSaved": True}
     assert report["savedFile"] == {
         "format": "zkplatform.key-log-state",
         "version": 2,
-        "size": 6,
+        "size": 7,
         "me": {"principalId": "alice", "deviceIds": [ids["alice"]], "statements": []},
     }
     assert report["lies"] == {
@@ -580,7 +580,8 @@ def test_the_sealing_example(project: Path, tmp_path: Path) -> None:  # noqa: F8
     secrets += [json.loads(p[name])["d"] for p in principals for name in ("signingKeyJwk", "privateKeyJwk")]
 
     assert result.stderr == ""
-    # alice's and bob's demo devices, as alice's device verified the log; bob sees alice sealed it
+    # sealed for alice's and bob's demo devices, as alice's device verified the log (which holds
+    # dave's too); bob sees alice sealed it
     assert json.loads(result.stdout) == {
         "recipients": 2,
         "opened": "door code: 4711",
@@ -591,6 +592,6 @@ def test_the_sealing_example(project: Path, tmp_path: Path) -> None:  # noqa: F8
     saved = parse_state((state / "alice-key-log.json").read_text())
     assert (saved.tenant_id, saved.size, [d.principal_id for d in saved.devices.values()]) == (
         "acme",
-        2,
-        ["alice", "bob"],
+        3,
+        ["alice", "bob", "dave"],
     )

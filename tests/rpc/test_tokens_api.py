@@ -254,7 +254,7 @@ async def test_an_owner_lists_anyone_of_its_tenant_a_member_only_itself(
     refused = [await post(client, LIST, {"principalId": p}, bob) for p in ("alice", "-")]
     carols = await listed(client, alice, principalId="carol")
 
-    assert {t["principalId"] for t in everyone} == {"alice", "bob"}
+    assert {t["principalId"] for t in everyone} == {"alice", "bob", "dave"}
     assert [t["principalId"] for t in bobs] == ["bob"]
     assert [t["tokenId"] for t in own] == [t["tokenId"] for t in bobs]  # lastUsedAt moved: bob just called
     assert [error_of(r)["code"] for r in refused] == ["permission_denied", "permission_denied"]
