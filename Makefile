@@ -131,7 +131,7 @@ CLIENTS_DIR := build/clients
 PY_CLIENT_STAGE := build/python-client
 TS_CLIENT_STAGE := build/ts-client
 PY_CLIENT_SOURCES := $(shell find clients/python gen/zkplatform_api gen/buf -name __pycache__ -prune -o -type f -print | sort)
-TS_CLIENT_SOURCES := $(shell find clients/ts/src -type f | sort) clients/ts/package.json clients/ts/package-lock.json clients/ts/tsconfig.json
+TS_CLIENT_SOURCES := $(shell find clients/ts/src -type f | sort) clients/ts/package.json clients/ts/package-lock.json clients/ts/tsconfig.json clients/ts/README.md
 
 $(CLIENTS_DIR)/.python-wheel: $(STAMP) $(PY_CLIENT_SOURCES)
 	rm -rf $(PY_CLIENT_STAGE) $(CLIENTS_DIR)/zkplatform_client-*.whl
@@ -147,7 +147,7 @@ $(CLIENTS_DIR)/.python-wheel: $(STAMP) $(PY_CLIENT_SOURCES)
 $(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
 	rm -rf $(TS_CLIENT_STAGE) $(CLIENTS_DIR)/zkplatform-client-*.tgz
 	mkdir -p $(TS_CLIENT_STAGE) $(CLIENTS_DIR)
-	cp clients/ts/package.json $(TS_CLIENT_STAGE)/
+	cp clients/ts/package.json clients/ts/README.md $(TS_CLIENT_STAGE)/  # npm packs a README whatever "files" says
 	clients/ts/node_modules/.bin/tsc -p clients/ts --outDir $(TS_CLIENT_STAGE)/dist
 	cd $(TS_CLIENT_STAGE) && npm pack --ignore-scripts --loglevel=error --pack-destination $(CURDIR)/$(CLIENTS_DIR) >/dev/null
 	@touch $@

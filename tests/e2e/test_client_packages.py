@@ -163,19 +163,14 @@ async def main(base_url: str, cert: str) -> None:
 asyncio.run(main(*sys.argv[1:]))
 """
 
-TSCONFIG = {
-    "compilerOptions": {
-        "module": "NodeNext",
-        "moduleResolution": "NodeNext",
-        "target": "ES2022",
-        "strict": True,
-        "outDir": "out",
-        "rootDir": ".",
-        "types": ["node"],
-        "typeRoots": [str(TS_CLIENT / "node_modules" / "@types")],
-    },
-    "include": ["*.ts"],
-}
+
+def documented_tsconfig() -> dict[str, Any]:
+    """The compiler options the npm package's README gives its consumers (its one JSON block),
+    with where this project's sources and output are."""
+    (block,) = re.findall(r"```json\n(.*?)```", (TS_CLIENT / "README.md").read_text(), re.DOTALL)
+    options = json.loads(block)["compilerOptions"]
+    here = {"outDir": "out", "rootDir": ".", "typeRoots": [str(TS_CLIENT / "node_modules" / "@types")]}
+    return {"compilerOptions": {**options, **here}, "include": ["*.ts"]}
 
 
 @dataclass(frozen=True)
@@ -266,8 +261,9 @@ def lowest_venv(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path]) -> Path:
-    """An empty Node project with the tarball installed (--engine-strict: every dependency runs on
-    this Node), the examples and the auth checks compiled against its declarations into out/."""
+    """An empty Node project (an ES module one, as the package's README says) with the tarball
+    installed (--engine-strict: every dependency runs on this Node), the examples and the auth
+    checks compiled against its declarations into out/ with the README's compiler options."""
     _, tarball = packages
     npm = shutil.which("npm")
     assert npm, "npm is needed: install Node 20"
@@ -278,7 +274,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, packages: tuple[Path, Path
     for source in [*TS_EXAMPLES.glob("*.ts"), *CHECKS.glob("*.ts")]:
         shutil.copy(source, project / source.name)
     (project / "check.ts").write_text(NODE_TYPES)
-    (project / "tsconfig.json").write_text(json.dumps(TSCONFIG))
+    (project / "tsconfig.json").write_text(json.dumps(documented_tsconfig()))
     run([str(TS_CLIENT / "node_modules" / ".bin" / "tsc"), "-p", "."], project)
     return project
 
@@ -366,6 +362,20 @@ def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> N
     sync_sees_a_change(server, ["node", "sync.mjs"], "pkg-node", project)
 
 
+def test_each_package_carries_its_readme(packages: tuple[Path, Path]) -> None:
+    """The wheel's description (PyPI's page) is clients/python/README.md; the npm package has
+    clients/ts/README.md (npm's page)."""
+    wheel, tarball = packages
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        headers, _, body = archive.read(metadata).decode().partition("\n\n")
+    packed = run(["tar", "xzf", str(tarball), "-O", "package/README.md"]).stdout
+
+    assert "Description-Content-Type: text/markdown" in headers.splitlines()
+    assert body.strip() == (ROOT / "clients" / "python" / "README.md").read_text().strip()
+    assert packed == (TS_CLIENT / "README.md").read_text()
+
+
 def test_the_packages_leave_the_server_alone(packages: tuple[Path, Path]) -> None:
     """Nothing of the server's own code ships in either package."""
     wheel, tarball = packages
@@ -432,12 +442,14 @@ def test_the_sealing_example(client: str, request: pytest.FixtureRequest, server
     assert report["opened"] == "the wifi password is hunter2"
     assert report["devices"]["alice"] == 1
     assert report["devices"]["bob"] >= 2  # his demo device and the laptop it endorsed (and earlier runs')
+    # Shared with dave by an update of two fields (a FieldMask): version 2, and it opens for him.
+    assert report["sharedWithDave"] == {"version": 2, "opened": "the wifi password is hunter2"}
     assert result.stderr == ""
     assert alice not in result.stdout
     assert bob not in result.stdout
     state = json.loads((tmp_path / "alice.json").read_text())
     assert (state["version"], state["tenantId"]) == (2, "acme")
-    assert state["checkpoint"]["size"] >= 3  # the demo devices and bob's laptop at least
+    assert state["checkpoint"]["size"] >= 4  # the three demo devices and bob's laptop at least
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

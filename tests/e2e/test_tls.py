@@ -22,14 +22,18 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.clients.conftest import PY_CLIENT  # noqa: F401 # the Python package's sources on the path
 from tests.e2e.server import Server, run_serve, serving, zkplatform_command
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.platform.v1 import vault_pb2
+from zkplatform_client import clients
 
 REPO = Path(__file__).resolve().parents[2]
 BUF = str(Path(sys.executable).parent / "buf")
@@ -257,7 +261,19 @@ def test_the_node_client_refuses_a_server_it_does_not_trust(server: Server, alic
     result = _node_demo(server, alice, "item-3", "item-4", {})
 
     assert result.returncode != 0
+    # unavailable, as the Python package says it (below), not Connect for Node's internal
+    assert result.stderr.startswith("[unavailable] ")
     assert "certificate" in result.stderr.lower()
+
+
+async def test_the_python_client_refuses_a_server_it_does_not_trust(server: Server) -> None:
+    """With the system's CAs, none of which signed the test CA: unavailable, as in TypeScript."""
+    async with clients(server.base_url) as platform:
+        with pytest.raises(ConnectError) as refused:
+            await platform.vault.list_items(vault_pb2.ListItemsRequest(vault_id="acme-shared"))
+
+    assert refused.value.code == Code.UNAVAILABLE
+    assert "invalid peer certificate: UnknownIssuer" in refused.value.message
 
 
 def test_plaintext_to_the_tls_port_is_answered_tls_required(server: Server, pki: Pki) -> None:

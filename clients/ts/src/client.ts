@@ -4,6 +4,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { clientsOn, interceptorsOf, type Clients, type CommonTransportOptions, type Protocol } from "./client-common.js";
+import { tlsFailureIsUnavailable } from "./transport-errors.js";
 
 export { decodeErrorInfo, reasonIs, type ErrorInfo } from "./error-info.js";
 export { bearer, describeError, type Clients, type Protocol } from "./client-common.js";
@@ -19,7 +20,8 @@ export interface TransportOptions extends CommonTransportOptions {
 
 export function transport(baseUrl: string, protocol: Protocol, options: TransportOptions = {}): Transport {
   const useHttpGet = options.httpGet ?? false;
-  const interceptors = interceptorsOf(protocol, options);
+  // Outermost: a server whose certificate is not trusted is unavailable, as in the Python package.
+  const interceptors = [tlsFailureIsUnavailable, ...interceptorsOf(protocol, options)];
   const ca = options.ca === undefined ? {} : { nodeOptions: { ca: options.ca } };
   const version = options.httpVersion ?? "1.1";
   switch (protocol) {
