@@ -51,6 +51,7 @@ from zkplatform.rpc.leaked_fields import RevokeTokensInMessages
 from zkplatform.rpc.origin import Origin
 from zkplatform.rpc.protocol_version import RequireProtocolVersion
 from zkplatform.rpc.reflection import reflection_routes
+from zkplatform.rpc.store_down import RefuseWhileStoreDown
 from zkplatform.rpc.validation import Validate
 from zkplatform.rpc.vault import VaultServicer
 from zkplatform.wiring import Platform, platform_from
@@ -231,6 +232,8 @@ def build_front(
         *telemetry.interceptors(),
         ErrorMapping(limit, platform.readiness),
         RequireProtocolVersion(),
+        # Before the token is looked up, which would wait for the store.
+        RefuseWhileStoreDown(platform.readiness),
         Authenticate(platform.authenticator, origin),
     ]
     # Before the field rules: a token in a field is revoked whatever else is wrong with the request.

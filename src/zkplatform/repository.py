@@ -22,7 +22,7 @@ record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -296,6 +296,12 @@ class ChangeFeed(Protocol):
     whichever worker or host changed it. One per worker and store, shared by all its watches."""
 
     def subscribe(self, vault_id: str, token_id: str) -> ChangeSubscription: ...
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Have `callback` called whenever what carries other processes' changes to this feed
+        loses its connection to the store (PostgreSQL's LISTEN connection): the store may be down.
+        A feed that holds no connection never calls it."""
+        ...
 
 
 class TokenRepository(Protocol):

@@ -82,6 +82,11 @@ class Platform:
         pusher = None
         if witnesses:
             pusher = WitnessPusher(store, witnesses, checkpoints.latest, clock, timeout=witness_timeout)
+        # The feed's connection to the store ending (PostgreSQL's LISTEN) is a reason to probe at once:
+        # watches then end as soon as the store is known down.
+        readiness = Readiness(store.ping)
+        feed = store.change_feed()
+        feed.on_lost(readiness.suspect)
         directory = KeyDirectory(
             store,
             store,
@@ -105,9 +110,9 @@ class Platform:
                 TokenManagement(store, PageTokens(hasher.derive_key("list tokens pages")), clock, sizes),
             ),
             # The store's change feed is this worker's: its watches share it.
-            sync=SyncUseCases(store, store, store, store.change_feed(), clock, sizes, watch_policy, watch_timer),
+            sync=SyncUseCases(store, store, store, feed, clock, sizes, watch_policy, watch_timer, readiness),
             directory=directory,
-            readiness=Readiness(store.ping),
+            readiness=readiness,
             witnesses=tuple(witnesses),
             witness_pusher=pusher,
             http=http,

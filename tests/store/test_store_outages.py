@@ -45,7 +45,9 @@ UNAVAILABLE = {
 
 class Proxy:
     """A TCP proxy on 127.0.0.1 to one server. Stopped, it cuts every connection it carries
-    and refuses new ones, as a server that went down would; started again, on the same port."""
+    and refuses new ones, as a server that went down would; started again, on the same port.
+    Frozen, it carries nothing more and answers nothing, but cuts nothing and takes new
+    connections, as a network that drops every packet would (stop, then start, to heal it)."""
 
     def __init__(self, host: str, port: int) -> None:
         self._target = (host, port)
@@ -53,8 +55,10 @@ class Proxy:
         self._server: asyncio.Server | None = None
         self._carried: set[asyncio.StreamWriter] = set()
         self._pipes: set[asyncio.Task[None]] = set()
+        self._frozen = False
 
     async def start(self) -> None:
+        self._frozen = False
         self._server = await asyncio.start_server(self._carry, "127.0.0.1", self.port)
 
     async def stop(self) -> None:
@@ -68,7 +72,16 @@ class Proxy:
             pipe.cancel()
         await asyncio.gather(*self._pipes, return_exceptions=True)
 
+    async def freeze(self) -> None:
+        self._frozen = True
+        for pipe in self._pipes:
+            pipe.cancel()  # what is under way stays unanswered; nothing is cut
+        await asyncio.gather(*self._pipes, return_exceptions=True)
+
     async def _carry(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        if self._frozen:
+            self._carried.add(client_writer)  # taken, and never answered
+            return
         try:
             server_reader, server_writer = await asyncio.open_connection(*self._target)
         except OSError:
@@ -107,6 +120,16 @@ async def list_items(client: httpx.AsyncClient, world: World) -> httpx.Response:
     return await client.post(LIST_ITEMS, content=JSON.encode(request), headers=headers(JSON, world.token("alice")))
 
 
+async def answers_until(client: httpx.AsyncClient, path: str, status: int, seconds: float = 20.0) -> httpx.Response:
+    """GET `path` until it answers `status`, for at most `seconds`: what a probe finds comes when it comes."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        response = await client.get(path)
+        if response.status_code == status or asyncio.get_running_loop().time() > deadline:
+            return response
+        await asyncio.sleep(0.05)
+
+
 def assert_unavailable(response: httpx.Response) -> None:
     assert response.status_code == 503, response.text
     error = error_of(response)
@@ -140,10 +163,14 @@ async def test_a_database_that_goes_away_answers_unavailable_and_the_first_call_
         await gateway.stop()
         during = await list_items(client, world)
         await gateway.start()
+        # Known down, calls are refused at once (rpc/store_down.py) until a probe finds the
+        # store back: readiness says when; the first call after it must not meet a dead connection.
+        back = await answers_until(client, "/readyz", 200)
         after = await list_items(client, world)
 
     assert before.status_code == 200, ("before", before.text)
     assert_unavailable(during)
+    assert back.status_code == 200, back.text
     assert after.status_code == 200, ("after", after.text)
     assert after.json()["items"] == before.json()["items"]
 

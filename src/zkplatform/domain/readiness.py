@@ -1,12 +1,24 @@
 """Readiness: whether this worker can serve calls, which is whether its store can be reached.
 
 What `/readyz` and the gRPC health service answer (liveness, `/healthz`, asks nothing of
-the store). One cheap probe of the store (the port's `ping`) answers for every health
-check of the worker for FRESH_FOR seconds: at most one probe is in flight at a time, and
-whoever asks while it runs waits for its answer. A call that failed because the store was
-unavailable marks the store down at once, until the next probe, FRESH_FOR later, finds it
-back. So a load balancer's checks cost the store at most one query a second per worker,
-however many there are, and a store outage shows within about a second.
+the store), what refuses calls at once while the store is known down, and what ends the
+watches when it goes down.
+
+One cheap probe of the store (the port's `ping`, bounded by the store) answers for every
+health check of the worker for FRESH_FOR seconds: at most one probe is in flight at a time,
+and whoever asks while it runs waits for its answer, but never longer than ANSWER_WITHIN:
+then the last answer stands, so that a load balancer's check (a 1 s timeout, say) gets an
+answer, not a timeout, however long the probe takes. A call that failed because the store
+was unavailable marks the store down at once and starts a probe, which confirms it, or
+clears it when the store answers others (SQLite's write lock held by another process);
+something that saw a connection to the store end (the change feed's) starts one too. So a
+load balancer's checks cost the store at most one query a second per worker, however many
+there are, and an outage shows as soon as anything meets it.
+
+While the store is known down, calls are refused at once (`refuses`), without waiting for a
+pooled connection that cannot come; once FRESH_FOR has passed, the next call or check probes
+again (waiting at most ANSWER_WITHIN), and the first probe that reaches the store lets calls
+through. Watches wait on `until_down` beside their changes, and end when it returns.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from zkplatform.domain.errors import StoreUnavailable
 log = logging.getLogger(__name__)
 
 FRESH_FOR = 1.0  # seconds a probe's answer stands
+ANSWER_WITHIN = 0.5  # seconds a check or a call waits for a probe in flight before the last answer stands
 
 
 class Readiness:
@@ -30,28 +43,54 @@ class Readiness:
         ping: Callable[[], Awaitable[None]],
         *,
         fresh_for: float = FRESH_FOR,
+        answer_within: float = ANSWER_WITHIN,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ping = ping
         self._fresh_for = fresh_for
+        self._answer_within = answer_within
         self._clock = clock
         self._ready = True  # the store was reachable when it was opened
         self._known_at: float | None = None  # when the answer was last known (monotonic); None: never probed
+        self._marks = 0  # calls that found the store down: a probe begun before one cannot clear it
         self._probe: asyncio.Task[bool] | None = None
         self._changed = asyncio.Event()  # set, and replaced, at each change
 
     async def ready(self) -> bool:
-        """Whether the store can be reached: the last answer while it is fresh, else a probe's."""
-        if self._known_at is not None and self._clock() - self._known_at < self._fresh_for:
+        """Whether the store can be reached: the last answer while it is fresh and no probe runs,
+        else a probe's, waited for at most ANSWER_WITHIN (the last answer then)."""
+        if self._probe is None and self._fresh():
             return self._ready
-        if self._probe is None:
-            self._probe = asyncio.create_task(self._run_probe())
-        # Shielded: a health check whose client left must not cancel the probe others wait for.
-        return await asyncio.shield(self._probe)
+        return await self._probed()
+
+    async def refuses(self) -> bool:
+        """Whether a call must be refused at once: the store is known down (and a probe, if one was
+        due, did not find it back within ANSWER_WITHIN). While it is up, this never waits."""
+        if self._ready:
+            return False
+        return not await self.ready()
 
     def mark_down(self) -> None:
-        """A call found the store unavailable: not ready, until a probe FRESH_FOR later says otherwise."""
+        """A call found the store unavailable: not ready at once, and a probe to confirm it. Nothing
+        new while it is down already (a call refused for it tells nothing)."""
+        if not self._ready:
+            return
+        self._marks += 1
         self._set(ready=False, at=self._clock())
+        self._start_probe()
+
+    def suspect(self) -> None:
+        """Something saw a connection to the store end: probe now, whatever the last answer."""
+        self._start_probe()
+
+    async def until_down(self) -> None:
+        """Return once the store is known down: marked down and not found back by the probe that
+        followed (within ANSWER_WITHIN), or found down by a probe."""
+        while True:
+            changed = self._changed
+            if not self._ready and not await self.ready():
+                return
+            await changed.wait()
 
     async def changes(self) -> AsyncGenerator[bool]:
         """The readiness now, then each change of it, for as long as the caller iterates."""
@@ -67,8 +106,26 @@ class Readiness:
                 last = now
                 yield now
 
+    def _fresh(self) -> bool:
+        return self._known_at is not None and self._clock() - self._known_at < self._fresh_for
+
+    async def _probed(self) -> bool:
+        probe = self._start_probe()
+        try:
+            async with asyncio.timeout(self._answer_within):
+                # Shielded: a check whose client left, or that stopped waiting, must not cancel
+                # the probe others wait for.
+                return await asyncio.shield(probe)
+        except TimeoutError:
+            return self._ready
+
+    def _start_probe(self) -> asyncio.Task[bool]:
+        if self._probe is None:
+            self._probe = asyncio.get_running_loop().create_task(self._run_probe())
+        return self._probe
+
     async def _run_probe(self) -> bool:
-        started = self._clock()
+        marks = self._marks
         try:
             await self._ping()
         except StoreUnavailable:
@@ -80,8 +137,8 @@ class Readiness:
             ready = True
         finally:
             self._probe = None
-        if self._known_at is not None and self._known_at > started and not self._ready:
-            return False  # a call found the store down while this probe ran: that stands
+        if ready and self._marks != marks:
+            return False  # a call found the store down while this probe ran: that stands, until the next
         self._set(ready=ready, at=self._clock())
         return ready
 
@@ -93,6 +150,9 @@ class Readiness:
         if ready:
             log.info("the store can be reached again: ready")
         else:
-            log.warning("the store cannot be reached: not ready (/readyz and gRPC health answer so)")
+            log.warning(
+                "the store cannot be reached: not ready (/readyz and gRPC health answer so, calls are refused"
+                " at once, watches end)"
+            )
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

@@ -26,6 +26,9 @@ taken, and what wakes it is a flag (store/notify.py). So a slow client holds at 
 one page of memory; the backlog stays in the store. A live watch that finds itself more
 than `max_lag` changes behind the vault ends with WatchBehind: its client resumes with
 pages from its last cursor, which is cheaper for both than a stream that never catches up.
+A watch ends with StoreUnavailable as soon as the store is known down (domain/readiness.py),
+whether it waits for changes or reads the store (the read is then left to end by itself),
+rather than at its next read, which would wait for a connection that cannot come.
 
 The message that ends the backlog is marked caught up (the first message, without changes,
 when there is none): from it on the client holds the whole vault. A heartbeat (a message
@@ -44,10 +47,11 @@ revocation reaches it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from asyncio import FIRST_COMPLETED
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.clock import Clock
@@ -56,6 +60,7 @@ from zkplatform.domain.errors import (
     CursorExpired,
     FieldViolation,
     InvalidArgument,
+    StoreUnavailable,
     TokenExpired,
     TokenRevoked,
     WatchBehind,
@@ -63,7 +68,10 @@ from zkplatform.domain.errors import (
 )
 from zkplatform.domain.models import ChangePage, ItemChange, Scope
 from zkplatform.domain.paging import DEFAULT_PAGE_SIZE, ElementSizes, fitting, page_limit
+from zkplatform.domain.readiness import Readiness
 from zkplatform.repository import ChangeFeed, ChangeSubscription, DirectoryRepository, ItemRepository, TokenRepository
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +157,7 @@ class SyncUseCases:
         sizes: ElementSizes,
         policy: WatchPolicy | None = None,
         timer: WatchTimer | None = None,
+        readiness: Readiness | None = None,
     ) -> None:
         self._directory = directory
         self._items = items
@@ -158,6 +167,8 @@ class SyncUseCases:
         self._sizes = sizes
         self._policy = policy or WatchPolicy()
         self._timer = timer or LoopTimer()
+        self._readiness = readiness  # a watch ends once the store is known down
+        self._abandoned: set[asyncio.Future[Any]] = set()  # reads of watches that ended first
         self.slots = WatchSlots(self._policy)
 
     async def list_changes(
@@ -209,24 +220,24 @@ class SyncUseCases:
                 raise TokenExpired
             due = timer.now() >= quiet_until
             if access or due:  # a revoked token or a removed member ends here, before anything is sent
-                await self._recheck(caller, vault_id)
+                await self._unless_down(self._recheck(caller, vault_id))
                 access = False
             if due and caught_up:  # before, the backlog is being read: its next page comes at once
                 # A quiet vault reads no page: the epoch is read here, so that a store restored
                 # (and its epoch rotated) under an open watch ends it within a heartbeat period.
-                epoch = _same_epoch(epoch, await self._items.epoch())
+                epoch = _same_epoch(epoch, await self._unless_down(self._items.epoch()))
                 yield ListedChanges((), cursor, has_more=False, epoch=epoch)
                 # Measured from when the message was taken: a pull-driven stream asks for the next then.
                 quiet_until = timer.now() + period
             if woken:  # else a heartbeat period went by without a change: nothing to read
-                page = await self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch)
+                page = await self._unless_down(self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch))
                 epoch = page.epoch
                 listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
                 if page.changes:
                     if caught_up and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
                     # Nothing reaches a caller whose token or membership went since the last check.
-                    await self._recheck(caller, vault_id)
+                    await self._unless_down(self._recheck(caller, vault_id))
                 if page.changes or not caught_up:  # a page, or the empty backlog's marker
                     ends_backlog = not caught_up and not listed.has_more
                     cursor = listed.cursor
@@ -240,13 +251,45 @@ class SyncUseCases:
     async def _wait(self, subscription: ChangeSubscription, deadline: float) -> tuple[bool, bool]:
         """Whether the vault may have changed before the deadline (the feed wakes every
         watch of a vault on each of its changes, from any worker or host), and whether the
-        caller's access may have (a revocation, a member removed)."""
+        caller's access may have (a revocation, a member removed). StoreUnavailable as soon as
+        the store is known down (readiness), rather than at the next read, which would wait for
+        a connection that cannot come."""
+        woken = asyncio.ensure_future(subscription.wait())
+        down = asyncio.ensure_future(self._readiness.until_down()) if self._readiness is not None else None
         try:
             async with self._timer.timeout_at(deadline):
-                access = await subscription.wait()
+                await asyncio.wait([task for task in (woken, down) if task is not None], return_when=FIRST_COMPLETED)
         except TimeoutError:
-            return False, False
-        return True, access
+            pass
+        finally:
+            woken.cancel()  # neither does anything once done
+            if down is not None:
+                down.cancel()
+        if woken.done() and not woken.cancelled():  # a wake-up that came with the deadline is not lost
+            return True, woken.result()
+        if down is not None and down.done() and not down.cancelled():
+            raise StoreUnavailable
+        return False, False
+
+    async def _unless_down(self, operation: Coroutine[object, object, T]) -> T:
+        """A watch's read of the store, unless the store is known down first: StoreUnavailable
+        then, at once. The read is left to end by itself (cancelled, its driver may wait on a
+        network that drops packets for seconds more), held until it has."""
+        if self._readiness is None:
+            return await operation
+        reading = asyncio.ensure_future(operation)
+        down = asyncio.ensure_future(self._readiness.until_down())
+        try:
+            await asyncio.wait((reading, down), return_when=FIRST_COMPLETED)
+        finally:
+            down.cancel()
+            if not reading.done():
+                reading.cancel()
+                self._abandoned.add(reading)
+                reading.add_done_callback(_forgotten(self._abandoned))
+        if reading.done():
+            return reading.result()
+        raise StoreUnavailable
 
     async def _check_caller(self, caller: Caller, vault_id: str) -> None:
         caller.require_scope(Scope.VAULT_ITEMS_READ)
@@ -285,6 +328,17 @@ class SyncUseCases:
         changes = changes[: fitting(changes, self._sizes.change)]
         cursor = changes[-1].sequence if changes else since
         return ListedChanges(changes, cursor, has_more=len(page.changes) > len(changes), epoch=page.epoch)
+
+
+def _forgotten(held: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    """What forgets an abandoned read once it has ended, its outcome taken (nobody waits for it)."""
+
+    def forget(reading: asyncio.Future[Any]) -> None:
+        held.discard(reading)
+        if not reading.cancelled():
+            reading.exception()
+
+    return forget
 
 
 def _same_epoch(expected: str, current: str) -> str:

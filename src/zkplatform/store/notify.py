@@ -84,6 +84,7 @@ class ChangeFeed:
         self._on_first = on_first
         self._on_last = on_last
         self._stopping: asyncio.Task[None] | None = None  # held so that it is not collected mid-way
+        self._lost: list[Callable[[], None]] = []
 
     def subscribe(self, vault_id: str, token_id: str) -> Subscription:
         subscription = Subscription(self, vault_id, token_id)
@@ -107,6 +108,15 @@ class ChangeFeed:
 
     def vaults(self) -> list[str]:
         return list(self._by_vault)
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """`callback` is called whenever the connection carrying other processes' changes ends."""
+        self._lost.append(callback)
+
+    def lost(self) -> None:
+        """The connection carrying other processes' changes ended: the store may be down."""
+        for callback in self._lost:
+            callback()
 
     def notify(self, vault_id: str) -> None:
         """The vault changed."""
@@ -259,4 +269,6 @@ class Listener:
                         deliver(self._feed_of(), notification.payload)
             except (psycopg.Error, OSError) as error:
                 log.warning("listening for changes on %s failed (%s); reconnecting", self._display_url, error)
+                # Readiness probes at once: the watches end as soon as the store is known down.
+                self._feed_of().lost()
                 await asyncio.sleep(next(delays, 1.0))

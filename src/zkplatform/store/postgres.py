@@ -17,11 +17,19 @@ outage works. A pool whose every connection stayed held by other calls for
 ACQUIRE_TIMEOUT is overload, not an outage: StoreBusy. Readiness pings the
 database on a connection of its own, outside the pool, so that a burst that
 holds every pooled connection does not make a healthy database look down.
+
+A call that waits SUSPECT_AFTER for a pooled connection while other calls hold
+fewer than all of them (the pool cannot make one) has the database pinged; a
+ping that finds it unreachable, this one or readiness's, fails every call then
+waiting for a connection at once, with StoreUnavailable, rather than at its
+acquire timeout. Calls after that are refused before they get here, while
+readiness knows the store down (rpc/store_down.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import re
@@ -97,6 +105,9 @@ RECONNECT_TIMEOUT = 5.0
 # Seconds a ping (readiness: domain/readiness.py) may take, connecting included: a server that
 # does not answer within it is taken for unreachable.
 PING_TIMEOUT = 2.0
+# Seconds a call waits for a pooled connection, while other calls hold fewer than all of them,
+# before the database is pinged: a pool that is making a connection makes it in milliseconds.
+SUSPECT_AFTER = 0.25
 # Seconds between two log lines about a busy pool: a burst refuses many calls, which one line tells.
 BUSY_LOG_INTERVAL = 10.0
 # SQLSTATEs of a server that cannot serve now: a lost connection (class 08), too many clients
@@ -149,6 +160,8 @@ class PostgresStore:
         self._held = 0  # pooled connections held by calls now: all of them held is overload, not an outage
         self._busy = _BusyLog(self._url, pool.max_size)
         self._pinger = _Pinger(url, self._url)
+        self._waiting: set[asyncio.Timeout] = set()  # of the calls waiting for a pooled connection
+        self._suspicion: asyncio.Task[None] | None = None  # the ping a long wait asked for
         self._background = Background("recording a token's last use")
         # Changes of every worker and host arrive by LISTEN on one connection of this worker.
         self.listener = Listener(lambda: self._feed, url, self._url)
@@ -193,6 +206,10 @@ class PostgresStore:
     async def close(self) -> None:
         await self.listener.stop()
         await self._background.drain()
+        if self._suspicion is not None:
+            self._suspicion.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._suspicion
         await self._pinger.close()
         await self._pool.close()
 
@@ -206,6 +223,12 @@ class PostgresStore:
         started = time.perf_counter()
         try:
             await self._pinger.ping()
+        except StoreUnavailable:
+            # The calls waiting for a pooled connection would wait for their whole acquire timeout.
+            now = asyncio.get_running_loop().time()
+            for waiting in list(self._waiting):
+                waiting.reschedule(now)
+            raise
         finally:
             probes.store_operation("postgresql", "query", started)
 
@@ -213,10 +236,11 @@ class PostgresStore:
     async def _connection(self, wait: float | None = None) -> AsyncIterator[Conn]:
         """A pooled connection, in place of the driver's error: StoreBusy when other calls held
         every connection the pool may open until the wait (the pool's acquire timeout, unless
-        `wait` says another) ran out; StoreUnavailable when the database cannot be reached or
-        no connection could be made in time."""
+        `wait` says another) ran out; StoreUnavailable when the database cannot be reached (a
+        ping said so while this waited) or no connection could be made in time."""
         try:
-            async with self._pool.connection(wait) as conn:
+            async with contextlib.AsyncExitStack() as stack:
+                conn = await self._acquire(stack, wait)
                 self._held += 1
                 try:
                     yield conn
@@ -230,6 +254,40 @@ class PostgresStore:
                 raise
             log.warning("the store %s is unavailable: %s", self._url, _one_line(error))
             raise StoreUnavailable from error
+
+    async def _acquire(self, stack: contextlib.AsyncExitStack, wait: float | None) -> Conn:
+        """The pool's connection, its context entered on `stack`; StoreUnavailable as soon as a
+        ping finds the database unreachable while this waits (SUSPECT_AFTER asks for one)."""
+        suspect = asyncio.get_running_loop().call_later(SUSPECT_AFTER, self._suspect)
+        try:
+            async with asyncio.timeout(None) as cut:  # its deadline set by a ping that failed
+                self._waiting.add(cut)
+                try:
+                    # Cancelled while waiting, the pool keeps any connection it was handing over.
+                    return await stack.enter_async_context(self._pool.connection(wait))
+                finally:
+                    self._waiting.discard(cut)
+        except TimeoutError:
+            if not cut.expired():
+                raise
+            raise StoreUnavailable from None
+        finally:
+            suspect.cancel()
+
+    def _suspect(self) -> None:
+        """A call has waited SUSPECT_AFTER for a connection: unless other calls hold every one
+        (overload: StoreBusy in time), ask the database whether it answers, once at a time."""
+        if self._held >= self._pool.max_size or (self._suspicion is not None and not self._suspicion.done()):
+            return
+        self._suspicion = asyncio.get_running_loop().create_task(self._ping_for_the_waiting())
+
+    async def _ping_for_the_waiting(self) -> None:
+        try:
+            await self.ping()
+        except StoreUnavailable:
+            pass  # the waiting calls were failed; the ping logged why
+        except Exception as error:  # noqa: BLE001 # the calls' own waits decide; this only says why
+            log.warning("the store %s did not answer a ping as expected: %s", self._url, _one_line(error))
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """fn in one transaction: committed whole, or rolled back whole."""
@@ -1049,38 +1107,73 @@ class _BusyLog:
 
 class _Pinger:
     """The readiness probe's connection, outside the pool (made at the first ping, made again after
-    a failure): it asks the database whether it answers, whatever the pool's calls hold."""
+    a failure): it asks the database whether it answers, whatever the pool's calls hold.
+
+    A ping answers within PING_TIMEOUT, whatever the network does: one that took all of it is
+    left to end by itself, with its connection, rather than waited for (psycopg, cancelled, asks
+    the server to cancel the query, over a network that may drop packets: 10 s more)."""
 
     def __init__(self, url: str, shown: str) -> None:
         self._url = url
         self._shown = shown
         self._conn: Conn | None = None
         self._lock = asyncio.Lock()  # one ping at a time on the one connection
+        self._abandoned: set[asyncio.Task[None]] = set()
 
     async def ping(self) -> None:
         async with self._lock:
-            try:
-                async with asyncio.timeout(PING_TIMEOUT):
-                    if self._conn is None or self._conn.closed:
-                        self._conn = await AsyncConnection.connect(
-                            self._url, autocommit=True, connect_timeout=math.ceil(PING_TIMEOUT)
-                        )
-                    await self._conn.execute("SELECT 1")
-            except TimeoutError:
-                await self.close()  # a connection left mid-query is no use for the next ping
+            attempt = asyncio.ensure_future(self._select_one())
+            done, _ = await asyncio.wait({attempt}, timeout=PING_TIMEOUT)
+            if not done:
+                self._abandon(attempt)
                 log.warning("the store %s is unavailable: no answer to a ping within %g s", self._shown, PING_TIMEOUT)
-                raise StoreUnavailable from None
+                raise StoreUnavailable
+            try:
+                attempt.result()
             except psycopg.OperationalError as error:
-                await self.close()
+                await self._drop()
                 if not _unreachable(error):
                     raise
                 log.warning("the store %s is unavailable: %s", self._shown, _one_line(error))
                 raise StoreUnavailable from error
 
-    async def close(self) -> None:
+    async def _select_one(self) -> None:
+        if self._conn is not None and not self._conn.closed:
+            try:
+                await self._conn.execute("SELECT 1")
+            except psycopg.OperationalError:
+                # Ended by the server since the last ping (a restart nothing else noticed): that
+                # says nothing of the server now; a new connection does.
+                await self._drop()
+            else:
+                return
+        self._conn = await AsyncConnection.connect(self._url, autocommit=True, connect_timeout=math.ceil(PING_TIMEOUT))
+        await self._conn.execute("SELECT 1")
+
+    def _abandon(self, attempt: asyncio.Task[None]) -> None:
+        conn, self._conn = self._conn, None  # a connection left mid-query is no use for the next ping
+
+        def ended(task: asyncio.Task[None]) -> None:
+            self._abandoned.discard(task)
+            if not task.cancelled():
+                task.exception()  # retrieved: it was reported as the ping's timeout
+            if conn is not None and not conn.closed:
+                conn.pgconn.finish()
+
+        attempt.cancel()
+        self._abandoned.add(attempt)
+        attempt.add_done_callback(ended)
+
+    async def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
+
+    async def close(self) -> None:
+        for attempt in list(self._abandoned):
+            attempt.cancel()  # again: psycopg then gives up its cancellation and closes the connection
+        await asyncio.gather(*self._abandoned, return_exceptions=True)
+        await self._drop()
 
 
 def _unreachable(error: psycopg.OperationalError) -> bool:
