@@ -138,11 +138,12 @@ def test_generated_keys_round_trip() -> None:
 
 
 def test_private_keys_stay_out_of_reprs() -> None:
+    # PRIVATE+KEY+<name>+<hash>+<base64>: the base64 may hold "+" itself, so split from the left.
     skey, _ = generate_signer_key("log.example/zk")
-    seed_text = skey.rsplit("+", 1)[1]
+    seed_text = skey.split("+", 4)[4]
     assert seed_text not in repr(NoteSigner.from_skey(skey))
     cosigner_skey, _ = generate_cosigner_key("witness.example/w1")
-    assert cosigner_skey.rsplit("+", 1)[1] not in repr(Cosigner.from_skey(cosigner_skey))
+    assert cosigner_skey.split("+", 4)[4] not in repr(Cosigner.from_skey(cosigner_skey))
 
 
 @pytest.mark.parametrize(
