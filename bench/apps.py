@@ -34,7 +34,7 @@ from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.config import Settings
 from zkplatform.observability.metrics import Metrics
 from zkplatform.observability.telemetry import Telemetry
-from zkplatform.rpc.codec import CompactJSONCodec
+from zkplatform.rpc.encoding.codec import CompactJSONCodec
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2

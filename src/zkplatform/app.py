@@ -29,11 +29,7 @@ from zkplatform.config import Settings
 from zkplatform.domain.audit import Actor
 from zkplatform.observability.calls import ObserveCalls
 from zkplatform.observability.telemetry import Telemetry
-from zkplatform.rpc.auth import Authenticate
-from zkplatform.rpc.broker import BrokerServicer, CountMintAttempts
-from zkplatform.rpc.codec import CompactJSONCodec
-from zkplatform.rpc.directory import DirectoryServicer
-from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.encoding.codec import CompactJSONCodec
 from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
 from zkplatform.rpc.front.cors import Cors
@@ -46,14 +42,19 @@ from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route
 from zkplatform.rpc.front.stopping import CloseWhenStopping
 from zkplatform.rpc.front.streams import Budget, StreamLimits
 from zkplatform.rpc.front.unread import Unread
-from zkplatform.rpc.health import HealthServicer
-from zkplatform.rpc.leaked_fields import RevokeTokensInMessages
+from zkplatform.rpc.interceptors.auth import Authenticate
+from zkplatform.rpc.interceptors.error_mapping import ErrorMapping
+from zkplatform.rpc.interceptors.leaked_fields import RevokeTokensInMessages
+from zkplatform.rpc.interceptors.mint_attempts import CountMintAttempts
+from zkplatform.rpc.interceptors.protocol_version import RequireProtocolVersion
+from zkplatform.rpc.interceptors.store_down import RefuseWhileStoreDown
+from zkplatform.rpc.interceptors.validation import Validate
 from zkplatform.rpc.origin import Origin
-from zkplatform.rpc.protocol_version import RequireProtocolVersion
-from zkplatform.rpc.reflection import reflection_routes
-from zkplatform.rpc.store_down import RefuseWhileStoreDown
-from zkplatform.rpc.validation import Validate
-from zkplatform.rpc.vault import VaultServicer
+from zkplatform.rpc.servicers.broker import BrokerServicer
+from zkplatform.rpc.servicers.directory import DirectoryServicer
+from zkplatform.rpc.servicers.health import HealthServicer
+from zkplatform.rpc.servicers.reflection import reflection_routes
+from zkplatform.rpc.servicers.vault import VaultServicer
 from zkplatform.wiring import Platform, platform_from
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.grpc.health.v1.health_connect import HealthASGIApplication

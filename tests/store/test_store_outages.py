@@ -163,7 +163,7 @@ async def test_a_database_that_goes_away_answers_unavailable_and_the_first_call_
         await gateway.stop()
         during = await list_items(client, world)
         await gateway.start()
-        # Known down, calls are refused at once (rpc/store_down.py) until a probe finds the
+        # Known down, calls are refused at once (rpc/interceptors/store_down.py) until a probe finds the
         # store back: readiness says when; the first call after it must not meet a dead connection.
         back = await answers_until(client, "/readyz", 200)
         after = await list_items(client, world)

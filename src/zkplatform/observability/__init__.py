@@ -3,7 +3,7 @@
 - calls.py: the one record of each HTTP call and the outermost middleware that
   keeps it (procedure, protocol, final code, principal, request id), ending in
   an access line and metrics; the error mapping (rpc/errors.py) writes the
-  final code into it, authentication (rpc/auth.py) the caller;
+  final code into it, authentication (rpc/interceptors/auth.py) the caller;
 - interceptor.py: with tracing on, the metadata interceptor that writes the
   final code and the principal onto the call's span;
 - metrics.py: the Prometheus series and their own listener;

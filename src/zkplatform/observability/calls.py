@@ -5,8 +5,8 @@ answer's `X-Request-Id`), and watches the answer go out. The record (`Call`) is
 the only per-call state of the server, in one ContextVar: whoever learns
 something of the call writes it there. The error mapping (rpc/errors.py) and the
 front's refusals write the final code (`note_code`); authentication writes the
-caller and the proof (rpc/auth.py); the mint attempt count its attempt
-(rpc/broker.py). Otherwise the answer's grpc-status or HTTP status tells the
+caller and the proof (rpc/interceptors/auth.py); the mint attempt count its attempt
+(rpc/interceptors/mint_attempts.py). Otherwise the answer's grpc-status or HTTP status tells the
 code. The access line then names the procedure, protocol, code, duration,
 principal, token id, request id and peer: never the URL's query, a header's
 value other than the request id, a token or a payload. The peer is the client's
@@ -83,9 +83,9 @@ class Call:
         self.scope = scope  # the HTTP request, for what connectrpc's context does not carry (its URL)
         # The client's (address, port), the port None when a proxy forwarded none; None when unknown.
         self.client = client
-        self.caller: Caller | None = None  # once authenticated (rpc/auth.py)
+        self.caller: Caller | None = None  # once authenticated (rpc/interceptors/auth.py)
         self.proof: ProofRequest | None = None  # the DPoP proof the call carried, with what it must name
-        self.mint_attempt: MintAttempt | None = None  # a mint's counted attempt (rpc/broker.py)
+        self.mint_attempt: MintAttempt | None = None  # a mint's counted attempt (rpc/interceptors/mint_attempts.py)
         self.code: Code | None = None
         self.message = ""  # the error's, read only to label an authentication refusal (metrics.refusal_reason)
         self.grpc_status: str | None = None

@@ -316,7 +316,7 @@ def _owned(directory: Path) -> bool:
 
 
 # The failed check, from the start of the message the domain refuses with
-# (domain/auth.py, rpc/auth.py): a bounded label, never the message itself.
+# (domain/auth.py, rpc/interceptors/auth.py): a bounded label, never the message itself.
 _REFUSALS: Final = (
     ("missing authorization", "missing"),
     ("more than one authorization", "malformed"),

@@ -1,1 +1,11 @@
-"""The RPC layer: protobuf <-> domain, and the behaviour every call shares."""
+"""The RPC layer: protobuf <-> domain, and the behaviour every call shares.
+
+- front/: ASGI middlewares that run before connectrpc (refusals connectrpc would answer
+  without a reason, or not at all).
+- interceptors/: what runs inside connectrpc around each call (error mapping, authentication,
+  field checks).
+- servicers/: one per service, protobuf in and out, the use cases in between.
+- encoding/: the JSON codec and the google.rpc details, in connectrpc's protobuf runtime.
+- errors.py: the one place that turns failures into Connect errors; origin.py: what a request
+  was addressed to; internals.py: the private names of connectrpc and hypercorn we use.
+"""

@@ -9,11 +9,11 @@ such error: the mapping of domain errors below, the servicers and interceptors
 that refuse a call themselves, and the front's refusals before connectrpc
 (rpc/front/), which write it with `send_error`.
 
-ErrorMapping is the first interceptor of every service, so its on_end sees the
-failure of every later interceptor, of the body's decoding and of the servicer,
-and the errors connectrpc raises itself once the call has started (a body over
-the limit, the deadline, an undecodable body, an unknown compression), which it
-gives their reason here. Domain errors get their code and details here, and
+ErrorMapping (rpc/interceptors/error_mapping.py) is the first interceptor of every
+service, so its on_end sees the failure of every later interceptor, of the body's
+decoding and of the servicer, and the errors connectrpc raises itself once the call
+has started (a body over the limit, the deadline, an undecodable body, an unknown
+compression), which `connect_error_of` here gives their reason. Domain errors get their code and details here, and
 anything unexpected becomes `internal` with a generic message, its details going
 only to the server log. What connectrpc refuses before any interceptor runs (a
 wrong protocol version, a malformed timeout header) the front refuses first
@@ -34,9 +34,8 @@ from google.rpc import error_details_pb2
 
 from zkplatform.domain import errors as domain
 from zkplatform.domain.key_log import UnreadableKeyLog
-from zkplatform.domain.readiness import Readiness
 from zkplatform.observability.calls import note_code
-from zkplatform.rpc.details import error_detail
+from zkplatform.rpc.encoding.details import error_detail
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 log = logging.getLogger(__name__)
@@ -238,26 +237,3 @@ def connect_error_of(
         mapped = internal_error()
     note_code(mapped.code, mapped.message)
     return mapped
-
-
-class ErrorMapping:
-    """Metadata interceptor whose on_end sees, and replaces, every RPC's error, and
-    writes the final code into the call's record (the access line, the metrics)."""
-
-    def __init__(self, max_body_bytes: int | None = None, readiness: Readiness | None = None) -> None:
-        self._max_body_bytes = max_body_bytes  # the limit a body over it is told of
-        # Told at once of a call that found the store unavailable; never of one that found it busy
-        # (StoreBusy): a full pool is overload, and a load balancer must not pull the server for it.
-        self._readiness = readiness
-
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        return None
-
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        if error is None:
-            return
-        if isinstance(error, domain.StoreUnavailable) and self._readiness is not None:
-            self._readiness.mark_down()
-        mapped = connect_error_of(error, ctx, self._max_body_bytes)
-        if mapped is not error:
-            raise mapped from error

@@ -6,7 +6,7 @@ Any token found in the path, the query or `X-Request-Id` is revoked at once, wha
 path and whatever else is wrong with the request, and the request is refused with
 `invalid_argument` naming where the token was (never the token): TOKEN_IN_URL, or
 TOKEN_MISPLACED for the header alone. A token in a field of a request message is the
-business of rpc/leaked_fields.py, once the message is read.
+business of rpc/interceptors/leaked_fields.py, once the message is read.
 """
 
 from __future__ import annotations

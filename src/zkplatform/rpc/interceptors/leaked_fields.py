@@ -5,7 +5,7 @@ Every string of the decoded request (every field, nested and repeated, map keys 
 is searched for the token format, as the URL is at the front (rpc/front/leaked_tokens.py).
 Tokens found are revoked, and the request is refused with `invalid_argument`
 (TOKEN_MISPLACED) naming each field by its JSON path, never the token, before the field rules
-(rpc/validation.py) or the servicer see it: whatever else is wrong with the request. A token
+(rpc/interceptors/validation.py) or the servicer see it: whatever else is wrong with the request. A token
 is never a field of any request of the API (the secret is only ever answered), so nothing
 legitimate is refused.
 """

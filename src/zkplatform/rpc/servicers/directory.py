@@ -15,7 +15,7 @@ from zkplatform.messages.directory import (
     revoke_response,
 )
 from zkplatform.messages.request_ids import request_id_of
-from zkplatform.rpc.auth import current_caller
+from zkplatform.rpc.interceptors.auth import current_caller
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_api.platform.v1.directory_connect import DirectoryService
 

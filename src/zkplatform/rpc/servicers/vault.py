@@ -22,7 +22,7 @@ from zkplatform.messages.convert import (
     watch_message,
 )
 from zkplatform.messages.request_ids import request_id_of
-from zkplatform.rpc.auth import current_caller
+from zkplatform.rpc.interceptors.auth import current_caller
 from zkplatform_api.platform.v1 import vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
 

@@ -1,7 +1,7 @@
 """gRPC server reflection (v1 and v1alpha), so `buf curl` and grpcurl need no local schema.
 
 connectrpc-grpcreflect describes files with connectrpc's protobuf runtime, into
-which our Google-generated descriptors are loaded once (rpc/descriptors.py).
+which our Google-generated descriptors are loaded once (rpc/encoding/descriptors.py).
 Reflection only reveals the public contract: it needs no token.
 """
 
@@ -19,8 +19,8 @@ from google.protobuf.descriptor import FileDescriptor
 from protobuf import DescFile
 
 from zkplatform.asgi import ASGIApp
-from zkplatform.rpc.descriptors import load
-from zkplatform.rpc.errors import ErrorMapping
+from zkplatform.rpc.encoding.descriptors import load
+from zkplatform.rpc.interceptors.error_mapping import ErrorMapping
 
 
 def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -> dict[str, ASGIApp]:

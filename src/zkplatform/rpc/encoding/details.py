@@ -1,7 +1,7 @@
 """google.rpc error details that render with a readable `debug` in Connect JSON.
 
 connectrpc renders a detail's `debug` through its own protobuf runtime, which
-needs a descriptor of the message with its JSON names (rpc/descriptors.py).
+needs a descriptor of the message with its JSON names (rpc/encoding/descriptors.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from google.protobuf.message import Message as GoogleMessage
 from google.rpc import error_details_pb2
 from protobuf import Registry
 
-from zkplatform.rpc.descriptors import load
+from zkplatform.rpc.encoding.descriptors import load
 
 # Without json names every key of `debug` would come out empty.
 _REGISTRY = Registry(load(error_details_pb2.DESCRIPTOR, json_names=True))

@@ -11,25 +11,9 @@ from zkplatform.domain.models import Scope
 from zkplatform.messages.convert import token_to_proto, tokens_response
 from zkplatform.messages.request_ids import request_id_of
 from zkplatform.observability.calls import current_call
-from zkplatform.rpc.auth import current_caller, current_proof
+from zkplatform.rpc.interceptors.auth import current_caller, current_proof
 from zkplatform_api.platform.v1 import broker_pb2
 from zkplatform_api.platform.v1.broker_connect import BrokerService
-
-
-class CountMintAttempts:
-    """Metadata interceptor after authentication: every authenticated mint attempt
-    counts against the rate, even one whose body turns out malformed, so it is
-    counted before the body is read. Listing and revoking tokens are not mints."""
-
-    def __init__(self, use_cases: BrokerUseCases) -> None:
-        self._use_cases = use_cases
-
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        if ctx.method.input is broker_pb2.MintUserApiTokenRequest:
-            current_call().mint_attempt = await self._use_cases.count_attempt(current_caller())
-
-    async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
-        return None
 
 
 class BrokerServicer(BrokerService):
