@@ -35,7 +35,7 @@ from bench.apps import noop_app, platform_app
 from bench.seed import MINT_POLICY_ENV, Tokens
 from zkplatform.asgi import ASGIApp, Scope
 from zkplatform.asgi import Message as ASGIMessage
-from zkplatform.cli import configure_logging
+from zkplatform.server.log_setup import configure_logging
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
 CALLS = ("delete json", "delete proto", "mint json", "mint proto")

@@ -1,4 +1,4 @@
-"""New TLS connections, with and without the TLS port's first-byte look (src/zkplatform/tls_port.py).
+"""New TLS connections, with and without the TLS port's first-byte look (src/zkplatform/server/tls_port.py).
 
 Two servers side by side on 127.0.0.1, one with hypercorn's own TLS accept and one with the
 TLS port's, each given the same rounds of new connections in turn: a handshake, GET /healthz,
@@ -24,7 +24,8 @@ from tests.e2e.test_tls import make_pki
 
 SERVE = """
 import sys
-from zkplatform import cli, tls_port
+from zkplatform import cli
+from zkplatform.server import tls_port
 if sys.argv[1] == "hypercorn":
     tls_port.apply = lambda: None
 sys.exit(cli.main(["serve", *sys.argv[2:]]))

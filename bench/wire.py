@@ -156,7 +156,7 @@ class RawH2:
     refills; a stalled stream's never is: once the server has used its window (65,535 bytes),
     it can send that stream nothing more. The connection's window updates that the read
     streams bring go on meanwhile (they used to let a stalled stream buffer one more message
-    each, src/zkplatform/hypercorn_fix.py). A reset from the server shows in `stalled_resets`."""
+    each, src/zkplatform/server/hypercorn_fix.py). A reset from the server shows in `stalled_resets`."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader

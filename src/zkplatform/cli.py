@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import dataclasses
-import functools
 import importlib.metadata
-import logging
 import os
-import signal
-import socket
-import ssl
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
-from typing import NoReturn, cast
+from typing import NoReturn
 
-from hypercorn.asyncio import serve as hypercorn_serve
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.typing import ASGIFramework
-from prometheus_client import REGISTRY
-
-from zkplatform import hypercorn_fix, tls_port
-from zkplatform.app import create_app
 from zkplatform.config import (
     DEFAULT_BIND,
     DEFAULT_BODY_READ_TIMEOUT_SECONDS,
@@ -55,37 +40,15 @@ from zkplatform.config import (
     parse_paths,
     parse_timeout,
 )
-from zkplatform.domain.auth import Authenticator
 from zkplatform.domain.broker import MintPolicy
-from zkplatform.log_keys import (
-    VERIFIER_KEY_SUFFIX,
-    generate_key_file,
-    local_key_path,
-    local_log_key,
-    log_keys_for,
-    read_witnesses,
-    witness_quorum,
-)
-from zkplatform.observability.logs import LOG_FORMATS, queued_handler
-from zkplatform.observability.metrics import MetricsListener, Screen, multiprocess_registry
-from zkplatform.observability.tracing import TracingConfigError, check_env
-from zkplatform.pepper import load_pepper
-from zkplatform.rpc.front.leaked_tokens import leaks_in
-from zkplatform.store import DEFAULT_POOL_SIZE, StoreOpenError, StoreURLError, display_url, kind_of, open_store
-from zkplatform.store.migrations import SchemaError
-from zkplatform.wiring import platform_from
-from zkplatform.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
+from zkplatform.log_keys import generate_key_file
+from zkplatform.observability.logs import LOG_FORMATS
+from zkplatform.server.listener import DEFAULT_GRACEFUL_TIMEOUT, Listener
+from zkplatform.server.log_setup import configure_logging
+from zkplatform.server.serve import STARTUP_ERRORS, Serving, serve
+from zkplatform.store import DEFAULT_POOL_SIZE, kind_of
 
-log = logging.getLogger("zkplatform")
-
-# Conditions a user can cause and fix: one line on standard error, exit code 2.
-STARTUP_ERRORS = (ConfigError, StoreURLError, StoreOpenError, SchemaError, AddressUnavailable, TracingConfigError)
 LOG_LEVELS = ("debug", "info", "warning", "error")
-DEFAULT_GRACEFUL_TIMEOUT = 30.0
-# What a worker may take beyond the grace period to close its store and exit, before it is killed.
-STOP_MARGIN_S = 15.0
-# How long a metrics request waits for the serving loop to revoke a token in its URL.
-_REVOKE_WAIT_S = 10.0
 
 _MINT = MintPolicy()
 _ENVIRONMENT = {
@@ -540,122 +503,12 @@ def _with_transparency(args: argparse.Namespace, settings: Settings) -> Settings
     return settings
 
 
-def _check_transparency(settings: Settings) -> None:
-    """The log keys and witnesses usable, before anything starts (a SQLite store's own log key
-    aside: `_local_log_key` makes it once the database is there)."""
-    if settings.dev:
-        return
-    if settings.log_key_files or local_key_path(settings.store_url) is None:
-        log_keys_for(settings)
-    witnesses = read_witnesses(settings.witnesses_file) if settings.witnesses_file is not None else []
-    witness_quorum(settings, witnesses)
-
-
-def _local_log_key(settings: Settings) -> None:
-    """A SQLite store's own log key, made now when there is none (once, so that the workers only
-    read it), and where its verifier key is."""
-    local = None if settings.dev or settings.log_key_files else local_key_path(settings.store_url)
-    if local is None:
-        return
-    keys, created = local_log_key(local, settings.log_name)
-    verifier = local.with_name(local.name + VERIFIER_KEY_SUFFIX)
-    made = "made" if created else "kept"
-    log.info("log key %s %s in %s; its verifier key, which clients pin, is in %s", keys.name, made, local, verifier)
-
-
 def _with_metrics(args: argparse.Namespace, settings: Settings) -> Settings:
     if args.metrics_bind is not None:
         settings = dataclasses.replace(settings, metrics_bind=args.metrics_bind)
     if settings.metrics_bind is not None and settings.metrics_bind.rpartition(":")[2] == args.bind.rpartition(":")[2]:
         raise ConfigError("--metrics-bind needs a port of its own, not the API's (--bind)")
     return settings
-
-
-def configure_logging(level: str = "info", log_format: str = "text") -> None:
-    """One format for every process: the pid tells the workers apart, and times carry their UTC offset
-    (text), or one JSON object a line (json).
-
-    Debug output is ours only: the HTTP/2 libraries log every decoded header at
-    debug level, Authorization included, and a token must never reach a log."""
-    chosen = logging.getLevelNamesMapping()[level.upper()]
-    # A line per call: spare each record what no format here shows (the logging
-    # HOWTO's "Optimization"): the caller's file and line (a walk up the stack),
-    # the thread's and the multiprocessing process's names.
-    logging._srcfile = None  # noqa: SLF001 # the documented switch
-    logging.logThreads = False
-    logging.logMultiprocessing = False
-    logging.basicConfig(level=max(chosen, logging.INFO), handlers=[queued_handler(log_format)])
-    logging.getLogger("zkplatform").setLevel(chosen)
-
-
-async def _prepare_store(url: str, *, migrate: bool) -> None:
-    """Open the store once: a bad URL, an unreachable server or another schema version stops here."""
-    if migrate:
-        store = await open_store(url, check_schema=False)
-        try:
-            applied = await store.migrate()
-        finally:
-            await store.close()
-        if applied:
-            log.info("migrated %s: applied version(s) %s", display_url(url), ", ".join(map(str, applied)))
-    store = await open_store(url)
-    await store.close()
-
-
-class _EncryptedKey(Exception):
-    """Raised by _no_passphrase through OpenSSL, caught by Listener.check."""
-
-
-def _no_passphrase() -> str:
-    """What OpenSSL calls for an encrypted key's passphrase: the server never has one."""
-    raise _EncryptedKey
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Listener:
-    """How every worker serves its socket: TLS or not, and the grace period of a stop."""
-
-    certfile: str | None = None
-    keyfile: str | None = None
-    graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT
-
-    @property
-    def scheme(self) -> str:
-        return "https" if self.certfile is not None else "http"
-
-    def check(self) -> None:
-        """Load the certificate and key once, so that a bad pair stops the start, in one line."""
-        if self.certfile is None or self.keyfile is None:
-            return
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            # Without a password callback OpenSSL would ask for the passphrase on the terminal.
-            context.load_cert_chain(self.certfile, self.keyfile, password=_no_passphrase)
-        except _EncryptedKey:
-            msg = (
-                f"--keyfile {self.keyfile} is encrypted: the server needs the key unencrypted (e.g. "
-                "`openssl pkey -in KEY -out PLAIN.pem`, readable only by the server's user)"
-            )
-            raise ConfigError(msg) from None
-        except OSError as error:  # ssl.SSLError is one: a key that does not match, a file that is not PEM
-            why = _tls_files_problem(self.certfile, self.keyfile) or error.strerror or getattr(error, "reason", None)
-            msg = f"cannot serve TLS with --certfile {self.certfile} and --keyfile {self.keyfile} ({why or error})"
-            raise ConfigError(msg) from None
-
-
-def _tls_files_problem(certfile: str, keyfile: str) -> str | None:
-    """What is wrong with the pair, in words, when the PEM blocks in the files tell (OpenSSL only says "PEM lib")."""
-    try:
-        cert, key = Path(certfile).read_text(errors="replace"), Path(keyfile).read_text(errors="replace")
-    except OSError:
-        return None  # OpenSSL's own reason (no such file, permission denied) says it
-    if "PRIVATE KEY-----" in cert and "-----BEGIN CERTIFICATE-----" in key:
-        return "the two are swapped: --certfile names the private key and --keyfile the certificate"
-    if "-----BEGIN CERTIFICATE-----" not in cert:
-        return "--certfile holds no PEM certificate"
-    if "PRIVATE KEY-----" not in key:
-        return "--keyfile holds no PEM private key"
-    return None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -665,187 +518,4 @@ def _serve(args: argparse.Namespace) -> int:
         str(args.keyfile.absolute()) if args.keyfile is not None else None,
         args.graceful_timeout,
     )
-    log.debug(
-        "settings: store %s, body limit %d bytes, body read timeout %d s, %d streams per worker, state in %s",
-        display_url(settings.store_url),
-        settings.max_body_bytes,
-        settings.body_read_timeout_seconds,
-        settings.max_streams,
-        settings.state_dir,
-    )
-    listener.check()
-    check_env()
-    _check_transparency(settings)
-    # Fail on unusable settings here, before binding the port or spawning workers.
-    asyncio.run(_prepare_store(settings.store_url, migrate=args.migrate))
-    _local_log_key(settings)  # after the store: beside a database that is there
-    try:
-        load_pepper(settings.token_pepper, settings.state_dir)
-    except OSError as error:
-        msg = f"cannot keep the token pepper in {settings.state_dir} ({error.strerror or error}): "
-        raise ConfigError(msg + "set ZKPLATFORM_STATE_DIR to a writable directory") from None
-    os.environ.update(settings.to_env())  # the worker processes read these
-
-    def listening() -> None:
-        log.info(
-            "listening on %s://%s (%d worker(s), store %s%s)",
-            listener.scheme,
-            args.bind,
-            args.workers,
-            display_url(settings.store_url),
-            ", development mode" if settings.dev else "",
-        )
-
-    revoker = _LeakRevoker(settings)
-    signal.signal(signal.SIGHUP, _ignore_hangup)
-    # The lock first, so a second server on the port is told so; then the address, bound
-    # whatever the worker count, so a taken address fails before anything starts.
-    with (
-        contextlib.closing(hold_address(args.bind)) as lock,
-        contextlib.closing(listening_socket(args.bind, shared=args.workers > 1)) as sock,
-        _metrics_port(settings.metrics_bind, args.workers, revoker.screen),
-    ):
-        if args.workers == 1:
-            signals = (signal.SIGINT, signal.SIGTERM)
-            asyncio.run(_serve_app(sock, args.bind, listener, listening, signals, started=revoker.serving))
-            code = 0
-        else:  # sock stays bound, never listening: only listening sockets are given connections
-            worker = functools.partial(_worker, log_level=args.log_level, log_format=args.log_format, listener=listener)
-            stop_timeout = listener.graceful_timeout + STOP_MARGIN_S
-            code = run_workers(args.workers, args.bind, worker, listening, stop_timeout=stop_timeout, lock=lock)
-    log.info("stopped")
-    return code
-
-
-def _ignore_hangup(_signum: int, _frame: FrameType | None) -> None:
-    """A terminal's hangup must not end the server without its graceful stop; and it
-    reads its settings only as it starts, so there is nothing to reload."""
-    log.warning("SIGHUP ignored: to change the settings, stop the server (SIGTERM) and start it again")
-
-
-class _LeakRevoker:
-    """How the metrics port revokes a token seen in its URL: by the API's own path
-    (Authenticator.revoke_leaked), on the serving loop when the application runs in this
-    process (one worker, the memory store included), else on the store opened for it."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._serving: tuple[asyncio.AbstractEventLoop, Authenticator] | None = None
-
-    def serving(self, loop: asyncio.AbstractEventLoop, authenticator: Authenticator) -> None:
-        self._serving = (loop, authenticator)
-
-    def screen(self, path: str, query: bytes) -> bool:
-        """Called on the metrics listener's threads: True when the URL carried a token (revoked)."""
-        places, found = leaks_in(path, query)
-        if found:
-            try:
-                if self._serving is None:
-                    asyncio.run(self._revoke_on_own_store(found))
-                else:
-                    loop, authenticator = self._serving
-                    asyncio.run_coroutine_threadsafe(authenticator.revoke_leaked(found), loop).result(_REVOKE_WAIT_S)
-            except Exception as error:  # noqa: BLE001 # the refusal goes out whatever happened (a stopping loop)
-                log.error("a token sent in a metrics URL could not be revoked (%s)", type(error).__name__)  # noqa: TRY400
-        return bool(places)
-
-    async def _revoke_on_own_store(self, found: list[str]) -> None:
-        platform = await platform_from(self._settings)
-        try:
-            await platform.authenticator.revoke_leaked(found)
-        finally:
-            await platform.close()
-
-
-@contextlib.contextmanager
-def _metrics_port(bind: str | None, workers: int, screen: Screen | None = None) -> Iterator[None]:
-    """The metrics listener, served by this process: with several workers, from
-    the files they write into a directory made for this server (removed at exit)."""
-    if bind is None:
-        yield
-        return
-    with contextlib.ExitStack() as stack:
-        registry = stack.enter_context(multiprocess_registry()) if workers > 1 else REGISTRY
-        try:
-            metrics = MetricsListener.start(bind, registry, screen)
-        except OSError as error:
-            msg = f"cannot serve metrics on {bind} ({error.strerror or error}): choose another --metrics-bind"
-            raise AddressUnavailable(msg) from None
-        stack.callback(metrics.close)
-        log.info("metrics on http://%s/metrics", bind)
-        yield
-
-
-def _worker(bind: str, ready: Callable[[], None], *, log_level: str, log_format: str, listener: Listener) -> None:
-    """One of several worker processes: the application on a listening socket of its own."""
-    configure_logging(log_level, log_format)
-    try:
-        sock = listening_socket(bind)
-        # the parent relays Ctrl-C as SIGTERM
-        asyncio.run(_serve_app(sock, bind, listener, ready, (signal.SIGTERM,)))
-    except STARTUP_ERRORS as error:
-        print(f"zkplatform: worker {os.getpid()}: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-async def _serve_app(  # noqa: PLR0913 # started: for the metrics port, one worker only
-    sock: socket.socket,
-    bind: str,
-    listener: Listener,
-    ready: Callable[[], None],
-    stop_signals: tuple[signal.Signals, ...],
-    *,
-    started: Callable[[asyncio.AbstractEventLoop, Authenticator], None] | None = None,
-) -> None:
-    """Start the application, then listen, then tell `ready`; serve until a stop signal.
-
-    On a stop signal hypercorn stops accepting, closes idle connections and
-    lets the calls in flight finish within the grace period; open streams are
-    ended at once (they would otherwise hold the stop for all of it)."""
-    loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
-    for sig in stop_signals:
-        loop.add_signal_handler(sig, stopping.set)
-    app = create_app()
-    # The application's start-up (opening the store) runs here, before listening,
-    # so that `ready` means both; hypercorn's lifespan then finds nothing left to start.
-    await app.startup()
-    if started is not None and app.platform is not None:
-        started(loop, app.platform.authenticator)
-
-    async def stopped() -> None:
-        await stopping.wait()
-        calls, streams = app.stop()
-        log.info(
-            "stopping: %d call(s) in flight finish within %g s; %d open stream(s) end now",
-            calls,
-            listener.graceful_timeout,
-            streams,
-        )
-
-    try:
-        if stopping.is_set():
-            return
-        config = _hypercorn_config(listener)
-        hypercorn_fix.apply()
-        tls_port.apply()
-        listen(sock, bind, config.backlog)
-        ready()
-        # hypercorn closes the socket it makes from the descriptor; detached, ours will not close it a second time.
-        config.bind = [f"fd://{sock.detach()}"]
-        await hypercorn_serve(cast("ASGIFramework", app), config, shutdown_trigger=stopped)
-    finally:
-        await app.shutdown()
-
-
-def _hypercorn_config(listener: Listener) -> HypercornConfig:
-    config = HypercornConfig()
-    config.accesslog = None  # an access log would record query strings, where tokens may leak
-    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
-    config.graceful_timeout = listener.graceful_timeout
-    if listener.certfile is not None and listener.keyfile is not None:
-        # With both set, hypercorn serves the descriptor in `bind` with TLS, offering
-        # HTTP/2 first in ALPN: what gRPC clients require.
-        config.certfile, config.keyfile = listener.certfile, listener.keyfile
-        config.alpn_protocols = ["h2", "http/1.1"]
-    return config
+    return serve(settings, Serving(args.bind, args.workers, listener, args.log_level, args.log_format, args.migrate))

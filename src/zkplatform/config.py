@@ -1,6 +1,6 @@
 """Settings, from `zkplatform serve` flags or the environment.
 
-`serve --workers N` spawns its worker processes itself (zkplatform.workers);
+`serve --workers N` spawns its worker processes itself (zkplatform.server.workers);
 each starts a clean interpreter and builds the application from the
 environment, so the CLI hands its flags to them through these same
 environment variables.

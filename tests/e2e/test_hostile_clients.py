@@ -285,7 +285,7 @@ def test_sigterm_with_a_stream_whose_client_left_stops_at_once(tmp_path: Path) -
 def test_body_after_an_http2_refusal_does_not_break_the_connection(server: Server) -> None:
     """A call refused before its body is read (here: no token) gets the rest of its body on a
     stream hypercorn has closed; the connection and its next call must go on (hypercorn issue
-    329, src/zkplatform/hypercorn_fix.py)."""
+    329, src/zkplatform/server/hypercorn_fix.py)."""
     with socket.create_connection(address(server), timeout=WAIT_S) as sock:
         connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         connection.initiate_connection()
@@ -356,7 +356,7 @@ def _eventually_logged(server: Server, text: str) -> bool:
 
 def test_an_idle_cleartext_http2_connection_is_closed(server: Server) -> None:
     """Only the preface and SETTINGS, then nothing: closed after the keep-alive timeout (5 s),
-    as idle HTTP/1.1 and TLS connections are (hypercorn_fix.py)."""
+    as idle HTTP/1.1 and TLS connections are (server/hypercorn_fix.py)."""
     with socket.create_connection(address(server), timeout=WAIT_S) as sock:
         connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         connection.initiate_connection()

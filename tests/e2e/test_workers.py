@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server import free_port
-from zkplatform.workers import AddressUnavailable, hold_address, listening_socket, run_workers
+from zkplatform.server.workers import AddressUnavailable, hold_address, listening_socket, run_workers
 
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -7,7 +7,7 @@ import asyncio
 from hypercorn.asyncio.worker_context import EventWrapper
 from hypercorn.protocol.h2 import BUFFER_HIGH_WATER, StreamBuffer
 
-from zkplatform import hypercorn_fix
+from zkplatform.server import hypercorn_fix
 
 
 async def turns(count: int = 5) -> None:

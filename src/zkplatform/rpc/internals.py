@@ -1,8 +1,10 @@
 """The private parts of our runtimes that we cannot do without, gathered in one place.
 
-Pinned: connectrpc 0.13.0 and protobuf-py 0.7.0 (its protobuf runtime). On an
-upgrade, this module is the one to check; nothing else may import a private
-name (ruff PLC2701 and the import contracts in pyproject.toml enforce it).
+Pinned: connectrpc 0.13.0 and protobuf-py 0.7.0 (its protobuf runtime). Nothing
+else may import a private name (ruff PLC2701 enforces it). The server's glue
+also patches private parts of hypercorn (server/hypercorn_fix.py,
+server/tls_port.py); every private name either touches, with the upstream issue
+it waits on, is listed in server/private_names.py: the checklist of an upgrade.
 
 - At shutdown, the open streams are ended with `unavailable` in their own
   protocol (rpc/front/streams.py): connectrpc's wire error, its protocol

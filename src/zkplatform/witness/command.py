@@ -27,13 +27,13 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIFramework
 
-from zkplatform import hypercorn_fix
 from zkplatform.config import ConfigError, check_bind
 from zkplatform.observability.logs import queued_handler
+from zkplatform.server import hypercorn_fix
+from zkplatform.server.workers import AddressUnavailable, listen, listening_socket
 from zkplatform.witness.app import WitnessApp
 from zkplatform.witness.core import WitnessCore
 from zkplatform.witness.state import SqliteState, StateError
-from zkplatform.workers import AddressUnavailable, listen, listening_socket
 from zkplatform_tlog.errors import KeyFormatError
 from zkplatform_tlog.note import Cosigner, NoteVerifier, generate_cosigner_key
 

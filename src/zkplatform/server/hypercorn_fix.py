@@ -96,7 +96,8 @@ def apply() -> None:
         return
     if version("hypercorn") != FIXED_VERSION:
         log.warning(
-            "hypercorn is not %s: its HTTP/2 fixes are not applied; see zkplatform/hypercorn_fix.py", FIXED_VERSION
+            "hypercorn is not %s: its HTTP/2 fixes are not applied; see zkplatform/server/hypercorn_fix.py",
+            FIXED_VERSION,
         )
         return
     original = H2Protocol._handle_events  # noqa: SLF001 # the method being fixed
