@@ -23,7 +23,7 @@ from typing import Any
 
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
-from zkplatform.repository import Store
+from zkplatform.domain.ports.store import Store
 
 TENANT = "bench"
 OWNER = "owner"

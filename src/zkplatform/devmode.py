@@ -34,8 +34,8 @@ from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.key_log import AddDevice, Device
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
+from zkplatform.domain.ports.store import Store
 from zkplatform.domain.witnessing import Witness
-from zkplatform.repository import Store
 from zkplatform.witness.core import WitnessCore
 from zkplatform.witness.endpoints import InProcessWitness
 from zkplatform.witness.state import MemoryState

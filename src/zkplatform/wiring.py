@@ -18,6 +18,7 @@ from zkplatform.domain.clock import Clock, system_clock
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.key_directory import DEFAULT_PUSH_TIMEOUT_SECONDS, KeyDirectory
 from zkplatform.domain.paging import PageTokens
+from zkplatform.domain.ports.store import Store
 from zkplatform.domain.readiness import Readiness
 from zkplatform.domain.sync import SyncUseCases, WatchPolicy, WatchTimer
 from zkplatform.domain.token_management import TokenManagement
@@ -27,7 +28,6 @@ from zkplatform.domain.witnessing import Witness, WitnessPusher
 from zkplatform.log_keys import ephemeral_log_keys, log_keys_for, read_witnesses, witness_quorum
 from zkplatform.messages.sizes import EncodedSizes
 from zkplatform.pepper import load_pepper
-from zkplatform.repository import Store
 from zkplatform.store import StoreURLError, open_store
 from zkplatform.witness.endpoints import HttpWitness
 

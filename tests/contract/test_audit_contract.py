@@ -14,7 +14,7 @@ from tests.contract.test_store_contract import NOW, item, token
 from tests.contract.test_token_contract import child
 from zkplatform.domain.audit import Action, Actor, ActorKind, ChainCheck
 from zkplatform.domain.models import Principal, Role, Tenant, Vault
-from zkplatform.repository import AlreadyExists
+from zkplatform.domain.ports.refusals import AlreadyExists
 from zkplatform.store import MigratableStore
 from zkplatform.store.rows import ADD_ITEMS_CHUNK
 

@@ -22,7 +22,8 @@ from zkplatform.domain.models import (
     Vault,
     WrappedKey,
 )
-from zkplatform.repository import Conflict, Created, Existing, Missing, UnknownReference
+from zkplatform.domain.ports.items import Conflict, Created, Existing, Missing
+from zkplatform.domain.ports.refusals import UnknownReference
 from zkplatform.store import MigratableStore
 
 NOW = 1_800_000_000

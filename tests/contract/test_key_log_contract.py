@@ -20,8 +20,8 @@ from tests.store.stores import closing
 from zkplatform.domain.audit import Action, Actor, ActorKind
 from zkplatform.domain.key_log import AddDevice, Cosignature, Device, Leaf, LogChange, RevokeDevices
 from zkplatform.domain.models import Principal, Role, Tenant
+from zkplatform.domain.ports.refusals import AlreadyExists, UnknownReference
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
-from zkplatform.repository import AlreadyExists, UnknownReference
 from zkplatform.store import MigratableStore, open_store
 
 NOW = 1_800_000_000

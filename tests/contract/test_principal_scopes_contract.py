@@ -14,7 +14,7 @@ from tests.contract.test_audit_contract import brief, trail
 from tests.contract.test_store_contract import token
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.models import Principal, Role, Scope, ScopeChange, ScopeEdit, ScopesBeyondRole, Tenant
-from zkplatform.repository import UnknownReference
+from zkplatform.domain.ports.refusals import UnknownReference
 from zkplatform.store import MigratableStore
 
 READ, WRITE, DELETE = Scope.VAULT_ITEMS_READ, Scope.VAULT_ITEMS_WRITE, Scope.VAULT_ITEMS_DELETE

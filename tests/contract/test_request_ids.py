@@ -28,8 +28,8 @@ from zkplatform.domain.models import (
     Vault,
     WrappedKey,
 )
+from zkplatform.domain.ports.items import Conflict, Created, Existing, Missing, Stale
 from zkplatform.domain.request_ids import RETENTION_SECONDS, Repeated, RequestId, Reused
-from zkplatform.repository import Conflict, Created, Existing, Missing, Stale
 from zkplatform.store import MigratableStore, open_store
 
 NOW = 1_800_000_000

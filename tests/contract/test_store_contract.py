@@ -21,7 +21,8 @@ from zkplatform.domain.models import (
     Vault,
     WrappedKey,
 )
-from zkplatform.repository import AlreadyExists, Missing, Stale, UnknownReference
+from zkplatform.domain.ports.items import Missing, Stale
+from zkplatform.domain.ports.refusals import AlreadyExists, UnknownReference
 from zkplatform.store import MigratableStore
 from zkplatform.store.rows import ADD_ITEMS_CHUNK
 

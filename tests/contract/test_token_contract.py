@@ -11,7 +11,7 @@ import pytest
 from tests.actors import OPERATOR, at
 from tests.contract.test_store_contract import NOW, token
 from zkplatform.domain.models import Principal, Role, Scope, Tenant, TokenRecord, Vault
-from zkplatform.repository import ParentRevoked, PrincipalDisabled, UnknownReference
+from zkplatform.domain.ports.refusals import ParentRevoked, PrincipalDisabled, UnknownReference
 from zkplatform.store import MigratableStore
 
 

@@ -37,9 +37,10 @@ from zkplatform.domain import tokens
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.domain.errors import StoreBusy, StoreUnavailable
 from zkplatform.domain.models import Scope
+from zkplatform.domain.ports.refusals import ParentRevoked, PrincipalDisabled
+from zkplatform.domain.ports.store import Store
 from zkplatform.domain.sync import WatchPolicy
 from zkplatform.dpop_proof import make_proof, new_key, thumbprint
-from zkplatform.repository import ParentRevoked, PrincipalDisabled, Store
 from zkplatform.rpc import errors as rpc_errors
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform

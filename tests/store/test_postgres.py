@@ -22,7 +22,7 @@ from zkplatform.domain.models import (
     Tombstone,
     Vault,
 )
-from zkplatform.repository import Stale
+from zkplatform.domain.ports.items import Stale
 from zkplatform.store import open_store
 from zkplatform.store.migrations import SchemaError, latest
 from zkplatform.store.postgres import PostgresStore

@@ -10,7 +10,7 @@ from tests.actors import OPERATOR, at
 from tests.contract.test_item_changes import new, replacing
 from tests.store.stores import closing
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
-from zkplatform.repository import Conflict, Created, Existing
+from zkplatform.domain.ports.items import Conflict, Created, Existing
 from zkplatform.store.postgres import PostgresStore
 
 T = TypeVar("T")

@@ -21,8 +21,8 @@ from tests.store.test_store_outages import Proxy, assert_unavailable, list_items
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import create_app
 from zkplatform.config import Settings
+from zkplatform.domain.ports.store import Store
 from zkplatform.domain.readiness import Readiness
-from zkplatform.repository import Store
 from zkplatform.store.postgres import PostgresStore
 from zkplatform.store.sqlite import SQLiteStore
 from zkplatform.wiring import Platform

@@ -15,7 +15,7 @@ from tests.contract.test_item_changes import new, replacing
 from tests.contract.test_store_contract import token
 from tests.store.stores import closing, sqlite_file
 from zkplatform.domain.models import ItemChange, Principal, Role, Tenant, Vault
-from zkplatform.repository import Conflict, Created, Existing
+from zkplatform.domain.ports.items import Conflict, Created, Existing
 from zkplatform.store.sqlite import SQLiteStore
 
 NOW = 1_800_000_000

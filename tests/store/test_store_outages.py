@@ -28,7 +28,7 @@ from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import create_app
 from zkplatform.config import Settings
 from zkplatform.domain.errors import StoreUnavailable
-from zkplatform.repository import Store
+from zkplatform.domain.ports.store import Store
 from zkplatform.store.postgres import PostgresStore
 from zkplatform.store.sqlite import SQLiteStore
 from zkplatform.wiring import Platform

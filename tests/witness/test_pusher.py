@@ -22,8 +22,8 @@ from zkplatform.domain.audit import Action, Actor
 from zkplatform.domain.checkpoints import Checkpoints, LogKeys
 from zkplatform.domain.key_log import RevokeDevices
 from zkplatform.domain.models import Tenant
+from zkplatform.domain.ports.key_log import KeyLogRepository
 from zkplatform.domain.witnessing import Witness, WitnessPusher
-from zkplatform.repository import KeyLogRepository
 from zkplatform.store import MigratableStore, open_store
 from zkplatform.witness.app import WitnessApp
 from zkplatform.witness.core import WitnessCore

@@ -21,7 +21,7 @@ from zkplatform.admin.arguments import build_parser, store_url
 from zkplatform.admin.importer import BadFile, BadLine
 from zkplatform.config import ConfigError, Settings
 from zkplatform.domain.errors import DomainError, StoreUnavailable
-from zkplatform.repository import AlreadyExists, UnknownReference
+from zkplatform.domain.ports.refusals import AlreadyExists, UnknownReference
 from zkplatform.store import StoreOpenError, StoreURLError, kind_of, open_store
 from zkplatform.store.migrations import SchemaError
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from zkplatform.domain.audit import BEFORE_ALL, AuditRecord, ChainCheck, UnreadableRecord
 from zkplatform.domain.models import Tenant
-from zkplatform.repository import AuditRepository
+from zkplatform.domain.ports.audit import AuditRepository
 
 PAGE = 1000
 

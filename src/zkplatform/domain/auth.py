@@ -22,7 +22,8 @@ from zkplatform.domain.errors import (
     VaultAccessDenied,
 )
 from zkplatform.domain.models import Principal, Scope, TokenRecord, Vault
-from zkplatform.repository import LimitsRepository, TokenRepository
+from zkplatform.domain.ports.limits import LimitsRepository
+from zkplatform.domain.ports.tokens import TokenRepository
 
 log = logging.getLogger(__name__)
 # Values of a line's own go in extra={"fields": ...}: keys of their own in the JSON log.

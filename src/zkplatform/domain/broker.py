@@ -10,9 +10,9 @@ from zkplatform.domain.dpop import ProofRequest, verify_proof
 from zkplatform.domain.errors import FieldViolation, InvalidArgument, MintRateExceeded, ParentExpiresSoon, ScopesNotHeld
 from zkplatform.domain.issuing import IssuedToken, TokenIssuer
 from zkplatform.domain.models import Scope
+from zkplatform.domain.ports.limits import LimitsRepository
 from zkplatform.domain.request_ids import RequestId
 from zkplatform.domain.token_management import TokenManagement
-from zkplatform.repository import LimitsRepository
 
 RATE_WINDOW_SECONDS = 60
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from zkplatform.repository import KeyLogRepository
+from zkplatform.domain.ports.key_log import KeyLogRepository
 from zkplatform_tlog.checkpoint import Checkpoint
 from zkplatform_tlog.merkle import root_hash
 from zkplatform_tlog.note import NoteSigner, NoteVerifier, sign_note

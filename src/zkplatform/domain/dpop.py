@@ -22,7 +22,7 @@ from joserfc.errors import JoseError, SecurityWarning
 
 from zkplatform.domain.authority import parse_authority
 from zkplatform.domain.errors import ProofInvalid, ProofReplayed
-from zkplatform.repository import LimitsRepository
+from zkplatform.domain.ports.limits import LimitsRepository
 
 # ES256 (EC P-256), and Ed25519 under its RFC 8037 name EdDSA (what DPoP
 # clients send) or its RFC 9864 name Ed25519.

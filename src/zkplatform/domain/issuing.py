@@ -23,8 +23,10 @@ from zkplatform.domain.errors import (
     TokenRevoked,
 )
 from zkplatform.domain.models import Principal, Role, Scope, TokenRecord
+from zkplatform.domain.ports.directory import DirectoryRepository
+from zkplatform.domain.ports.refusals import ParentRevoked, PrincipalDisabled
+from zkplatform.domain.ports.tokens import TokenRepository
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
-from zkplatform.repository import DirectoryRepository, ParentRevoked, PrincipalDisabled, TokenRepository
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,10 @@ from zkplatform.domain.errors import (
 from zkplatform.domain.key_log import AddDevice, Device, Leaf, LogChange, RevokeDevices
 from zkplatform.domain.models import Role, Scope
 from zkplatform.domain.paging import PageTokens, Position, fitting
+from zkplatform.domain.ports.directory import DirectoryRepository
+from zkplatform.domain.ports.key_log import KeyLogRepository
+from zkplatform.domain.ports.refusals import AlreadyExists
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
-from zkplatform.repository import AlreadyExists, DirectoryRepository, KeyLogRepository
 from zkplatform_tlog.merkle import consistency_proof, leaf_hash
 from zkplatform_tlog.statements import (
     DeviceKeys,

@@ -68,8 +68,11 @@ from zkplatform.domain.errors import (
 )
 from zkplatform.domain.models import ChangePage, ItemChange, Scope
 from zkplatform.domain.paging import DEFAULT_PAGE_SIZE, ElementSizes, fitting, page_limit
+from zkplatform.domain.ports.changes import ChangeFeed, ChangeSubscription
+from zkplatform.domain.ports.directory import DirectoryRepository
+from zkplatform.domain.ports.items import ItemRepository
+from zkplatform.domain.ports.tokens import TokenRepository
 from zkplatform.domain.readiness import Readiness
-from zkplatform.repository import ChangeFeed, ChangeSubscription, DirectoryRepository, ItemRepository, TokenRepository
 
 T = TypeVar("T")
 

@@ -15,8 +15,8 @@ from zkplatform.domain.clock import Clock
 from zkplatform.domain.errors import PrincipalAccessDenied, RequestIdReused, TokenNotFound
 from zkplatform.domain.models import Role, Scope, TokenRecord
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting, page_limit
+from zkplatform.domain.ports.tokens import TokenRepository
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
-from zkplatform.repository import TokenRepository
 
 EVERY_PRINCIPAL = "-"
 # Roles that manage every token of their tenant, not only their own principal's.

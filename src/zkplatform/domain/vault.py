@@ -23,16 +23,9 @@ from zkplatform.domain.errors import (
 )
 from zkplatform.domain.models import Item, ItemChange, ItemContent, ItemPatch, Scope, Tombstone, Vault
 from zkplatform.domain.paging import ElementSizes, PageTokens, Position, fitting, page_limit
+from zkplatform.domain.ports.directory import DirectoryRepository
+from zkplatform.domain.ports.items import Conflict, Created, Existing, ItemRepository, Missing, Stale
 from zkplatform.domain.request_ids import Repeated, RequestId, Reused
-from zkplatform.repository import (
-    Conflict,
-    Created,
-    DirectoryRepository,
-    Existing,
-    ItemRepository,
-    Missing,
-    Stale,
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Final, Protocol
 from zkplatform.domain.checkpoints import LatestCheckpoint
 from zkplatform.domain.clock import Clock
 from zkplatform.domain.key_log import Cosignature
-from zkplatform.repository import KeyLogRepository
+from zkplatform.domain.ports.key_log import KeyLogRepository
 from zkplatform_tlog.errors import TlogError
 from zkplatform_tlog.merkle import consistency_proof
 from zkplatform_tlog.note import CosignatureVerifier

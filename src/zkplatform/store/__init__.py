@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from zkplatform.repository import Store
+from zkplatform.domain.ports.store import Store
 
 DEFAULT_SQLITE_URL = "sqlite:///./var/zkplatform.db"
 

@@ -30,24 +30,20 @@ from zkplatform.domain.models import (
     Vault,
     new_epoch,
 )
-from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
-from zkplatform.repository import (
-    AlreadyExists,
+from zkplatform.domain.ports.items import (
     Conflict,
     Created,
     CreateOutcome,
     DeleteOutcome,
     Existing,
-    MintOutcome,
     Missing,
-    ParentRevoked,
-    PrincipalDisabled,
     RecordOutcome,
-    RevokeOutcome,
     Stale,
-    UnknownReference,
     UpdateOutcome,
 )
+from zkplatform.domain.ports.refusals import AlreadyExists, ParentRevoked, PrincipalDisabled, UnknownReference
+from zkplatform.domain.ports.tokens import MintOutcome, RevokeOutcome
+from zkplatform.domain.request_ids import A, Answer, Repeated, RequestId, Reused, oldest_kept
 from zkplatform.store import StoreOpenError, key_rows, rows
 from zkplatform.store.background import Background
 from zkplatform.store.key_rows import SQLITE as KEYS

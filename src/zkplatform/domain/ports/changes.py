@@ -1,0 +1,35 @@
+"""The change feed that wakes a vault's watches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+
+class ChangeSubscription(Protocol):
+    """One watch's interest in a vault's changes and in its caller's access. Notifications
+    coalesce: one wake-up may stand for any number of changes, so the watcher reads what is
+    new itself."""
+
+    async def wait(self) -> bool:
+        """Return once the vault may have changed since the last return (or the subscription);
+        True when the watch's token may have been revoked, its principal's scopes narrowed or a
+        member removed from the vault since then too (the watcher checks them again: the
+        wake-up does not say whose)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ChangeFeed(Protocol):
+    """Wakes the watches of a vault when it changes, and those whose access may have changed
+    (the token revoked, its principal's scopes narrowed, a member removed from the vault),
+    whichever worker or host changed it. One per worker and store, shared by all its watches."""
+
+    def subscribe(self, vault_id: str, token_id: str) -> ChangeSubscription: ...
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Have `callback` called whenever what carries other processes' changes to this feed
+        loses its connection to the store (PostgreSQL's LISTEN connection): the store may be down.
+        A feed that holds no connection never calls it."""
+        ...
