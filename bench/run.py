@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from bench import importing, report, stalled, unread, watching
+from bench import importing, report, stalled, unread, watches10k, watching
 from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
 from bench.pages import last_changes_since, last_page_token
@@ -230,6 +230,9 @@ def main() -> int:
             print(f"  stalled: {soaks}", file=sys.stderr)
         if "unread" in only:  # unread one-shot answers, before and after issue 39: asked for by name only
             print(unread.table(unread.measure(Path(tmp) / "unread", bench.postgres)), file=sys.stderr)
+        if "watches" in only:  # 10,000 watches a worker, before and after issue 42: asked for by name only
+            runs = watches10k.measure(watches10k.SETUPS, Path(tmp) / "watches", bench.postgres)
+            print(watches10k.table(runs), file=sys.stderr)
     text = report.render(
         report.Inputs(
             figures=bench.figures,
