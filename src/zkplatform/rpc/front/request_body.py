@@ -8,12 +8,15 @@ The end: a call refused before its body was read (no token, a body over the
 limit) would be answered while its client is still sending. HTTP/1.1 clients
 take such an early answer badly (Node's closes the socket and reports the
 write's EPIPE instead of the answer), so the rest of the body is read and
-dropped first, up to DRAIN_LIMIT bytes and within the same bound.
+dropped first, up to DRAIN_LIMIT bytes and within the same bound, and never
+past the call's own deadline: a call that ran out of time while its body
+stalled is answered at its deadline, not at the end of the bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Final
 
 from connectrpc.code import Code
@@ -21,9 +24,11 @@ from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.rpc.errors import refusal
+from zkplatform.rpc.internals import GRPCServerProtocol, negotiate_server_protocol
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
 DRAIN_LIMIT: Final = 1024 * 1024  # bytes of an unread body read and dropped, at most
+_GRPC_TIMEOUT_UNIT_SECONDS: Final = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
 class RequestBody:
@@ -32,7 +37,9 @@ class RequestBody:
         self._timeout = timeout_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        deadline = asyncio.get_running_loop().time() + self._timeout
+        now = asyncio.get_running_loop().time()
+        deadline = now + self._timeout
+        call_deadline = _call_deadline(scope, now)
         body_done = False
 
         async def receive_in_time() -> Message:
@@ -50,19 +57,39 @@ class RequestBody:
 
         async def send_after_body(message: Message) -> None:
             if not body_done and message["type"] == "http.response.start":
-                await _drain(receive_in_time)
+                await _drain(receive_in_time, call_deadline)
             await send(message)
 
         await self._app(scope, receive_in_time, send_after_body)
 
 
-async def _drain(receive: Receive) -> None:
+async def _drain(receive: Receive, call_deadline: float | None) -> None:
     budget = DRAIN_LIMIT
-    while budget >= 0:
-        try:
-            message = await receive()
-        except ConnectError:  # the bound passed: the server closes the connection
-            return
-        if message["type"] != "http.request" or not message.get("more_body", False):
-            return
-        budget -= len(message.get("body", b""))
+    # Either bound passing leaves the rest unread: the server closes the connection.
+    with contextlib.suppress(ConnectError, TimeoutError):
+        async with asyncio.timeout_at(call_deadline):
+            while budget >= 0:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+                budget -= len(message.get("body", b""))
+
+
+def _call_deadline(scope: Scope, now: float) -> float | None:
+    """When the call's own deadline passes, as connectrpc reads it (Connect-Timeout-Ms, or
+    grpc-timeout for gRPC and gRPC-Web); None without one, or with one RefuseBadProtocolHeaders
+    refuses."""
+    headers: dict[bytes, bytes] = {}
+    for key, value in scope["headers"]:
+        headers.setdefault(key, value)  # connectrpc reads a header's first value
+    content_type = headers.get(b"content-type", b"").decode("latin-1")
+    if isinstance(negotiate_server_protocol(content_type), GRPCServerProtocol):
+        grpc_timeout = headers.get(b"grpc-timeout", b"").decode("latin-1")
+        digits, unit = grpc_timeout[:-1], grpc_timeout[-1:]
+        if not (1 <= len(digits) <= 8 and digits.isascii() and digits.isdigit() and unit in _GRPC_TIMEOUT_UNIT_SECONDS):
+            return None
+        return now + int(digits) * _GRPC_TIMEOUT_UNIT_SECONDS[unit]
+    timeout_ms = headers.get(b"connect-timeout-ms", b"")
+    if not (1 <= len(timeout_ms) <= 10 and timeout_ms.isascii() and timeout_ms.isdigit()):
+        return None
+    return now + int(timeout_ms) / 1000
