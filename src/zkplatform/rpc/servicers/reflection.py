@@ -7,6 +7,7 @@ Reflection only reveals the public contract: it needs no token.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from connectrpc_grpcreflect import (
@@ -25,8 +26,7 @@ from zkplatform.rpc.interceptors.error_mapping import ErrorMapping
 
 def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -> dict[str, ASGIApp]:
     """The reflection procedures, describing the services of these files."""
-    loaded: dict[str, DescFile] = {}
-    descs = [load(file, loaded=loaded) for file in files]
+    descs = _loaded(tuple(files))
     # ErrorMapping: a refused session (a message over the limit, one that does not decode) carries its reason.
     mapping = [ErrorMapping(read_max_bytes)]
     apps: list[ASGIApp] = [
@@ -38,3 +38,11 @@ def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -
         ),
     ]
     return {f"{app.path}/ServerReflectionInfo": app for app in apps}  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _loaded(files: tuple[FileDescriptor, ...]) -> tuple[DescFile, ...]:
+    """Once a process: the descriptors never change, and loading them was most of what building
+    an app cost (a test builds hundreds)."""
+    loaded: dict[str, DescFile] = {}
+    return tuple(load(file, loaded=loaded) for file in files)
