@@ -2,8 +2,9 @@
 signed statements, principals reset by an owner or an admin, and the reads a client verifies
 its keys with, each at the checkpoint the witnesses cosigned.
 
-Each use case checks the token's scope first, then the contract's checks in its order. A
-device or a principal of another tenant is never found: it answers as one that does not exist.
+Each use case checks the token's scope first, then the contract's checks in its order (those
+of a statement on its own are device_statements.py's). A device or a principal of another
+tenant is never found: it answers as one that does not exist.
 
 A change is decided on the log as read, then appended by compare-and-set on the log's size
 (KeyLogRepository.append_key_log): when another change came first, the log is read again and
@@ -18,8 +19,9 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol
 
+from zkplatform.domain import device_statements
 from zkplatform.domain.audit import Action, Actor
 from zkplatform.domain.auth import Caller
 from zkplatform.domain.checkpoints import Checkpoints, ServedCheckpoint
@@ -35,7 +37,6 @@ from zkplatform.domain.errors import (
     KeyRevoked,
     PrincipalNotFound,
     RequestIdReused,
-    RevokerNotLive,
     SignatureInvalid,
     StoreUnavailable,
 )
@@ -53,9 +54,6 @@ from zkplatform_tlog.statements import (
     Entry,
     EntrySignature,
     PrincipalReset,
-    StatementError,
-    b64url_decode,
-    parse_statement,
     verify_statement,
 )
 
@@ -64,8 +62,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PAGE_SIZE: Final = 100
 MAX_PAGE_SIZE: Final = 1000
 MAX_PRINCIPALS: Final = 100
-# How far a statement's `created` may be from the server's time, either way.
-MAX_STATEMENT_SKEW_SECONDS: Final = 600
 # Roles that may reset any principal of their tenant.
 KEY_MANAGERS: Final = frozenset({Role.OWNER, Role.ADMIN})
 # Decisions made again when other changes of the tenant's log keep coming first: far more than
@@ -77,8 +73,6 @@ _LOG_LISTING: Final = "key log"
 _DEVICE_LISTING: Final = "recipient devices"
 # What an entry takes in a page's binary encoding besides its text: index, tags, lengths.
 _ENTRY_FRAME_BYTES: Final = 24
-
-S = TypeVar("S", DeviceKeys, DeviceRevocation)
 
 
 class CheckpointPusher(Protocol):
@@ -165,8 +159,8 @@ class KeyDirectory:
         """Add a device to the caller's principal by its signed DeviceKeys statement; a repeat of
         a statement in the log answers its device as it is now."""
         caller.require_scope(Scope.DIRECTORY_KEYS_PUBLISH)
-        statement = _statement(statement_text, DeviceKeys, "a DeviceKeys statement")
-        _require_own(caller, statement)
+        statement = device_statements.parse(statement_text, DeviceKeys, "a DeviceKeys statement")
+        device_statements.require_own(caller, statement)
         now = self._clock()
         for _ in range(APPEND_ATTEMPTS):
             decided = await self._decide_publication(statement, signature, endorsement, now)
@@ -187,14 +181,14 @@ class KeyDirectory:
         device, when the statement is one the log holds."""
         size = await self._store.key_log_size(statement.tenant_id)
         held = await self._store.find_device_key(statement.tenant_id, statement.device_id)
-        repeat = held if held is not None and _published_by(held, statement) else None
+        repeat = held if held is not None and device_statements.published_by(held, statement) else None
         if repeat is None:  # a repeat appends nothing: its time is what it was
-            _require_recent(statement.created, now)
-        possession = _signature(signature, "signature")
+            device_statements.require_recent(statement.created, now)
+        possession = device_statements.decoded_signature(signature, "signature")
         if not verify_statement(statement.signing_jwk, statement, possession):
             raise SignatureInvalid("signature", "is not the new device's signature of the statement")
         devices = await self._store.devices(statement.tenant_id, statement.principal_id)
-        endorsed = self._check_endorsement(statement, endorsement, devices)
+        endorsed = device_statements.check_endorsement(statement, endorsement, devices)
         if repeat is not None:
             return repeat
         await self._require_new_keys(statement)
@@ -206,28 +200,13 @@ class KeyDirectory:
         signatures = [EntrySignature(statement.device_id, possession)]
         if endorsed is not None:
             signatures.append(EntrySignature(statement.endorser, endorsed))
-        device = _device(statement, size)
+        device = device_statements.device_of(statement, size)
         return _Append(
             size,
             Entry(statement, tuple(signatures)).canonical(),
             AddDevice(device),
             (Action.DEVICE_PUBLISHED, {"principal": device.principal_id, "device": device.device_id}),
         )
-
-    def _check_endorsement(self, statement: DeviceKeys, endorsement: str, devices: list[Device]) -> bytes | None:
-        """The endorser's signature, checked with its key when the principal has that device
-        (live or not: whether it may endorse is decided later, in the contract's order)."""
-        if statement.endorser == "":
-            if endorsement:
-                raise InvalidArgument([FieldViolation("endorsement", "must be empty for a first device")])
-            return None
-        if not endorsement:
-            raise SignatureInvalid("endorsement", "is required: the statement names an endorser")
-        endorsed = _signature(endorsement, "endorsement")
-        endorser = next((device for device in devices if device.device_id == statement.endorser), None)
-        if endorser is not None and not verify_statement(endorser.signing_jwk, statement, endorsed):
-            raise SignatureInvalid("endorsement", "is not the endorser's signature of the statement")
-        return endorsed
 
     async def _require_new_keys(self, statement: DeviceKeys) -> None:
         for key_id in (statement.device_id, statement.agreement_key_id):
@@ -244,20 +223,20 @@ class KeyDirectory:
         """Revoke a device of the caller's principal by a live device's DeviceRevocation
         statement; a revoked device is answered as it was revoked."""
         caller.require_scope(Scope.DIRECTORY_KEYS_PUBLISH)
-        statement = _statement(statement_text, DeviceRevocation, "a DeviceRevocation statement")
-        _require_own(caller, statement)
+        statement = device_statements.parse(statement_text, DeviceRevocation, "a DeviceRevocation statement")
+        device_statements.require_own(caller, statement)
         now = self._clock()
         for _ in range(APPEND_ATTEMPTS):
             size = await self._store.key_log_size(caller.tenant_id)
             devices = {d.device_id: d for d in await self._store.devices(caller.tenant_id, statement.principal_id)}
             target = devices.get(statement.device)
             if target is not None and target.revoked_index is not None:  # nothing to append: its time is moot
-                self._check_revoker(statement, signature, devices, live=False)
+                device_statements.check_revoker(statement, signature, devices, live=False)
                 return await self._answer(target, target.revoked_index)
-            _require_recent(statement.created, now)
+            device_statements.require_recent(statement.created, now)
             if target is None:
                 raise KeyNotFound(statement.device)
-            revoked_by = self._check_revoker(statement, signature, devices, live=True)
+            revoked_by = device_statements.check_revoker(statement, signature, devices, live=True)
             decided = _Append(
                 size,
                 Entry(statement, (EntrySignature(statement.revoker, revoked_by),)).canonical(),
@@ -268,18 +247,6 @@ class KeyDirectory:
                 revoked = await self._store.find_device_key(caller.tenant_id, target.device_id)
                 return await self._answer(revoked or target, size, pushed=True)
         raise _too_busy(caller.tenant_id)
-
-    @staticmethod
-    def _check_revoker(statement: DeviceRevocation, signature: str, devices: dict[str, Device], *, live: bool) -> bytes:
-        """The revoker's signature: it must be a (live, when `live`) device of the principal
-        whose signature of the statement it is."""
-        revoker = devices.get(statement.revoker)
-        if revoker is None or (live and not revoker.live):
-            raise RevokerNotLive(statement.revoker)
-        revoked_by = _signature(signature, "signature")
-        if not verify_statement(revoker.signing_jwk, statement, revoked_by):
-            raise SignatureInvalid("signature", "is not the revoking device's signature of the statement")
-        return revoked_by
 
     # Resetting
 
@@ -421,69 +388,6 @@ class KeyDirectory:
         except Exception:  # the entry is appended whatever the witnesses do; the loop tries again
             log.exception("sending tenant %s's key log checkpoint to the witnesses failed", tenant_id)
             self._pusher.notify(tenant_id)
-
-
-def _statement(text: str, kind: type[S], what: str) -> S:
-    try:
-        statement = parse_statement(text)
-    except StatementError as error:
-        raise InvalidArgument([FieldViolation("statement", str(error))]) from None
-    if not isinstance(statement, kind):
-        raise InvalidArgument([FieldViolation("statement", f"must be {what}")])
-    return statement
-
-
-def _require_own(caller: Caller, statement: DeviceKeys | DeviceRevocation) -> None:
-    if statement.tenant_id != caller.tenant_id:
-        raise InvalidArgument([FieldViolation("statement", "tenantId must be the caller's tenant")])
-    if statement.principal_id != caller.principal.principal_id:
-        raise InvalidArgument([FieldViolation("statement", "principalId must be the caller's principal")])
-
-
-def _require_recent(created: int, now: int) -> None:
-    if abs(created - now) > MAX_STATEMENT_SKEW_SECONDS:
-        raise InvalidArgument(
-            [
-                FieldViolation(
-                    "statement",
-                    f"created ({created}) must be within {MAX_STATEMENT_SKEW_SECONDS // 60} minutes of the"
-                    f" server's time ({now}): make the statement again",
-                )
-            ]
-        )
-
-
-def _signature(text: str, field: str) -> bytes:
-    try:
-        return b64url_decode(text, 64)
-    except ValueError:
-        raise SignatureInvalid(field, "must be an Ed25519 signature: 86 characters of base64url") from None
-
-
-def _published_by(device: Device, statement: DeviceKeys) -> bool:
-    """Whether the device is the one this very statement published (a repeat)."""
-    return (
-        device.device_id == statement.device_id
-        and device.principal_id == statement.principal_id
-        and device.signing_jwk == statement.signing_jwk
-        and device.agreement_jwk == statement.agreement_jwk
-        and device.endorser == statement.endorser
-        and device.created_at == statement.created
-    )
-
-
-def _device(statement: DeviceKeys, index: int) -> Device:
-    return Device(
-        tenant_id=statement.tenant_id,
-        principal_id=statement.principal_id,
-        device_id=statement.device_id,
-        signing_jwk=statement.signing_jwk,
-        agreement_key_id=statement.agreement_key_id,
-        agreement_jwk=statement.agreement_jwk,
-        endorser=statement.endorser,
-        created_at=statement.created,
-        log_index=index,
-    )
 
 
 def _page_size(page_size: int) -> int:
