@@ -3,14 +3,15 @@
 Every page (ListItems, ListChanges, ListTokens, ListVaults, each WatchChanges message)
 holds at most its page size of elements (`page_limit`: a request's page size, 0 for the
 default, a larger one than the maximum taken as the maximum, AIP-158), and stops before its
-answer's binary encoding would exceed PAGE_BYTES, with at least one element (`fitting`). What an element takes is
-computed from its values' lengths (ElementSizes, messages/sizes.py), never by
-encoding it: the answer is encoded once, when it is sent.
+answer's binary encoding would exceed PAGE_BYTES, with at least one element (`fitting`).
+What an element takes is computed from its values' lengths (ElementSizes,
+messages/sizes.py), never by encoding it: the answer is encoded once, when it is sent.
 
-Every keyset listing (ListItems, ListTokens, ListVaults) continues after a position: a
-number (the listing's cursor for items, the issue time for tokens, 0 for vaults), the last
-id already listed, and the store's epoch the listing began in (items only). A token is base64url
-(no padding) of
+A listing that pages by key (ListItems, ListTokens, ListVaults) does not count rows to skip:
+its next page starts after a position, which its page token carries: a number (the
+listing's cursor for items, the issue time for tokens, 0 for vaults), the last id already
+listed, and the store's epoch the listing began in (items only). A token is base64url (no
+padding) of
 
     version 2 (1 byte) | number (8 bytes, big-endian, signed)
         | epoch length (1 byte) | epoch (ASCII) | after (UTF-8) | MAC (16 bytes)
