@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from collections.abc import Callable
 
@@ -33,7 +34,11 @@ build's (run `migrate`).
 """
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 # the whole command table, read top to bottom
+    """The whole command line, built once a process: parsing leaves it as it was, and building
+    it (a parser a command, each looking up its messages' translations) cost more than many a
+    command itself, and the tests run hundreds in one process."""
     parser = argparse.ArgumentParser(
         prog="zkplatform admin",
         description=DESCRIPTION,
