@@ -145,7 +145,7 @@ def _run(setup: WatchSetup, code: str, work: Path, postgres: PostgresServer) -> 
             server = stack.enter_context(
                 serving(command, env, work / "server.log", ROOT, None if cores is None else cores.server)
             )
-            token, vault = _dev_token(credentials)
+            token, vault = dev_token(credentials)
         else:
             url, tokens = stack.enter_context(postgres.database(LAYOUT, code))
             key = work / "log.key"  # a server on PostgreSQL starts only with a log key made for it
@@ -158,7 +158,7 @@ def _run(setup: WatchSetup, code: str, work: Path, postgres: PostgresServer) -> 
         return asyncio.run(_measured(setup, code, server, token, vault, None if cores is None else cores.load))
 
 
-def _dev_token(credentials: Path) -> tuple[str, str]:
+def dev_token(credentials: Path) -> tuple[str, str]:
     """The owner's token of the development data set, and the vault only the owner is a member of."""
     deadline = time.monotonic() + CREDENTIALS_TIMEOUT_S
     while not credentials.exists():
@@ -175,10 +175,10 @@ def _dev_token(credentials: Path) -> tuple[str, str]:
 async def _measured(  # noqa: PLR0913, PLR0917 # what one run is made of
     setup: WatchSetup, code: str, server: Running, token: str, vault: str, load_cores: frozenset[int] | None
 ) -> Run:
-    since, item = await _latest(server.port, token, vault)
+    since, item = await latest(server.port, token, vault)
     before = server.rss_kib()
-    with _watchers(setup, server.port, token, vault, since, load_cores) as watchers:
-        opened = [json.loads(_line(w)) for w in watchers]
+    with watchers(setup, server.port, token, vault, since, load_cores) as held:
+        opened = [json.loads(line(w)) for w in held]
         count = sum(o["opened"] for o in opened)
         rss_opened = server.rss_kib()
         cpu_before, started = server.cpu_seconds(), time.monotonic()
@@ -189,14 +189,14 @@ async def _measured(  # noqa: PLR0913, PLR0917 # what one run is made of
         for n in range(CHANGES):
             if n:
                 await asyncio.sleep(FANOUT_GAP_S)
-            item, sequence = await _update(server.port, token, item)
+            item, sequence = await update(server.port, token, item)
             committed[sequence] = time.monotonic()
         ask = json.dumps({"collect": list(committed), "timeout": COLLECT_TIMEOUT_S}) + "\n"
-        for w in watchers:
+        for w in held:
             assert w.stdin is not None  # piped
             w.stdin.write(ask.encode())
             w.stdin.flush()
-        answers = [json.loads(_line(w)) for w in watchers]
+        answers = [json.loads(line(w)) for w in held]
     delays = [(at - committed[int(seq)]) * 1000 for a in answers for seq, ats in a["arrivals"].items() for at in ats]
     expected = CHANGES * (count - sum(a["ended"] for a in answers))
     cuts = statistics.quantiles(delays, n=100, method="inclusive") if len(delays) > 1 else [0.0] * 99
@@ -223,7 +223,7 @@ async def _measured(  # noqa: PLR0913, PLR0917 # what one run is made of
 
 
 @contextmanager
-def _watchers(  # noqa: PLR0913, PLR0917 # the spec each watcher process is given
+def watchers(  # noqa: PLR0913, PLR0917 # the spec each watcher process is given
     setup: WatchSetup, port: int, token: str, vault: str, since: int, cores: frozenset[int] | None
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     processes = []
@@ -255,7 +255,7 @@ def _watchers(  # noqa: PLR0913, PLR0917 # the spec each watcher process is give
                 process.wait()
 
 
-def _line(process: subprocess.Popen[bytes]) -> str:
+def line(process: subprocess.Popen[bytes]) -> str:
     """The watcher's next answer; its end is an error (it printed why on stderr)."""
     stdout: IO[bytes] | None = process.stdout
     assert stdout is not None  # piped
@@ -275,7 +275,7 @@ async def _call(port: int, method: str, token: str, request: Message) -> bytes:
         connection.close()
 
 
-async def _latest(port: int, token: str, vault: str) -> tuple[int, vault_pb2.Item]:
+async def latest(port: int, token: str, vault: str) -> tuple[int, vault_pb2.Item]:
     """The vault's latest sequence, and the item of its latest change (the one the writer updates)."""
     since, item = 0, None
     while True:
@@ -292,7 +292,7 @@ async def _latest(port: int, token: str, vault: str) -> tuple[int, vault_pb2.Ite
     return since, item
 
 
-async def _update(port: int, token: str, item: vault_pb2.Item) -> tuple[vault_pb2.Item, int]:
+async def update(port: int, token: str, item: vault_pb2.Item) -> tuple[vault_pb2.Item, int]:
     """The item again, same content, a version up: one change. The new item and the change's sequence."""
     request = vault_pb2.UpdateItemRequest(
         vault_id=item.vault_id, item_id=item.item_id, kind=item.kind, title_hash=item.title_hash,
