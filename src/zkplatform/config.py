@@ -1,27 +1,67 @@
-"""Settings, from `zkplatform serve` flags or the environment.
+"""Settings: one table (SETTINGS) says, for each, its environment variable, its flag of
+`zkplatform serve`, how its text is read, its default and its help; from it come
+Settings.from_env, Settings.to_env, the flags of `serve`, their help and the environment list
+of `serve --help`. docs/operations.md lists the same variables (tests/unit/test_settings.py
+holds it to the table). The table is long because each setting is one entry of it: a new
+setting is one entry here and a field of Settings (docs/development.md).
 
-`serve --workers N` spawns its worker processes itself (zkplatform.server.workers);
-each starts a clean interpreter and builds the application from the
-environment, so the CLI hands its flags to them through these same
-environment variables.
+`serve --workers N` spawns its worker processes itself (zkplatform.server.workers); each
+starts a clean interpreter and builds the application from the environment, so the command
+line hands its flags to them through these same environment variables (Settings.to_env).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any, Final
 
-from zkplatform.domain.authority import parse_authority
 from zkplatform.domain.broker import MintPolicy
 from zkplatform.domain.sync import WatchPolicy
+from zkplatform.observability.logs import LOG_FORMATS
+from zkplatform.setting_values import (
+    DEFAULT_BIND,
+    MAX_WITNESS_TIMEOUT_SECONDS,
+    ConfigError,
+    Network,
+    check_bind,
+    check_log_name,
+    check_public_url,
+    is_one,
+    one_of,
+    parse_cors_origins,
+    parse_networks,
+    parse_paths,
+    parse_timeout,
+    positive,
+    positive_up_to,
+    quorum,
+    seconds,
+    whole,
+)
 from zkplatform.store import DEFAULT_POOL_SIZE, DEFAULT_SQLITE_URL
 
-DEFAULT_BIND = "127.0.0.1:8080"
+__all__ = [
+    "DEFAULT_BIND",
+    "INTERNAL_VARIABLES",
+    "MAX_WITNESS_TIMEOUT_SECONDS",
+    "SETTINGS",
+    "ConfigError",
+    "Network",
+    "Setting",
+    "Settings",
+    "check_bind",
+    "check_log_name",
+    "check_public_url",
+    "parse_cors_origins",
+    "parse_networks",
+    "parse_paths",
+    "parse_timeout",
+]
+
 DEFAULT_STORE = DEFAULT_SQLITE_URL
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 90
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
@@ -45,121 +85,430 @@ DEFAULT_STATE_DIR = Path("var")
 DEFAULT_LOG_NAME = "zkplatform.local"
 DEFAULT_WITNESS_INTERVAL_SECONDS = 300
 DEFAULT_WITNESS_TIMEOUT_SECONDS = 5.0
-MAX_WITNESS_TIMEOUT_SECONDS = 300.0
 DEFAULT_DEV_CREDENTIALS = DEFAULT_STATE_DIR / "dev-credentials.json"
+DEFAULT_GRACEFUL_TIMEOUT = 30.0
+# The listen queue of each worker's socket: room for bursts of a few hundred connects while the
+# worker is busy (hypercorn's own default is 100); the kernel caps it at net.core.somaxconn.
+DEFAULT_LISTEN_BACKLOG = 1024
+MAX_LISTEN_BACKLOG = 65535
+LOG_LEVELS = ("debug", "info", "warning", "error")
+# Handed by `serve` to its own worker processes, not for operators to set (so not in the docs).
+INTERNAL_VARIABLES: Final = frozenset({"ZKPLATFORM_DEV", "ZKPLATFORM_DEV_CREDENTIALS", "ZKPLATFORM_BASE_URL"})
+_MINT: Final = MintPolicy()
+_INT_MAX: Final = 2**31 - 1
 
 
-class ConfigError(ValueError):
-    """A setting that cannot be used; the message says which and why."""
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
 
 
-_HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
+def _joined(values: tuple[object, ...]) -> str:
+    return ",".join(map(str, values))
 
 
-def check_bind(bind: str) -> str:
-    """HOST:PORT as `serve --bind` takes it ([::1]:PORT for IPv6), or ConfigError saying what is wrong."""
-    host, colon, port = bind.rpartition(":")
-    usage = f"HOST:PORT expected, with a port from 1 to 65535 (e.g. {DEFAULT_BIND} or [::1]:8080), not {bind!r}"
-    if not colon or not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise ConfigError(usage)
-    if host.startswith("[") and host.endswith("]"):
+def _absolute(path: Path | None) -> str:
+    return "" if path is None else str(path.absolute())
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: its variable, its flag of `serve`, how its text is read, its default, its help."""
+
+    variable: str
+    parse: Callable[[str], Any]  # the text of its variable or flag -> its value, or ConfigError
+    default: Any
+    field: str | None = None  # its field of Settings; None: how `serve` runs, read by the command line
+    flag: str | None = None
+    help: str | None = None  # its line in the environment list of `serve --help`; None: not listed there
+    flag_help: str | None = None
+    metavar: str | None = None
+    # The parser's message is completed with the variable's name (else it names its flag itself).
+    names_variable: bool = True
+    # An empty variable means the default (else its empty text is read as any other).
+    blank_is_default: bool = True
+    show: Callable[[Any], str] | None = _text  # the value as the variable's text, for the workers; None: kept back
+    flag_parse: Callable[[str], Any] | None = None  # the flag's own reading, where it says other words
+    choices: tuple[str, ...] | None = None  # the flag's choices (argparse's own message)
+    switch: bool = False  # a flag without a value
+
+    def read(self, env: Mapping[str, str]) -> Any:
+        """The value its variable gives in `env`, or its default; ConfigError names the variable."""
+        raw = env.get(self.variable)
+        if raw is None or (not raw and self.blank_is_default):
+            return self.default
         try:
-            ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            raise ConfigError(usage) from None
-    elif not _HOSTNAME.fullmatch(host):  # also refuses an unbracketed IPv6 address and an empty host
-        raise ConfigError(usage)
-    return bind
+            return self.parse(raw)
+        except ConfigError as error:
+            if self.names_variable:
+                raise ConfigError(f"{self.variable} {error}") from None
+            raise
+
+    @property
+    def dest(self) -> str:
+        """Its attribute on the parsed command line."""
+        return (self.flag or "").removeprefix("--").replace("-", "_")
 
 
-def check_public_url(raw: str) -> str:
-    """`serve --public-url`: the origin clients address, http(s)://HOST[:PORT], or ConfigError.
-
-    Its authority is read as a DPoP proof's `htu` and a request's Host are (domain/authority.py),
-    so that the origin the server compares them with is one they can name: an IPv6 address from
-    the future (`[v1.x]`), with a zone, or a port that is empty or out of range is refused."""
-    usage = f"--public-url must be https://HOST[:PORT] (or http://), without a path, not {raw!r}"
-    try:
-        parts = urlsplit(raw)
-    except ValueError:  # brackets that do not close
-        raise ConfigError(usage) from None
-    scheme = parts.scheme.lower()
-    authority = parse_authority(parts.netloc)  # None for user info too: '@' is no host's
-    if scheme not in ("http", "https") or authority is None or parts.path not in ("", "/") or parts.query:
-        raise ConfigError(usage)
-    if parts.fragment or raw.endswith(("?", "#")):
-        raise ConfigError(usage)
-    return f"{scheme}://{authority.text()}"
+def _count(variable: str, field: str, default: int, at_most: int, help_: str) -> Setting:
+    return Setting(variable, positive_up_to(at_most), default, field, help=help_, blank_is_default=False)
 
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+def _mint(variable: str, attribute: str, help_: str) -> Setting:
+    default = getattr(_MINT, attribute)
+    return Setting(
+        variable,
+        positive_up_to(_INT_MAX),
+        default,
+        f"mint_policy.{attribute}",
+        help=help_.format(default=default),
+        blank_is_default=False,
+    )
 
 
-def parse_networks(raw: str) -> tuple[Network, ...]:
-    """`serve --forwarded-allow-ips`: comma-separated IP addresses and CIDR networks, or ConfigError."""
-    networks = []
-    for member in raw.split(","):
-        if not member.strip():
-            continue
-        try:
-            networks.append(ipaddress.ip_network(member.strip()))
-        except ValueError:
-            msg = f"--forwarded-allow-ips takes IP addresses and networks (10.0.0.0/8), not {member.strip()!r}"
-            raise ConfigError(msg) from None
-    return tuple(networks)
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def parse_cors_origins(raw: str) -> tuple[str, ...]:
-    """`serve --cors-origins`: comma-separated web origins, scheme://host[:port], each as a browser
-    sends it in `Origin` (lowercase, without its scheme's default port), or ConfigError.
-    `*` is refused: the platform serves an allow-list, and a wildcard copied into production
-    would let every page on the web call it."""
-    origins: list[str] = []
-    for member in (part.strip() for part in raw.split(",")):
-        if not member:
-            continue
-        if member == "*":
-            msg = "--cors-origins takes exact origins (https://app.example.com), not '*': list each origin"
-            raise ConfigError(msg)
-        origin = _origin(member)
-        if origin is None:
-            msg = f"--cors-origins takes origins, http(s)://HOST[:PORT] without a path, not {member!r}"
-            raise ConfigError(msg)
-        origins.append(origin)
-    return tuple(dict.fromkeys(origins))
-
-
-def _origin(raw: str) -> str | None:
-    """`raw` as the serialized origin a browser sends, or None when it names none."""
-    try:
-        parts = urlsplit(raw)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    if (
-        scheme not in _DEFAULT_PORTS
-        or not raw.isascii()
-        or parts.username is not None
-        or parts.path
-        or parts.query
-        or parts.fragment
-        or raw.endswith(("?", "#"))
-        or not host
-        or port == 0
-    ):
-        return None
-    bracketed = f"[{host}]" if ":" in host else host
-    try:
-        check_bind(f"{bracketed}:{port or 1}")
-    except ConfigError:
-        return None
-    if ":" in host:  # browsers write an IPv6 address compressed: [::1], never [0:0::1]
-        bracketed = f"[{ipaddress.IPv6Address(host).compressed}]"
-    return f"{scheme}://{bracketed}" + ("" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}")
+# In the order of `serve --help`: how `serve` runs (flags only), then the settings of the
+# environment list, then what `serve` hands its workers.
+SETTINGS: Final = (
+    # How `serve` runs: read by the command line, never a field of Settings.
+    Setting(
+        "ZKPLATFORM_BIND",
+        check_bind,
+        DEFAULT_BIND,
+        flag="--bind",
+        flag_help=f"address to listen on (default: $ZKPLATFORM_BIND or {DEFAULT_BIND})",
+        metavar="HOST:PORT",
+    ),
+    Setting(
+        "ZKPLATFORM_WORKERS",
+        positive,
+        1,
+        flag="--workers",
+        flag_help="worker processes (default: $ZKPLATFORM_WORKERS or 1)",
+        metavar="N",
+    ),
+    Setting(
+        "ZKPLATFORM_LOG_LEVEL",
+        one_of(LOG_LEVELS),
+        "info",
+        flag="--log-level",
+        flag_help="least severe log level shown (default: $ZKPLATFORM_LOG_LEVEL or info)",
+        choices=LOG_LEVELS,
+    ),
+    Setting(
+        "ZKPLATFORM_LOG_FORMAT",
+        one_of(LOG_FORMATS),
+        "text",
+        flag="--log-format",
+        flag_help="text lines, or one JSON object a line (default: $ZKPLATFORM_LOG_FORMAT or text)",
+        choices=LOG_FORMATS,
+    ),
+    Setting(
+        "ZKPLATFORM_CERTFILE",
+        Path,
+        None,
+        flag="--certfile",
+        flag_help="serve TLS with this certificate chain (PEM; $ZKPLATFORM_CERTFILE)",
+        metavar="PATH",
+    ),
+    Setting(
+        "ZKPLATFORM_KEYFILE",
+        Path,
+        None,
+        flag="--keyfile",
+        flag_help="the certificate's private key (PEM, unencrypted; $ZKPLATFORM_KEYFILE)",
+        metavar="PATH",
+    ),
+    Setting(
+        "ZKPLATFORM_GRACEFUL_TIMEOUT",
+        seconds,
+        DEFAULT_GRACEFUL_TIMEOUT,
+        flag="--graceful-timeout",
+        flag_help="on SIGTERM, how long calls in flight may take to finish"
+        f" (default: $ZKPLATFORM_GRACEFUL_TIMEOUT or {DEFAULT_GRACEFUL_TIMEOUT:g})",
+        metavar="SECONDS",
+    ),
+    Setting(
+        "ZKPLATFORM_LISTEN_BACKLOG",
+        positive_up_to(MAX_LISTEN_BACKLOG),
+        DEFAULT_LISTEN_BACKLOG,
+        flag="--backlog",
+        flag_help="connections each worker's socket holds before it accepts them (the kernel caps it at"
+        f" net.core.somaxconn; default: $ZKPLATFORM_LISTEN_BACKLOG or {DEFAULT_LISTEN_BACKLOG})",
+        metavar="N",
+    ),
+    Setting(
+        "ZKPLATFORM_STORE",
+        str,
+        DEFAULT_STORE,
+        "store_url",
+        flag="--store",
+        help=f"store URL (default {DEFAULT_STORE})",
+        flag_help=f"sqlite:///PATH, postgresql://... or memory: (default: $ZKPLATFORM_STORE or {DEFAULT_STORE})",
+        metavar="URL",
+        blank_is_default=False,
+    ),
+    _count(
+        "ZKPLATFORM_STORE_POOL_SIZE",
+        "store_pool_size",
+        DEFAULT_POOL_SIZE,
+        10_000,
+        f"PostgreSQL connections each worker's pool opens at most (default {DEFAULT_POOL_SIZE});\n"
+        "each worker also opens one LISTEN connection (docs/deploy.md counts them)",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_BODY_BYTES",
+        "max_body_bytes",
+        DEFAULT_MAX_BODY_BYTES,
+        _INT_MAX,
+        f"largest request body, in bytes (default {DEFAULT_MAX_BODY_BYTES})",
+    ),
+    _count(
+        "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS",
+        "body_read_timeout_seconds",
+        DEFAULT_BODY_READ_TIMEOUT_SECONDS,
+        3600,
+        f"seconds a request body may take to arrive (default {DEFAULT_BODY_READ_TIMEOUT_SECONDS})",
+    ),
+    _count(
+        "ZKPLATFORM_CLIENT_STALL_SECONDS",
+        "client_stall_seconds",
+        DEFAULT_CLIENT_STALL_SECONDS,
+        3600,
+        "seconds an answer may wait for its client to read before the call is given up"
+        f" (default {DEFAULT_CLIENT_STALL_SECONDS})",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION",
+        "max_unread_bytes_per_connection",
+        DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION,
+        _INT_MAX,
+        f"bytes of answers a connection's clients may leave unread (default {DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION})",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER",
+        "max_unread_bytes_per_worker",
+        DEFAULT_MAX_UNREAD_BYTES_PER_WORKER,
+        _INT_MAX,
+        f"bytes of answers a worker's clients may leave unread (default {DEFAULT_MAX_UNREAD_BYTES_PER_WORKER})",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_STREAMS",
+        "max_streams",
+        DEFAULT_MAX_STREAMS,
+        100_000,
+        f"open streaming calls that need a token per worker (default {DEFAULT_MAX_STREAMS})",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN",
+        "max_streams_without_token",
+        DEFAULT_MAX_STREAMS_WITHOUT_TOKEN,
+        100_000,
+        f"open health and reflection streams per worker (default {DEFAULT_MAX_STREAMS_WITHOUT_TOKEN})",
+    ),
+    _count(
+        "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION",
+        "max_streams_without_token_per_connection",
+        DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION,
+        100_000,
+        f"the same on one connection (default {DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION})",
+    ),
+    Setting(
+        "ZKPLATFORM_PUBLIC_URL",
+        check_public_url,
+        None,
+        "public_url",
+        flag="--public-url",
+        help="the origin clients address behind a proxy (as --public-url)",
+        flag_help="https://HOST[:PORT] clients address behind a proxy: the origin DPoP proofs must name",
+        metavar="URL",
+        names_variable=False,
+    ),
+    Setting(
+        "ZKPLATFORM_FORWARDED_ALLOW_IPS",
+        parse_networks,
+        (),
+        "forwarded_allow_ips",
+        flag="--forwarded-allow-ips",
+        help="proxies whose forwarded headers are believed (as --forwarded-allow-ips)",
+        flag_help="comma-separated IPs and CIDR networks of proxies whose Forwarded and X-Forwarded-Proto/-Host "
+        "headers are believed (default: none)",
+        metavar="IPS",
+        names_variable=False,
+        show=_joined,
+    ),
+    Setting(
+        "ZKPLATFORM_CORS_ORIGINS",
+        parse_cors_origins,
+        (),
+        "cors_origins",
+        flag="--cors-origins",
+        help="web origins whose pages may call the API (as --cors-origins; default: none)",
+        flag_help="comma-separated web origins, https://HOST[:PORT], whose pages may call the Connect and gRPC-Web "
+        "API (CORS; default: none, cross-origin calls refused)",
+        metavar="ORIGINS",
+        names_variable=False,
+        show=_joined,
+    ),
+    Setting(
+        "ZKPLATFORM_METRICS_BIND",
+        check_bind,
+        None,
+        "metrics_bind",
+        flag="--metrics-bind",
+        help="where Prometheus metrics are served (as --metrics-bind; default: nowhere)",
+        flag_help="serve Prometheus metrics on this address of their own, needing no token (default: no metrics)",
+        metavar="HOST:PORT",
+        names_variable=False,
+    ),
+    Setting(
+        "ZKPLATFORM_STATE_DIR",
+        Path,
+        DEFAULT_STATE_DIR,
+        "state_dir",
+        help=f"the server's own files, such as the token pepper (default ./{DEFAULT_STATE_DIR})",
+        blank_is_default=False,
+    ),
+    Setting(
+        "ZKPLATFORM_TOKEN_PEPPER",
+        str,
+        None,
+        "token_pepper",
+        help="base64url key (>= 32 bytes) tokens are stored under, the same on every host\n"
+        "(default: generated once into the state directory)",
+        show=None,  # the workers load it where the server found it (pepper.py)
+    ),
+    _count(
+        "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS",
+        "tombstone_retention_days",
+        DEFAULT_TOMBSTONE_RETENTION_DAYS,
+        36_500,
+        f"days a tombstone is kept (default {DEFAULT_TOMBSTONE_RETENTION_DAYS})",
+    ),
+    _mint(
+        "ZKPLATFORM_TOKEN_TTL_DEFAULT", "default_ttl_seconds", "lifetime of a mint that asks none (default {default} s)"
+    ),
+    _mint("ZKPLATFORM_TOKEN_TTL_MIN", "min_ttl_seconds", "shortest lifetime a mint may ask (default {default} s)"),
+    _mint("ZKPLATFORM_TOKEN_TTL_MAX", "max_ttl_seconds", "longest lifetime a mint may ask (default {default} s)"),
+    _mint(
+        "ZKPLATFORM_MINT_RATE_PER_MINUTE",
+        "mints_per_minute",
+        "mint attempts per principal and minute (default {default})",
+    ),
+    _mint("ZKPLATFORM_MINT_ACTIVE_CAP", "active_minted_cap", "live minted tokens per principal (default {default})"),
+    _count(
+        "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS",
+        "watch_heartbeat_seconds",
+        DEFAULT_WATCH_HEARTBEAT_SECONDS,
+        3600,
+        f"seconds between heartbeats of a quiet WatchChanges (default {DEFAULT_WATCH_HEARTBEAT_SECONDS})",
+    ),
+    _count(
+        "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL",
+        "watch_max_per_principal",
+        DEFAULT_WATCH_MAX_PER_PRINCIPAL,
+        100_000,
+        f"open watches per principal (default {DEFAULT_WATCH_MAX_PER_PRINCIPAL})",
+    ),
+    _count(
+        "ZKPLATFORM_WATCH_MAX_PER_WORKER",
+        "watch_max_per_worker",
+        DEFAULT_WATCH_MAX_PER_WORKER,
+        100_000,
+        f"open watches per worker (default {DEFAULT_WATCH_MAX_PER_WORKER})",
+    ),
+    Setting(
+        "ZKPLATFORM_LOG_KEY_FILES",
+        parse_paths,
+        (),
+        "log_key_files",
+        flag="--log-key-files",
+        help="the key log's signing keys, comma-separated files (as --log-key-files;\n"
+        "default: on SQLite, <db>.log-key, made at first start)",
+        flag_help="comma-separated files of the key log's signing keys (default: $ZKPLATFORM_LOG_KEY_FILES;"
+        " on SQLite, <db>.log-key, made at first start)",
+        metavar="FILES",
+        show=lambda paths: ",".join(_absolute(path) for path in paths),
+    ),
+    Setting(
+        "ZKPLATFORM_LOG_NAME",
+        check_log_name,
+        DEFAULT_LOG_NAME,
+        "log_name",
+        help=f"the name of a log key the server makes itself (default {DEFAULT_LOG_NAME})",
+        names_variable=False,
+    ),
+    Setting(
+        "ZKPLATFORM_WITNESSES_FILE",
+        Path,
+        None,
+        "witnesses_file",
+        flag="--witnesses-file",
+        help="the witnesses, one '<vkey> <url>' a line (as --witnesses-file; default: none)",
+        flag_help="the witnesses, one '<cosignature vkey> <url>' a line (default: $ZKPLATFORM_WITNESSES_FILE; none)",
+        metavar="FILE",
+        show=_absolute,
+    ),
+    Setting(
+        "ZKPLATFORM_WITNESS_QUORUM",
+        quorum,
+        None,
+        "witness_quorum",
+        flag="--witness-quorum",
+        help="witnesses that must cosign a checkpoint before it is served (default: all)",
+        flag_help="witnesses that must cosign a checkpoint before it is served"
+        " (default: $ZKPLATFORM_WITNESS_QUORUM; all)",
+        metavar="N",
+        flag_parse=whole,
+    ),
+    Setting(
+        "ZKPLATFORM_WITNESS_INTERVAL",
+        positive_up_to(86_400),
+        DEFAULT_WITNESS_INTERVAL_SECONDS,
+        "witness_interval_seconds",
+        flag="--witness-interval",
+        help="seconds between pushes of every checkpoint to the witnesses"
+        f" (default {DEFAULT_WITNESS_INTERVAL_SECONDS})",
+        flag_help="seconds between pushes of every checkpoint to the witnesses"
+        f" (default: $ZKPLATFORM_WITNESS_INTERVAL or {DEFAULT_WITNESS_INTERVAL_SECONDS})",
+        metavar="SECONDS",
+        blank_is_default=False,
+        flag_parse=positive,
+    ),
+    Setting(
+        "ZKPLATFORM_WITNESS_TIMEOUT",
+        parse_timeout,
+        DEFAULT_WITNESS_TIMEOUT_SECONDS,
+        "witness_timeout_seconds",
+        flag="--witness-timeout",
+        help="seconds a witness has to answer, and a change waits for them"
+        f" (default {DEFAULT_WITNESS_TIMEOUT_SECONDS:g})",
+        flag_help="seconds a witness has to answer, and a change's answer waits for them"
+        f" (default: $ZKPLATFORM_WITNESS_TIMEOUT or {DEFAULT_WITNESS_TIMEOUT_SECONDS:g})",
+        metavar="SECONDS",
+        show=lambda value: f"{value:g}",
+    ),
+    # What `serve` hands its workers (--dev and --dev-credentials have rules of their own).
+    Setting(
+        "ZKPLATFORM_DEV",
+        is_one,
+        False,  # the default of a switch
+        "dev",
+        flag="--dev",
+        flag_help="development mode: seed demo tenants, vaults and items in memory and write their tokens to a file",
+        show=lambda on: "1" if on else "0",
+        switch=True,
+    ),
+    Setting(
+        "ZKPLATFORM_DEV_CREDENTIALS",
+        Path,
+        DEFAULT_DEV_CREDENTIALS,
+        "dev_credentials",
+        flag="--dev-credentials",
+        flag_help=f"where --dev writes the tokens (default {DEFAULT_DEV_CREDENTIALS})",
+        metavar="PATH",
+        blank_is_default=False,
+    ),
+    Setting("ZKPLATFORM_BASE_URL", str, f"http://{DEFAULT_BIND}", "base_url", blank_is_default=False),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,169 +581,18 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        return cls(
-            store_url=env.get("ZKPLATFORM_STORE", DEFAULT_STORE),
-            store_pool_size=_positive_int(env, "ZKPLATFORM_STORE_POOL_SIZE", DEFAULT_POOL_SIZE, at_most=10_000),
-            max_body_bytes=_positive_int(env, "ZKPLATFORM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
-            body_read_timeout_seconds=_positive_int(
-                env, "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS", DEFAULT_BODY_READ_TIMEOUT_SECONDS, at_most=3600
-            ),
-            client_stall_seconds=_positive_int(
-                env, "ZKPLATFORM_CLIENT_STALL_SECONDS", DEFAULT_CLIENT_STALL_SECONDS, at_most=3600
-            ),
-            max_unread_bytes_per_connection=_positive_int(
-                env, "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION", DEFAULT_MAX_UNREAD_BYTES_PER_CONNECTION
-            ),
-            max_unread_bytes_per_worker=_positive_int(
-                env, "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER", DEFAULT_MAX_UNREAD_BYTES_PER_WORKER
-            ),
-            max_streams=_positive_int(env, "ZKPLATFORM_MAX_STREAMS", DEFAULT_MAX_STREAMS, at_most=100_000),
-            max_streams_without_token=_positive_int(
-                env, "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN", DEFAULT_MAX_STREAMS_WITHOUT_TOKEN, at_most=100_000
-            ),
-            max_streams_without_token_per_connection=_positive_int(
-                env,
-                "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION",
-                DEFAULT_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION,
-                at_most=100_000,
-            ),
-            state_dir=Path(env.get("ZKPLATFORM_STATE_DIR", str(DEFAULT_STATE_DIR))),
-            token_pepper=env.get("ZKPLATFORM_TOKEN_PEPPER") or None,
-            dev=env.get("ZKPLATFORM_DEV", "") == "1",
-            dev_credentials=Path(env.get("ZKPLATFORM_DEV_CREDENTIALS", str(DEFAULT_DEV_CREDENTIALS))),
-            base_url=env.get("ZKPLATFORM_BASE_URL", f"http://{DEFAULT_BIND}"),
-            mint_policy=_mint_policy(env),
-            tombstone_retention_days=_positive_int(
-                env, "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS, at_most=36_500
-            ),
-            public_url=check_public_url(env["ZKPLATFORM_PUBLIC_URL"]) if env.get("ZKPLATFORM_PUBLIC_URL") else None,
-            forwarded_allow_ips=parse_networks(env.get("ZKPLATFORM_FORWARDED_ALLOW_IPS", "")),
-            cors_origins=parse_cors_origins(env.get("ZKPLATFORM_CORS_ORIGINS", "")),
-            watch_heartbeat_seconds=_positive_int(
-                env, "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS", DEFAULT_WATCH_HEARTBEAT_SECONDS, at_most=3600
-            ),
-            watch_max_per_principal=_positive_int(
-                env, "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL", DEFAULT_WATCH_MAX_PER_PRINCIPAL, at_most=100_000
-            ),
-            watch_max_per_worker=_positive_int(
-                env, "ZKPLATFORM_WATCH_MAX_PER_WORKER", DEFAULT_WATCH_MAX_PER_WORKER, at_most=100_000
-            ),
-            metrics_bind=check_bind(env["ZKPLATFORM_METRICS_BIND"]) if env.get("ZKPLATFORM_METRICS_BIND") else None,
-            log_key_files=parse_paths(env.get("ZKPLATFORM_LOG_KEY_FILES", "")),
-            log_name=check_log_name(env.get("ZKPLATFORM_LOG_NAME") or DEFAULT_LOG_NAME),
-            witnesses_file=Path(env["ZKPLATFORM_WITNESSES_FILE"]) if env.get("ZKPLATFORM_WITNESSES_FILE") else None,
-            witness_quorum=_quorum(env.get("ZKPLATFORM_WITNESS_QUORUM", "")),
-            witness_interval_seconds=_positive_int(
-                env, "ZKPLATFORM_WITNESS_INTERVAL", DEFAULT_WITNESS_INTERVAL_SECONDS, at_most=86_400
-            ),
-            witness_timeout_seconds=_timeout(env.get("ZKPLATFORM_WITNESS_TIMEOUT", "")),
-        )
+        values = {setting.field: setting.read(env) for setting in SETTINGS if setting.field is not None}
+        mint = {name.removeprefix("mint_policy."): values.pop(name) for name in list(values) if "." in name}
+        try:
+            mint_policy = MintPolicy(**mint)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        return cls(**values, mint_policy=mint_policy)
 
     def to_env(self) -> dict[str, str]:
         """The settings as environment variables, for worker processes (the pepper stays where it was)."""
         return {
-            "ZKPLATFORM_STORE": self.store_url,
-            "ZKPLATFORM_STORE_POOL_SIZE": str(self.store_pool_size),
-            "ZKPLATFORM_MAX_BODY_BYTES": str(self.max_body_bytes),
-            "ZKPLATFORM_BODY_READ_TIMEOUT_SECONDS": str(self.body_read_timeout_seconds),
-            "ZKPLATFORM_CLIENT_STALL_SECONDS": str(self.client_stall_seconds),
-            "ZKPLATFORM_MAX_UNREAD_BYTES_PER_CONNECTION": str(self.max_unread_bytes_per_connection),
-            "ZKPLATFORM_MAX_UNREAD_BYTES_PER_WORKER": str(self.max_unread_bytes_per_worker),
-            "ZKPLATFORM_MAX_STREAMS": str(self.max_streams),
-            "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN": str(self.max_streams_without_token),
-            "ZKPLATFORM_MAX_STREAMS_WITHOUT_TOKEN_PER_CONNECTION": str(self.max_streams_without_token_per_connection),
-            "ZKPLATFORM_STATE_DIR": str(self.state_dir),
-            "ZKPLATFORM_DEV": "1" if self.dev else "0",
-            "ZKPLATFORM_DEV_CREDENTIALS": str(self.dev_credentials),
-            "ZKPLATFORM_BASE_URL": self.base_url,
-            "ZKPLATFORM_TOMBSTONE_RETENTION_DAYS": str(self.tombstone_retention_days),
-            "ZKPLATFORM_PUBLIC_URL": self.public_url or "",
-            "ZKPLATFORM_FORWARDED_ALLOW_IPS": ",".join(map(str, self.forwarded_allow_ips)),
-            "ZKPLATFORM_CORS_ORIGINS": ",".join(self.cors_origins),
-            "ZKPLATFORM_WATCH_HEARTBEAT_SECONDS": str(self.watch_heartbeat_seconds),
-            "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(self.watch_max_per_principal),
-            "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(self.watch_max_per_worker),
-            "ZKPLATFORM_METRICS_BIND": self.metrics_bind or "",
-            "ZKPLATFORM_LOG_KEY_FILES": ",".join(str(path.absolute()) for path in self.log_key_files),
-            "ZKPLATFORM_LOG_NAME": self.log_name,
-            "ZKPLATFORM_WITNESSES_FILE": str(self.witnesses_file.absolute()) if self.witnesses_file else "",
-            "ZKPLATFORM_WITNESS_QUORUM": "" if self.witness_quorum is None else str(self.witness_quorum),
-            "ZKPLATFORM_WITNESS_INTERVAL": str(self.witness_interval_seconds),
-            "ZKPLATFORM_WITNESS_TIMEOUT": f"{self.witness_timeout_seconds:g}",
-            **{name: str(getattr(self.mint_policy, attr)) for name, attr in _MINT_POLICY_ENV.items()},
+            setting.variable: setting.show(attrgetter(setting.field)(self))
+            for setting in SETTINGS
+            if setting.field is not None and setting.show is not None
         }
-
-
-def parse_paths(raw: str) -> tuple[Path, ...]:
-    """`ZKPLATFORM_LOG_KEY_FILES`: comma-separated paths (a path holding a comma cannot be named)."""
-    return tuple(Path(part.strip()) for part in raw.split(",") if part.strip())
-
-
-_KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def check_log_name(raw: str) -> str:
-    """The name of a log key the server makes: letters, digits, '.', '_' and '-' (a signed-note key
-    name may hold more, but an origin's first element is best kept plain), or ConfigError."""
-    if not _KEY_NAME.fullmatch(raw):
-        msg = (
-            f"a log name is 1 to 100 of [A-Za-z0-9._-], the first a letter or digit (e.g. log.example.com), not {raw!r}"
-        )
-        raise ConfigError(msg)
-    return raw
-
-
-def _quorum(raw: str) -> int | None:
-    if not raw:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or int(raw) > 1000:
-        msg = f"ZKPLATFORM_WITNESS_QUORUM must be a whole number from 0 to the number of witnesses, not {raw!r}"
-        raise ConfigError(msg)
-    return int(raw)
-
-
-def parse_timeout(raw: str) -> float:
-    """Seconds, more than 0 and at most MAX_WITNESS_TIMEOUT_SECONDS (fractions allowed); ValueError otherwise."""
-    seconds = float(raw) if raw.isascii() and raw.replace(".", "", 1).isdigit() else -1.0
-    if not 0 < seconds <= MAX_WITNESS_TIMEOUT_SECONDS:
-        msg = f"must be a number of seconds above 0 and at most {MAX_WITNESS_TIMEOUT_SECONDS:g}, not {raw!r}"
-        raise ValueError(msg)
-    return seconds
-
-
-def _timeout(raw: str) -> float:
-    if not raw:
-        return DEFAULT_WITNESS_TIMEOUT_SECONDS
-    try:
-        return parse_timeout(raw)
-    except ValueError as error:
-        raise ConfigError(f"ZKPLATFORM_WITNESS_TIMEOUT {error}") from None
-
-
-# environment variable -> MintPolicy field
-_MINT_POLICY_ENV = {
-    "ZKPLATFORM_TOKEN_TTL_DEFAULT": "default_ttl_seconds",
-    "ZKPLATFORM_TOKEN_TTL_MIN": "min_ttl_seconds",
-    "ZKPLATFORM_TOKEN_TTL_MAX": "max_ttl_seconds",
-    "ZKPLATFORM_MINT_RATE_PER_MINUTE": "mints_per_minute",
-    "ZKPLATFORM_MINT_ACTIVE_CAP": "active_minted_cap",
-}
-
-
-def _mint_policy(env: Mapping[str, str]) -> MintPolicy:
-    defaults = MintPolicy()
-    values = {attr: _positive_int(env, name, getattr(defaults, attr)) for name, attr in _MINT_POLICY_ENV.items()}
-    try:
-        return MintPolicy(**values)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-
-
-def _positive_int(env: Mapping[str, str], name: str, default: int, *, at_most: int = 2**31 - 1) -> int:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= at_most:
-        msg = f"{name} must be a whole number from 1 to {at_most}, not {raw!r}"
-        raise ConfigError(msg)
-    return int(raw)

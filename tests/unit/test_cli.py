@@ -7,10 +7,7 @@ import importlib.metadata
 import pytest
 
 from zkplatform.cli import main
-from zkplatform.config import Settings
-
-# Handed by `serve` to its own worker processes, not for operators to set.
-INTERNAL = {"ZKPLATFORM_DEV", "ZKPLATFORM_DEV_CREDENTIALS", "ZKPLATFORM_BASE_URL"}
+from zkplatform.config import INTERNAL_VARIABLES, Settings
 
 
 def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -41,7 +38,7 @@ def test_serve_help_lists_every_setting_of_the_environment_and_the_exit_codes(
 ) -> None:
     text = _help(capsys, "serve")
 
-    names = (set(Settings().to_env()) - INTERNAL) | {"ZKPLATFORM_TOKEN_PEPPER"}
+    names = (set(Settings().to_env()) - INTERNAL_VARIABLES) | {"ZKPLATFORM_TOKEN_PEPPER"}
     listed = {line.split()[0] for line in text.splitlines() if line.startswith("  ZKPLATFORM_")}
     assert listed == names
     assert "\nexit codes:\n  0    stopped by SIGTERM or SIGINT (Ctrl-C)\n" in text

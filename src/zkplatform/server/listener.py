@@ -1,4 +1,4 @@
-"""How every worker serves its socket: TLS or not, and the grace period of a stop."""
+"""How every worker serves its socket: TLS or not, the grace period of a stop, the listen backlog."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import dataclasses
 import ssl
 from pathlib import Path
 
-from zkplatform.config import ConfigError
-
-DEFAULT_GRACEFUL_TIMEOUT = 30.0
+from zkplatform.config import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_LISTEN_BACKLOG, ConfigError
 
 
 class _EncryptedKey(Exception):
@@ -22,11 +20,13 @@ def _no_passphrase() -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Listener:
-    """How every worker serves its socket: TLS or not, and the grace period of a stop."""
+    """How every worker serves its socket: TLS or not, the grace period of a stop, and how many
+    connections its socket holds before they are accepted (listen's backlog)."""
 
     certfile: str | None = None
     keyfile: str | None = None
     graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT
+    backlog: int = DEFAULT_LISTEN_BACKLOG
 
     @property
     def scheme(self) -> str:

@@ -183,6 +183,8 @@ def hypercorn_config(listener: Listener) -> HypercornConfig:
     config.accesslog = None  # an access log would record query strings, where tokens may leak
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: ours
     config.graceful_timeout = listener.graceful_timeout
+    # Our listen() and asyncio's start_server (which listens again on the socket it is given) both use it.
+    config.backlog = listener.backlog
     if listener.certfile is not None and listener.keyfile is not None:
         # With both set, hypercorn serves the descriptor in `bind` with TLS, offering
         # HTTP/2 first in ALPN: what gRPC clients require.

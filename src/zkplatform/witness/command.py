@@ -27,10 +27,10 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIFramework
 
-from zkplatform.config import ConfigError, check_bind
 from zkplatform.observability.logs import queued_handler
 from zkplatform.server import hypercorn_fix
 from zkplatform.server.workers import AddressUnavailable, listen, listening_socket
+from zkplatform.setting_values import ConfigError, check_bind
 from zkplatform.witness.app import WitnessApp
 from zkplatform.witness.core import WitnessCore
 from zkplatform.witness.state import SqliteState, StateError
