@@ -69,3 +69,25 @@ def brief(error: dict[str, Any]) -> dict[str, str]:
     info = detail(error, "google.rpc.ErrorInfo")
     assert info["domain"] == "zkplatform.dev", error
     return {"code": error["code"], "message": error["message"], "reason": info["reason"]}
+
+
+class Sending:
+    """An ASGI app, keeping the answer bodies it has sent so far with their paths: the
+    in-process transport hands a stream's messages over only once it ends, so a test that
+    must act after a watch sent something waits on `sent` instead."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.bodies: list[tuple[str, bytes]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and message.get("body"):
+                self.bodies.append((scope["path"], bytes(message["body"])))
+
+        await self.app(scope, receive, sending)
+
+    def sent(self, method: str, data: bytes = b"") -> int:
+        """How many bodies the calls of `method` (a procedure's last part) sent so far that hold `data`."""
+        return sum(path.endswith(f"/{method}") and data in body for path, body in self.bodies)

@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 
 from tests.actors import OPERATOR
 from tests.big_items import COUNT, ID_FORMAT, big_content
-from tests.connect import JSON, PROTO, Codec, detail, error_of, headers
+from tests.connect import JSON, PROTO, Codec, Sending, detail, error_of, headers
 from tests.rpc.test_changes import VAULT, enveloped, error_info, stream_headers, until, watch_outcome
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.app import Server, create_app
@@ -42,8 +42,13 @@ def app(platform: Platform) -> Server:
 
 
 @pytest.fixture
-async def client(app: Server, world: World) -> Any:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+def sending(app: Server) -> Sending:
+    return Sending(app)
+
+
+@pytest.fixture
+async def client(sending: Sending, world: World) -> Any:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=sending), base_url=BASE_URL) as client:
         yield client
 
 
@@ -144,11 +149,12 @@ async def test_a_watch_from_a_cursor_of_another_epoch_ends_at_once(
     assert (info["debug"]["reason"], info["debug"]["metadata"]) == ("CURSOR_EXPIRED", {"epoch": new})
 
 
-async def test_a_watch_of_the_current_epoch_carries_it(client: httpx.AsyncClient, codec: Codec, world: World) -> None:
+async def test_a_watch_of_the_current_epoch_carries_it(
+    client: httpx.AsyncClient, sending: Sending, codec: Codec, world: World
+) -> None:
     epoch = await world.platform.store.epoch()
     watching = asyncio.ensure_future(watched(client, codec, world.token("bob"), since_sequence=4, since_epoch=epoch))
-    await until(lambda: world.platform.sync.slots.total == 1)
-    await asyncio.sleep(0.1)  # a heartbeat or two
+    await until(lambda: sending.sent("WatchChanges") >= 2)  # the backlog, then a heartbeat
     await world.platform.store.rotate_epoch(OPERATOR)  # ends it within a heartbeat period
 
     messages, ending = watch_outcome(codec, (await asyncio.wait_for(watching, 10)).content)
@@ -191,12 +197,11 @@ async def test_since_epoch_is_base64url_of_at_most_64_characters(
 
 
 async def test_a_tombstone_carries_its_purge_time_in_every_answer(
-    client: httpx.AsyncClient, codec: Codec, world: World, clock: FakeClock
+    client: httpx.AsyncClient, app: Server, sending: Sending, codec: Codec, world: World, clock: FakeClock
 ) -> None:
     bob = world.token("bob")
     clock.advance(45)
-    # Its deadline ends the watch, and the in-process transport then hands its messages over.
-    watching = asyncio.ensure_future(watched(client, codec, bob, timeout_ms=500, since_sequence=SEEDED))
+    watching = asyncio.ensure_future(watched(client, codec, bob, since_sequence=SEEDED))
     await until(lambda: world.platform.sync.slots.total == 1)
 
     deleted = await answer(
@@ -216,6 +221,9 @@ async def test_a_tombstone_carries_its_purge_time_in_every_answer(
         client, codec, bob, vault_pb2.ListChangesRequest(vault_id=VAULT, since_sequence=SEEDED),
         vault_pb2.ListChangesResponse,
     )  # fmt: skip
+    # Ended once it sent the delete: the in-process transport then hands its messages over.
+    await until(lambda: sending.sent("WatchChanges", b"item-2") >= 1)
+    app.end_streams()
     messages, _ = watch_outcome(codec, (await asyncio.wait_for(watching, 10)).content)
     watched_changes = [change for message in messages for change in message.changes]  # between heartbeats
 
