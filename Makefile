@@ -132,6 +132,8 @@ PY_CLIENT_STAGE := build/python-client
 TS_CLIENT_STAGE := build/ts-client
 PY_CLIENT_SOURCES := $(shell find clients/python gen/zkplatform_api gen/buf -name __pycache__ -prune -o -type f -print | sort)
 TS_CLIENT_SOURCES := $(shell find clients/ts/src -type f | sort) clients/ts/package.json clients/ts/package-lock.json clients/ts/tsconfig.json clients/ts/README.md
+# The demos the tests run and the vector maker: compiled beside the package, never packed.
+TS_TOOLS_SOURCES := $(shell find clients/ts/tools -type f | sort)
 
 $(CLIENTS_DIR)/.python-wheel: $(STAMP) $(PY_CLIENT_SOURCES)
 	rm -rf $(PY_CLIENT_STAGE) $(CLIENTS_DIR)/zkplatform_client-*.whl
@@ -156,14 +158,15 @@ $(CLIENTS_DIR)/.ts-package: $(NODE_STAMP) $(TS_CLIENT_SOURCES)
 clients: $(CLIENTS_DIR)/.python-wheel $(CLIENTS_DIR)/.ts-package ## Build the client packages into build/clients/ (npm tarball, wheel)
 	@ls $(CLIENTS_DIR)
 
-# The client, its demo and examples compiled in place, for the tests that run them with node.
+# The client compiled in place (clients/ts/dist/), and its tools against it (clients/ts/dist-tools/:
+# the demos and the sync example the tests run with node, the vector maker).
 TS_BUILD_STAMP := clients/ts/dist/.built
-$(TS_BUILD_STAMP): $(NODE_STAMP) $(TS_CLIENT_SOURCES)
+$(TS_BUILD_STAMP): $(NODE_STAMP) $(TS_CLIENT_SOURCES) $(TS_TOOLS_SOURCES)
 	npm run --prefix clients/ts --silent build
 	@touch $@
 
 .PHONY: ts-build
-ts-build: $(TS_BUILD_STAMP) ## Compile the TypeScript client, its demo and examples into clients/ts/dist/
+ts-build: $(TS_BUILD_STAMP) ## Compile the TypeScript client into clients/ts/dist/, its demos and tools into clients/ts/dist-tools/
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)
@@ -197,5 +200,5 @@ lock: ## Regenerate constraints.txt: resolve pyproject.toml's pins (dev and benc
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules, build output and caches (never var/: the database and the pepper)
-	rm -rf $(VENV) build dist *.egg-info clients/ts/node_modules clients/ts/dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info clients/ts/node_modules clients/ts/dist clients/ts/dist-tools .pytest_cache .mypy_cache .ruff_cache
 	find src gen tests scripts bench -name __pycache__ -type d -prune -exec rm -rf {} +

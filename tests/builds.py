@@ -1,8 +1,9 @@
 """The builds a few tests need, made once per run and only when such a test runs.
 
-`ts_build` is `make ts-build` (clients/ts/dist: the TypeScript client, its demo and
-examples); `client_packages` is `make clients` (build/clients: the wheel and the
-npm tarball). Both targets are stamped, so a second call changes nothing; a file
+`ts_build` is `make ts-build` (clients/ts/dist: the TypeScript client; and
+clients/ts/dist-tools, `ts_tools`: its demos and tools, compiled against it);
+`client_packages` is `make clients` (build/clients: the wheel and the npm
+tarball). Both targets are stamped, so a second call changes nothing; a file
 lock keeps parallel workers (pytest-xdist) from building at the same time, so no
 test reads a file that another worker is rewriting. A test that asks for either
 fixture is marked `packages` (tests/conftest.py).
@@ -50,6 +51,12 @@ def ts_build() -> Path:
     """clients/ts/dist, compiled from the current sources."""
     make("ts-build")
     return ROOT / "clients" / "ts" / "dist"
+
+
+@pytest.fixture(scope="session")
+def ts_tools(ts_build: Path) -> Path:
+    """clients/ts/dist-tools: clients/ts/tools (the demos, the sync example) compiled against ts_build."""
+    return ts_build.parent / "dist-tools"
 
 
 @pytest.fixture(scope="session")

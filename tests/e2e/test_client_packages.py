@@ -40,6 +40,7 @@ from tests.e2e.test_sync_client import (
 )
 
 PY_EXAMPLES = ROOT / "clients" / "python" / "examples"
+PY_TOOLS = ROOT / "clients" / "python" / "tools"
 TS_EXAMPLES = TS_CLIENT / "examples"
 CHECKS = Path(__file__).parent / "clients"
 DOCS = ROOT / "docs" / "clients.md"
@@ -333,7 +334,7 @@ def test_the_wheel_in_a_fresh_venv(tmp_path: Path, venv: str, server: Server) ->
     assert names["zkplatform-client"] == "1.2.0"
     assert "zkplatform" not in names
     run([venv, "-I", "-c", ALONE])
-    sync_sees_a_change(server, [venv, "-I", "-m", "zkplatform_client.example"], "pkg-python", tmp_path)
+    sync_sees_a_change(server, [venv, "-I", str(PY_TOOLS / "sync_example.py")], "pkg-python", tmp_path)
 
 
 def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, Path]) -> None:
@@ -388,11 +389,17 @@ def test_the_packages_leave_the_server_alone(packages: tuple[Path, Path]) -> Non
     assert "zkplatform/" not in listing.replace("zkplatform_", "")
     assert "_grpc.py" not in listing
     assert "examples/" not in listing
+    assert "tools/" not in listing
+    assert "zkplatform_client/example.py" not in listing
     files = run(["tar", "tzf", str(tarball)]).stdout.split()
     assert {"package/dist/sync.d.ts", "package/dist/index.d.ts", "package/dist/auth.d.ts"} <= set(files)
     assert {"package/dist/sealing.d.ts", "package/dist/key-directory.d.ts"} <= set(files)
-    scripts = ("package/dist/demo", "package/dist/items", "package/dist/make-sealed-vectors", "package/src")
-    assert not [f for f in files if f.startswith(scripts)]
+    # The package only: its manifest, its README and the compiled modules, none of clients/ts/tools.
+    assert {f for f in files if not f.startswith("package/dist/")} == {"package/package.json", "package/README.md"}
+    assert not [f for f in files if not f.endswith((".js", ".d.ts", ".json", ".md"))]
+    tools = [path.stem for path in (TS_CLIENT / "tools").glob("*.ts")]
+    assert len(tools) >= 4, "clients/ts/tools holds no tools: this test reads nothing"
+    assert not [f for f in files if f.removeprefix("package/dist/").split(".")[0] in tools]
 
 
 # The examples of docs/clients.md, in both languages

@@ -14,9 +14,9 @@ from tests.e2e.server import Server, serving
 
 
 @pytest.fixture(scope="module")
-def demo(ts_build: Path) -> Path:
+def demo(ts_tools: Path) -> Path:
     """The compiled demo script."""
-    return ts_build / "demo.js"
+    return ts_tools / "demo.js"
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_node_client(demo: Path, server: Server, protocol: str, vault: str, item
 
 @pytest.mark.parametrize("protocol", ["connect-json", "connect-binary", "grpc", "grpc-web"])
 def test_node_client_items(demo: Path, server: Server, protocol: str) -> None:
-    """src/items.ts: every item RPC, GetItem and ListItems with HTTP GET on the Connect protocols."""
+    """tools/items.ts: every item RPC, GetItem and ListItems with HTTP GET on the Connect protocols."""
     credentials = json.loads((server.log_path.parent / "var" / "dev-credentials.json").read_text())
     bob = next(p["token"] for p in credentials["tenants"][0]["principals"] if p["principalId"] == "bob")
     item_id = f"node-{protocol}"

@@ -161,15 +161,15 @@ def content(note: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def ts_example(ts_build: Path) -> Path:
+def ts_example(ts_tools: Path) -> Path:
     """The compiled TS example."""
-    return ts_build / "sync-example.js"
+    return ts_tools / "sync-example.js"
 
 
 def example_command(client: str, ts_example: Path, base_url: str, token: str, mode: str) -> list[str]:
     if client == "ts":
         return ["node", str(ts_example), base_url, token, VAULT, mode]
-    return [sys.executable, "-m", "zkplatform_client.example", base_url, token, VAULT, mode]
+    return [sys.executable, str(PY_CLIENT / "tools" / "sync_example.py"), base_url, token, VAULT, mode]
 
 
 PY_ENV = {"PYTHONPATH": str(PY_CLIENT)}

@@ -37,7 +37,7 @@ from zkplatform_client import clients
 
 REPO = Path(__file__).resolve().parents[2]
 BUF = str(Path(sys.executable).parent / "buf")
-DEMO = REPO / "clients" / "ts" / "dist" / "demo.js"
+DEMO = REPO / "clients" / "ts" / "dist-tools" / "demo.js"
 DELETE = "/platform.v1.VaultService/DeleteItem"
 
 

@@ -9,9 +9,9 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def demo(ts_build: Path) -> Path:
+def demo(ts_tools: Path) -> Path:
     """The compiled demo."""
-    return ts_build / "demo.js"
+    return ts_tools / "demo.js"
 
 
 @pytest.mark.parametrize(
@@ -28,6 +28,6 @@ def test_a_wrong_call_prints_the_usage_and_exits_2(demo: Path, args: tuple[str, 
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.splitlines()[0] == f"demo: {says}"
-    assert "usage: node dist/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID" in result.stderr
+    assert "usage: node dist-tools/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID" in result.stderr
     assert "PROTOCOL is one of connect-json, connect-binary, grpc, grpc-web" in result.stderr
     assert "    at " not in result.stderr  # no stack trace

@@ -1,12 +1,11 @@
 // Create an item, repeat the create, update it, read it back (with HTTP GET on
 // the Connect protocols), page through the vault, and provoke ALREADY_EXISTS
 // and a version conflict; print what happened as JSON (the tests read it).
-//   node dist/items.js BASE_URL PROTOCOL TOKEN VAULT_ID NEW_ITEM_ID
+//   node dist-tools/items.js BASE_URL PROTOCOL TOKEN VAULT_ID NEW_ITEM_ID
 import { ConnectError } from "@connectrpc/connect";
-import { bearer, clients, describeError, type Protocol } from "./client.js";
-import type { Item } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
+import { bearer, clients, describeError, type Item, type Protocol } from "zkplatform-client";
 
-const USAGE = "usage: node dist/items.js BASE_URL PROTOCOL TOKEN VAULT_ID NEW_ITEM_ID";
+const USAGE = "usage: node dist-tools/items.js BASE_URL PROTOCOL TOKEN VAULT_ID NEW_ITEM_ID";
 const PROTOCOLS: readonly Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
 
 function usage(problem: string): never {

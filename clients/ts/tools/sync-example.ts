@@ -2,11 +2,10 @@
 // {"event":"state",...} after the listing and after every batch of changes,
 // {"event":"reconnecting"|"restarting",...} on the way, {"event":"stopped",...}
 // (exit 1) when the server refuses for good. SIGTERM or SIGINT ends it (exit 0).
-//   node dist/sync-example.js BASE_URL TOKEN VAULT_ID [watch|poll]
-import { bearer, clients } from "./client.js";
-import { SyncStoppedError, VaultSync, type SyncEvent } from "./sync.js";
+//   node dist-tools/sync-example.js BASE_URL TOKEN VAULT_ID [watch|poll]
+import { SyncStoppedError, VaultSync, bearer, clients, type SyncEvent } from "zkplatform-client";
 
-const USAGE = "usage: node dist/sync-example.js BASE_URL TOKEN VAULT_ID [watch|poll]";
+const USAGE = "usage: node dist-tools/sync-example.js BASE_URL TOKEN VAULT_ID [watch|poll]";
 
 function print(line: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);

@@ -2,10 +2,13 @@
 
 {"event": "state", ...} after the listing and after every batch of changes,
 {"event": "reconnecting" | "restarting", ...} on the way, {"event": "stopped", ...}
-(exit 1) when the server refuses for good. SIGTERM or SIGINT ends it (exit 0).
+(exit 1) when the server refuses for good. SIGTERM or SIGINT ends it (exit 0). The Python twin
+of clients/ts/tools/sync-example.ts; not part of the package (the tests run it with the wheel too).
 
-    python -m zkplatform_client.example BASE_URL TOKEN VAULT_ID [watch|poll]
+    python clients/python/tools/sync_example.py BASE_URL TOKEN VAULT_ID [watch|poll]
 """
+
+# ruff: noqa: INP001 - a script beside the package, not a module of any
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from zkplatform_client.sync import (
     VaultSync,
 )
 
-USAGE = "usage: python -m zkplatform_client.example BASE_URL TOKEN VAULT_ID [watch|poll]"
+USAGE = "usage: python sync_example.py BASE_URL TOKEN VAULT_ID [watch|poll]"
 
 
 def emit(line: dict[str, Any]) -> None:
@@ -78,7 +81,7 @@ async def sync(base_url: str, token: str, vault_id: str, mode: Literal["watch", 
 
 def main(argv: list[str]) -> int:
     if len(argv) not in {3, 4} or not all(argv) or (len(argv) == 4 and argv[3] not in {"watch", "poll"}):
-        sys.stderr.write(f"example: bad arguments\n{USAGE}\n")
+        sys.stderr.write(f"sync_example: bad arguments\n{USAGE}\n")
         return 2
     mode: Literal["watch", "poll"] = "poll" if len(argv) == 4 and argv[3] == "poll" else "watch"
     return asyncio.run(sync(argv[0], argv[1], argv[2], mode))

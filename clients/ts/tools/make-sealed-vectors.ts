@@ -3,10 +3,11 @@
 // clients/testdata/signers.json, each with what opening it must answer (the plaintext and who
 // sealed it, or the reason it must not open), for every implementation of docs/sealing.md to
 // check; and clients/testdata/key-file-ts.jwe, a device key file under the passphrase
-// clients/testdata/key-files.json names. Not part of the package (package.json's "files" leaves it out). HPKE's ephemeral
-// keys, nonces and salts are fresh on each run, so the files change each time: run it by hand and
-// commit what it writes (with key-files.json's entry for the key file), never from a test:
-//   make ts-build && node clients/ts/dist/make-sealed-vectors.js
+// clients/testdata/key-files.json names. Not part of the package: it imports the compiled package's
+// own modules (../dist/), internals included, and compiles into dist-tools/ (tools/tsconfig.json).
+// HPKE's ephemeral keys, nonces and salts are fresh on each run, so the files change each time: run
+// it by hand and commit what it writes (with key-files.json's entry for the key file), never from a test:
+//   make ts-build && node clients/ts/dist-tools/make-sealed-vectors.js
 // (clients/testdata/sealed-ts.json, version 1, was written by this script's 1.1 form: see its
 // history; nothing writes version 1 any more.) Every key type is sealed for: X25519, P-256 and
 // X-Wing (xwing-a, the hybrid ML-KEM-768 + X25519 KEM), with X-Wing's own bad cases.
@@ -14,12 +15,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { clone, create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { sha512 } from "@noble/hashes/sha2.js";
-import { base64url, fromBase64url, sha256 } from "./bytes.js";
-import { DeviceKeyPair } from "./devices.js";
-import { ItemSchema, WrappedKeySchema, type Item, type WrappedKey } from "./gen/zkplatform_api/platform/v1/vault_pb.js";
-import { wrapKey } from "./key-wrapping.js";
-import { SealedItemStatement } from "./sealing-statement.js";
-import { RecipientKeyPair, importRecipientKey, seal, share, unshare, type SealContext, type SignerDirectory } from "./sealing.js";
+import { base64url, fromBase64url, sha256 } from "../dist/bytes.js";
+import { DeviceKeyPair } from "../dist/devices.js";
+import { ItemSchema, WrappedKeySchema, type Item, type WrappedKey } from "../dist/gen/zkplatform_api/platform/v1/vault_pb.js";
+import { wrapKey } from "../dist/key-wrapping.js";
+import { SealedItemStatement } from "../dist/sealing-statement.js";
+import { RecipientKeyPair, importRecipientKey, seal, share, unshare, type SealContext, type SignerDirectory } from "../dist/sealing.js";
 
 const TESTDATA = new URL("../../testdata/", import.meta.url);
 const UPDATED_AT = timestampFromDate(new Date("2027-01-15T09:00:00Z"));
@@ -449,7 +450,7 @@ writeFileSync(keyFiles, JSON.stringify(keyFilesDocument, null, 2) + "\n");
 
 const reasons = new Set(vectors.map((v) => (v.expect.ok ? "ok" : v.expect.reason)));
 const about =
-  "Items sealed in version 2 by the TypeScript package (clients/ts/src/make-sealed-vectors.ts, run by hand) for the keys of recipients.json, signed by the devices of signers.json, " +
+  "Items sealed in version 2 by the TypeScript package (clients/ts/tools/make-sealed-vectors.ts, run by hand) for the keys of recipients.json, signed by the devices of signers.json, " +
   "and ways a server or a member could change them; each opened with its recipient's key against the directory of signers.json's devices whose inDirectory is true (live as their live says) must answer expect: " +
   "the plaintext (base64url), the format version and who signed it (a name of signers.json) with whether it is live, or the reason it is refused (docs/sealing.md, Opening).";
 for (const v of vectors) if (v.expect.ok && nameOf.get(signers[v.expect.signer as SignerName].deviceId) !== v.expect.signer) throw new Error(v.name);

@@ -1,10 +1,10 @@
 // Delete an item, repeat the delete, provoke a version conflict, mint a token
 // and call without one; print what happened as JSON (the tests read it).
-//   node dist/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID
+//   node dist-tools/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID
 import { Code, ConnectError } from "@connectrpc/connect";
-import { bearer, clients, decodeErrorInfo, type Protocol } from "./client.js";
+import { bearer, clients, decodeErrorInfo, type Protocol } from "zkplatform-client";
 
-const USAGE = "usage: node dist/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID";
+const USAGE = "usage: node dist-tools/demo.js BASE_URL PROTOCOL TOKEN VAULT_ID ITEM_ID OTHER_ITEM_ID";
 const PROTOCOLS: readonly Protocol[] = ["connect-json", "connect-binary", "grpc", "grpc-web"];
 
 // A wrong invocation is the caller's to fix: say how to call it (exit 2, as for usage errors), no stack trace.
