@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
+from tests.dpop import make_proof, new_key, thumbprint
 from tests.world import BASE_URL, PEPPER, FakeClock, World, serve_in_process
-from zkplatform.dpop_proof import make_proof, new_key, thumbprint
 from zkplatform.store import MigratableStore
 from zkplatform.wiring import Platform
 

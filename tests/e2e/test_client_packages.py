@@ -8,6 +8,7 @@ without listing again, and lists again on CURSOR_EXPIRED."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import shutil
 import ssl
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from tests.e2e.test_sync_client import (
     state,
     syncing,
 )
+from zkplatform.domain.dpop import ProofRequest, verify_proof
+from zkplatform.store.memory import MemoryStore
 
 PY_EXAMPLES = ROOT / "clients" / "python" / "examples"
 PY_TOOLS = ROOT / "clients" / "python" / "tools"
@@ -49,6 +53,8 @@ NEIGHBOURS = ("httpx", "requests", "grpcio")
 # Tokens that live a second, minted as often as the checks need.
 SERVER_ENV = {"ZKPLATFORM_TOKEN_TTL_MIN": "1", "ZKPLATFORM_MINT_RATE_PER_MINUTE": "1000"}
 LANGUAGES = ("python", "node")
+DPOP_URL = "http://127.0.0.1:8080/platform.v1.VaultService/DeleteItem"
+DPOP_TOKEN = "zkp_" + "A" * 49  # a token's shape, not a token
 
 # The packages' own entry points, as a consumer imports them; it prints what test_sync_client reads.
 NODE_SCRIPT = """\
@@ -337,7 +343,7 @@ def test_the_wheel_in_a_fresh_venv(tmp_path: Path, venv: str, server: Server) ->
     sync_sees_a_change(server, [venv, "-I", str(PY_TOOLS / "sync_example.py")], "pkg-python", tmp_path)
 
 
-def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, Path]) -> None:
+def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, Path], tmp_path: Path) -> None:
     wheel, _ = packages
     bounds = lower_bounds(wheel)
     names = installed(lowest_venv)
@@ -348,6 +354,16 @@ def test_the_wheel_at_its_lowest_bounds(lowest_venv: str, packages: tuple[Path, 
     vectors = json.loads(run([lowest_venv, "-I", "-c", OPEN_VECTORS, str(ROOT / "clients" / "testdata")]).stdout)
     assert vectors["wrong"] == []
     assert vectors["opened"] >= 17 + 55  # sealed-python.json's and sealed-v2-python.json's at least
+    for kind in ("ec", "ed25519"):  # the wheel's DPoP command, as docs/clients.md runs it
+        command = [lowest_venv, "-I", "-m", "zkplatform_client.dpop_proof"]
+        key = tmp_path / f"{kind}.json"
+        thumbprint = run([*command, "new-key", str(key), "--kind", kind]).stdout.strip()
+        proof = run([*command, "proof", str(key), DPOP_URL, DPOP_TOKEN]).stdout.strip()
+        request = ProofRequest(proof=proof, htm="POST", htu=DPOP_URL)
+        now = int(time.time())
+        asyncio.run(
+            verify_proof(request, key_thumbprint=thumbprint, access_token=DPOP_TOKEN, now=now, replay=MemoryStore())
+        )
 
 
 def test_the_npm_package_in_an_empty_project(project: Path, server: Server) -> None:

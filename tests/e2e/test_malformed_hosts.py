@@ -17,9 +17,9 @@ import httpx
 import pytest
 from joserfc import jwk
 
+from tests.dpop import make_proof, new_key, thumbprint
 from tests.e2e.server import Server, serving
 from tests.rpc.test_malformed_hosts import MALFORMED
-from zkplatform.dpop_proof import make_proof, new_key, thumbprint
 
 DELETE = "/platform.v1.VaultService/DeleteItem"
 MINT = "/platform.v1.BrokerService/MintUserApiToken"

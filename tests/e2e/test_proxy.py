@@ -31,13 +31,13 @@ import pytest
 from joserfc import jwk
 
 from tests.connect import JSON, headers
+from tests.dpop import make_proof, new_key, thumbprint
 from tests.e2e.server import Server, free_port, run_serve, serving
 from tests.e2e.test_durable import ENV, seed
 from tests.e2e.test_tls import Pki, make_pki
 from tests.e2e.test_watch import item_body
 from tests.e2e.watch_client import Ended, watching
 from tests.world import World
-from zkplatform.dpop_proof import make_proof, new_key, thumbprint
 from zkplatform.store import open_store
 from zkplatform_api.grpc.health.v1 import health_pb2
 from zkplatform_api.platform.v1 import vault_pb2, vault_pb2_grpc

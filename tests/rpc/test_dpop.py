@@ -7,9 +7,9 @@ import pytest
 from joserfc import jwk
 
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, error_of, headers
+from tests.dpop import KeyKind, make_proof, new_key, thumbprint
 from tests.proofs import build_proof
 from tests.world import BASE_URL, FakeClock, World
-from zkplatform.dpop_proof import KeyKind, make_proof, new_key, thumbprint
 
 MINT_URL = BASE_URL + BROKER_MINT
 DELETE_URL = BASE_URL + VAULT_DELETE

@@ -29,6 +29,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.actors import OPERATOR, at
+from tests.dpop import make_proof, new_key, thumbprint
 from tests.rpc.devices import TestDevice
 from tests.world import BASE_URL, PEPPER, START, FakeClock, World
 from zkplatform.app import Server, create_app
@@ -40,7 +41,6 @@ from zkplatform.domain.models import Scope
 from zkplatform.domain.ports.refusals import ParentRevoked, PrincipalDisabled
 from zkplatform.domain.ports.store import Store
 from zkplatform.domain.sync import WatchPolicy
-from zkplatform.dpop_proof import make_proof, new_key, thumbprint
 from zkplatform.rpc import errors as rpc_errors
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform

@@ -18,12 +18,12 @@ import pytest
 from joserfc import jwk
 
 from tests.connect import BROKER_MINT, JSON, VAULT_DELETE, brief, detail, error_of, headers
+from tests.dpop import make_proof, new_key, thumbprint
 from tests.world import BASE_URL, FakeClock, World
 from zkplatform.app import create_app
 from zkplatform.config import Settings, parse_networks
 from zkplatform.domain.authority import Authority, parse_authority
 from zkplatform.domain.dpop import normalize_htu
-from zkplatform.dpop_proof import make_proof, new_key, thumbprint
 from zkplatform.wiring import Platform
 
 # Hosts that name nothing: IPv6 literals broken every way, ports out of range or not numbers,

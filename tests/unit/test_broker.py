@@ -9,6 +9,7 @@ import pytest
 from joserfc import jwk
 
 from tests.actors import OPERATOR
+from tests.dpop import new_key
 from tests.proofs import build_proof
 from tests.world import BASE_URL, PEPPER, FakeClock, World
 from zkplatform.domain import tokens
@@ -25,7 +26,6 @@ from zkplatform.domain.errors import (
 )
 from zkplatform.domain.issuing import IssuedToken
 from zkplatform.domain.models import Scope
-from zkplatform.dpop_proof import new_key
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pytest
 from joserfc import jwk
 
+from tests.dpop import KeyKind, new_key
 from tests.proofs import OMIT, build_proof
 from tests.world import START
 from zkplatform.domain.dpop import (
@@ -20,7 +21,6 @@ from zkplatform.domain.dpop import (
     verify_proof,
 )
 from zkplatform.domain.errors import Unauthenticated
-from zkplatform.dpop_proof import KeyKind, new_key
 from zkplatform.store.memory import MemoryStore
 
 URL = "https://api.example/platform.v1.VaultService/DeleteItem"

@@ -1,4 +1,4 @@
-"""`python -m zkplatform.dpop_proof`, as the README uses it: proofs the server accepts, and one line
+"""`python -m zkplatform_client.dpop_proof`, as docs/clients.md uses it: proofs the server accepts, and one line
 and exit code 2 for a key file it will not overwrite or cannot use."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from zkplatform.domain.dpop import ProofRequest, verify_proof
-from zkplatform.dpop_proof import main, new_key
 from zkplatform.store.memory import MemoryStore
+from zkplatform_client.dpop_proof import main, new_key
 
 URL = "http://127.0.0.1:8080/platform.v1.VaultService/DeleteItem"
 TOKEN = "zkp_" + "A" * 49
@@ -57,7 +57,7 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
     """What the command said on stderr, checked to be exactly one line."""
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
-    assert err.startswith("python -m zkplatform.dpop_proof: "), err
+    assert err.startswith("python -m zkplatform_client.dpop_proof: "), err
     return err
 
 
