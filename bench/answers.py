@@ -1,4 +1,4 @@
-"""What the no-op Connect handler (bench/apps.py) answers: fixed messages of the shape and
+"""What the no-op Connect handler (bench/noop.py) answers: fixed messages of the shape and
 size of the real app's answers to bench/calls.lua's calls on the data bench/seed.py seeds,
 built by the real app's conversions. The no-op handler and the app then differ by the work
 of a call, not by what goes over the wire.

@@ -11,7 +11,7 @@ server's share, paid equally by both, is what makes the `make bench` ratios high
 these). Batches of the two apps alternate; each figure is the minimum over its batches,
 which on a shared machine is the one least disturbed. `--profile` writes cProfile's
 statistics of the app's calls instead (read them with `python -m pstats FILE`). `--checks` adds
-the app's layers and checks in front of the no-op handler's fixed answers (bench/apps.py), the
+the app's layers and checks in front of the no-op handler's fixed answers (bench/noop.py), the
 third setup of `make bench`'s per-call group.
 """
 
@@ -31,7 +31,8 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from bench.apps import noop_app, platform_app
+from bench.apps import platform_app
+from bench.noop import noop_app
 from bench.seed import MINT_POLICY_ENV, Tokens
 from zkplatform.asgi import ASGIApp, Scope
 from zkplatform.asgi import Message as ASGIMessage

@@ -42,8 +42,8 @@ LISTED_TOKENS = 100
 # from one run.
 BEFORE_PER_CALL = "1f238e9"
 BENCH_APPS = {
-    "raw": "bench.apps:raw_app",
-    "noop": "bench.apps:noop_app()",
+    "raw": "bench.noop:raw_app",
+    "noop": "bench.noop:noop_app()",
     "zkplatform": "bench.apps:platform_app()",
     "zkplatform-no-last-use": "bench.apps:platform_app(record_last_use=False)",
     "zkplatform-metrics": "bench.apps:platform_app(metrics=True)",
@@ -62,7 +62,7 @@ class Setup:
     vault_size: int
     loads: tuple[Load, ...]
     rounds: int = 1
-    code: str = ""  # a commit whose code this setup serves (bench/checkouts.py); "" for the working tree's
+    code: str = ""  # a commit whose code this setup serves (bench/other_commits.py); "" for the working tree's
 
     @property
     def pinned(self) -> bool:

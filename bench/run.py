@@ -21,8 +21,8 @@ from importlib import metadata
 from pathlib import Path
 
 from bench import importing, report, stalled, unread, watches10k, watching
-from bench.checkouts import ROOT, pythonpath
 from bench.load import CONNECTIONS, DURATION_S, THREADS, WARMUP_S, Figures, Load, ensure_wrk, wrk
+from bench.other_commits import ROOT, pythonpath
 from bench.pages import last_changes_since, last_page_token
 from bench.plan import FRESH_ITEM_RPCS, ITEM_RATE, NAMED, PLAN, REVOKE_RATE, Setup
 from bench.seed import MINT_POLICY_ENV, Tokens

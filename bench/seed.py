@@ -14,13 +14,12 @@ change sequence, which the single 1,000,000-item vault measures.
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from bench.other_commits import by_operator
 from zkplatform.domain.issuing import TokenIssuer
 from zkplatform.domain.models import EncryptedPayload, Item, Principal, Role, Tenant, Vault, WrappedKey
 from zkplatform.domain.ports.store import Store
@@ -83,29 +82,20 @@ def bench_item(number: int, vaults: int) -> Item:
     )
 
 
-def by_operator(change: Callable[..., Awaitable[Any]], *args: object) -> Awaitable[Any]:
-    """The change, made by the operator. Code from before the audit trail (an older commit
-    served beside this one, bench/checkouts.py) seeds with this module too: its changes
-    take no author."""
-    if "actor" not in inspect.signature(change).parameters:
-        return change(*args)
-    from zkplatform.domain.audit import Actor  # noqa: PLC0415 # absent from such older code
-
-    return change(*args, Actor.operator(NOW))
-
-
 async def seed(store: Store, issuer: TokenIssuer, layout: Layout) -> Tokens:
-    await by_operator(store.add_tenant, Tenant(TENANT))
+    await by_operator(store.add_tenant, Tenant(TENANT), at=NOW)
     owner = Principal(OWNER, TENANT, Role.OWNER, Role.OWNER.default_scopes)
-    await by_operator(store.add_principal, owner)
+    await by_operator(store.add_principal, owner, at=NOW)
     minters = [Principal(f"m-{n}", TENANT, Role.ADMIN, Role.ADMIN.default_scopes) for n in range(layout.minters)]
     for principal in minters:
-        await by_operator(store.add_principal, principal)
+        await by_operator(store.add_principal, principal, at=NOW)
     for vault in range(layout.vaults):
-        await by_operator(store.add_vault, Vault(f"v-{vault}", TENANT, frozenset({OWNER})))
+        await by_operator(store.add_vault, Vault(f"v-{vault}", TENANT, frozenset({OWNER})), at=NOW)
     for start in range(0, layout.items, BATCH):
         await by_operator(
-            store.add_items, [bench_item(n, layout.vaults) for n in range(start, min(start + BATCH, layout.items))]
+            store.add_items,
+            [bench_item(n, layout.vaults) for n in range(start, min(start + BATCH, layout.items))],
+            at=NOW,
         )
     delete = (await issuer.issue(owner, TOKEN_TTL_SECONDS)).secret
     mint = [(await issuer.issue(principal, TOKEN_TTL_SECONDS)).secret for principal in minters]

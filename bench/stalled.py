@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from bench.checkouts import ROOT, pythonpath
+from bench.other_commits import ROOT, pythonpath
 from bench.plan import THOUSAND, Setup
 from bench.seed import Tokens, bench_item
 from bench.servers import Running, serving

@@ -1,7 +1,7 @@
 """Durable stores for the benchmark: a fresh SQLite file or PostgreSQL database
 per server, migrated and seeded through the store ports before the server starts.
 
-A setup that serves another commit's code (bench/checkouts.py) has its store migrated
+A setup that serves another commit's code (bench/other_commits.py) has its store migrated
 and seeded by that code, in a process of its own (`python -m bench.stores`): the
 schema is that commit's.
 """
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from bench.checkouts import ROOT, pythonpath
+from bench.other_commits import ROOT, pythonpath
 from bench.seed import Layout, Tokens, seed
 from tests.pg import LOCAL_URL, ThrowawayCluster, answers
 from zkplatform.store import open_store

@@ -49,7 +49,7 @@ import h2.connection
 import h2.events
 import h2.settings
 
-from bench.checkouts import ROOT, pythonpath
+from bench.other_commits import ROOT, pythonpath
 from bench.plan import THOUSAND, Setup
 from bench.seed import Tokens
 from bench.servers import Running, serving

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench import watches10k
-from bench.checkouts import ROOT
+from bench.other_commits import ROOT
 from bench.servers import Cores, serving
 
 PY_SPY = str(Path(sys.executable).parent / "py-spy")

@@ -42,7 +42,7 @@ from typing import IO, Any
 
 from google.protobuf.message import Message
 
-from bench.checkouts import ROOT, pythonpath
+from bench.other_commits import ROOT, pythonpath
 from bench.seed import Layout
 from bench.servers import Cores, Running, pinned_to, serving
 from bench.stores import PEPPER_ENV, PostgresServer

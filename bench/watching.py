@@ -26,7 +26,7 @@ from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.checkouts import ROOT, pythonpath
+from bench.other_commits import ROOT, pythonpath
 from bench.plan import THOUSAND, Setup
 from bench.seed import Layout, Tokens, bench_item
 from bench.servers import Running, serving
