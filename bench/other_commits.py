@@ -9,7 +9,9 @@ A commit is checked out once as a git worktree under build/ (ignored). Its serve
 seeding of its store, run with its src/ and gen/ first on PYTHONPATH, in the same venv: the
 harness (bench/) stays this one, the code measured is that commit's. Where this harness calls
 into the served code, the calls an older commit's code takes differently are made here
-(`create_app`, `by_operator`); a shim goes when no commit the plan names needs it.
+(`create_app`, `by_operator`); a shim goes when no commit the plan names needs it. This module,
+bench/apps.py and bench/seed.py run on that code too: at run time they import only names that
+every commit the plan names has (a type the oldest lacks is imported for type checking only).
 """
 
 from __future__ import annotations
