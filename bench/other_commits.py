@@ -4,10 +4,9 @@ for it, in one place.
 It exists because a comparison with the code before a change is only fair when both run in one
 sitting on one machine: the commits the plan names (bench/plan.py: BEFORE_TOKEN_LIFECYCLE,
 BEFORE_AUDIT, BEFORE_PER_CALL; bench/unread.py and bench/watches10k.py: BEFORE) are served beside
-the working tree.
-A commit is checked out once as a git worktree under build/ (ignored). Its server, and the
-seeding of its store, run with its src/ and gen/ first on PYTHONPATH, in the same venv: the
-harness (bench/) stays this one, the code measured is that commit's. Where this harness calls
+the working tree. A commit is checked out once as a git worktree under build/ (ignored). Its
+server, and the seeding of its store, run with its src/ and gen/ first on PYTHONPATH, in the same
+venv: the harness (bench/) stays this one, the code measured is that commit's. Where this harness calls
 into the served code, the calls an older commit's code takes differently are made here
 (`create_app`, `by_operator`); a shim goes when no commit the plan names needs it. This module,
 bench/apps.py and bench/seed.py run on that code too: at run time they import only names that
