@@ -9,7 +9,7 @@ import pytest
 from tests.store.stores import closing, migrated, sqlite_file
 from zkplatform.store import open_store
 from zkplatform.store.migrations import SchemaError, latest
-from zkplatform.store.sqlite import _statements
+from zkplatform.store.sqlite.schema import _statements
 
 
 async def test_sqlite_migrates_once_and_then_opens(tmp_path: Path) -> None:
