@@ -29,7 +29,7 @@ from tests.e2e.test_durable import ENV, seeded
 from tests.e2e.watch_client import Ended, Watch, watching
 from tests.store.test_store_outages import Proxy
 from zkplatform.domain.readiness import ANSWER_WITHIN
-from zkplatform.store.postgres import PING_TIMEOUT
+from zkplatform.store.postgres.connection import PING_TIMEOUT
 from zkplatform_api.platform.v1 import vault_pb2
 
 T = TypeVar("T")

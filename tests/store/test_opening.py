@@ -12,8 +12,9 @@ import pytest
 
 from tests.store.fake_postgres import FakePostgres
 from tests.store.stores import closing, migrated, sqlite_file
-from zkplatform.store import StoreOpenError, StoreURLError, display_url, kind_of, open_store, postgres
+from zkplatform.store import StoreOpenError, StoreURLError, display_url, kind_of, open_store
 from zkplatform.store.migrations import SchemaError, latest
+from zkplatform.store.postgres import connection
 
 STARTING_UP = ("57P03", "the database system is starting up")
 WRONG_PASSWORD = ("28P01", 'password authentication failed for user "postgres"')
@@ -115,7 +116,7 @@ def refusing_port() -> Iterator[int]:
 @pytest.fixture
 def patient(monkeypatch: pytest.MonkeyPatch) -> None:
     """A retry would wait far longer than any test: a failure that came at once did not retry."""
-    monkeypatch.setattr(postgres, "OPEN_TIMEOUT", 600.0)
+    monkeypatch.setattr(connection, "OPEN_TIMEOUT", 600.0)
 
 
 async def test_a_missing_database_fails_at_once(postgres_url: str, patient: None) -> None:
@@ -173,7 +174,7 @@ async def test_a_server_starting_up_is_waited_for(postgres_url: str) -> None:
 async def test_a_server_that_stays_unready_is_given_up_in_bounded_time(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "OPEN_TIMEOUT", 0.5)
+    monkeypatch.setattr(connection, "OPEN_TIMEOUT", 0.5)
     async with FakePostgres.running(postgres_url, [STARTING_UP] * 100) as fake:
         with pytest.raises(StoreOpenError) as error:
             await open_store(fake.url)

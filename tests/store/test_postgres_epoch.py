@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from tests.actors import OPERATOR
-from zkplatform.store.postgres import _EPOCH_TTL_SECONDS, PostgresStore
+from zkplatform.store.postgres import PostgresStore
+from zkplatform.store.postgres.items import _EPOCH_TTL_SECONDS
 
 Stores = tuple[PostgresStore, PostgresStore]
 

@@ -27,7 +27,9 @@ from tests.store.test_store_outages import (  # noqa: F401 # proxy: a fixture
 )
 from tests.world import FakeClock
 from zkplatform.domain.readiness import ANSWER_WITHIN
-from zkplatform.store.postgres import ACQUIRE_TIMEOUT, PING_TIMEOUT, SUSPECT_AFTER, PostgresStore
+from zkplatform.store.postgres import ACQUIRE_TIMEOUT, PostgresStore
+from zkplatform.store.postgres.connection import PING_TIMEOUT
+from zkplatform.store.postgres.database import SUSPECT_AFTER
 
 T = TypeVar("T")
 # Generous for a busy 2-core machine, and far below ACQUIRE_TIMEOUT (5 s), what each took before.
