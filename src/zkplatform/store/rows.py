@@ -36,7 +36,7 @@ ANSWER_COLUMNS = ITEM_COLUMNS + ", token_ids"
 
 
 # Items an add_items holds in memory at a time, and inserts with one statement: an import
-# of any length costs one chunk of memory, and a million items still take seconds.
+# of any length costs one chunk of memory, and a long one a statement a chunk, not one a row.
 ADD_ITEMS_CHUNK = 1_000
 
 PRINCIPAL_COLUMNS = "principal_id, tenant_id, role, allowed_scopes, disabled"

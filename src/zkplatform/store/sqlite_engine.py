@@ -18,10 +18,10 @@
 - Reads run on a second connection in a thread of their own: in WAL mode a read
   sees the last committed state and never waits for a writer, nor for a batch's
   fsync. What a read returns waits in memory until its caller's task runs again,
-  and the thread can read faster than the event loop answers: six hundred
-  ListItems of 3 MiB pages asked at once piled up GiBs of rows nobody had
-  taken yet (issue 39). So at most READS_AHEAD reads are queued or done and not
-  yet taken; the others wait their turn before reading anything.
+  and the thread can read faster than the event loop answers: many large pages
+  asked at once piled up in memory as rows nobody had taken yet (issue 39). So
+  at most READS_AHEAD reads are queued or done and not yet taken; the others
+  wait their turn before reading anything.
 - Lookups (a row or two by key: the token of every call, a vault, an item) run on a
   third connection, on the event loop itself: handing one to a thread and back costs
   far more than the lookup itself. They wait for

@@ -90,18 +90,17 @@ class Statements:
     # rows in order from the first after `after item_id` on, so every page costs what the first
     # does (EXPLAIN, SQLite: SEARCH items USING INDEX sqlite_autoindex_items_1 (vault_id=? AND
     # item_id>?); PostgreSQL: Index Scan using items_pkey, Index Cond: vault_id = .. AND item_id > ..;
-    # neither sorts the vault). In a vault of a million items, a page of 100 after the 500,000th
-    # took what the first page took on both (about 0.3 ms). Without tombstones the filter skips
-    # them in the same scan.
+    # neither sorts the vault): a page deep into a large vault costs what the first page does,
+    # on both. Without tombstones the filter skips them in the same scan.
     list_items: str = _list_items("")
     list_live_items: str = _list_items(" AND deleted = FALSE")
     # The changes after a cursor: (vault, since, limit). A range scan of items_by_sequence
     # (vault_id, sequence) from the cursor on, in order, so a page costs what the first does
     # (EXPLAIN, SQLite: SEARCH items USING INDEX items_by_sequence (vault_id=? AND sequence>?),
     # no sort; PostgreSQL: Index Scan using items_by_sequence, Index Cond: vault_id = .. AND
-    # sequence > .., under the Limit; its outer ORDER BY sorts only the page). In a vault of a
-    # million changes, a page of 100 from the start and one from the end both took about 0.1 ms
-    # on each database; without the index, SQLite read the whole vault for either (150 ms).
+    # sequence > .., under the Limit; its outer ORDER BY sorts only the page): a page at the end
+    # of a long history costs what the first does, on both. Without the index, SQLite would read
+    # the whole vault for any page.
     list_changes: str = (
         f"SELECT {rows.ITEM_COLUMNS} FROM items WHERE vault_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
     )

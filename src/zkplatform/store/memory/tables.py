@@ -181,7 +181,7 @@ class Tables:
     def _record(self, events: Iterable[Event]) -> None:
         # Appended in the change's own step, hashed when the trail is read: nothing outside
         # this process can read or edit the events in between, and a change pays a list append
-        # instead of its event's bytes and hash (about a tenth of a memory-store call).
+        # instead of its event's bytes and hash, a large part of what a memory-store call costs.
         self._unchained.extend(events)
 
 

@@ -89,7 +89,8 @@ class _Pinger:
 
     A ping answers within PING_TIMEOUT, whatever the network does: one that took all of it is
     left to end by itself, with its connection, rather than waited for (psycopg, cancelled, asks
-    the server to cancel the query, over a network that may drop packets: 10 s more)."""
+    the server to cancel the query, over a network that may drop packets: far longer than a ping
+    may take)."""
 
     def __init__(self, url: str, shown: str) -> None:
         self._url = url
