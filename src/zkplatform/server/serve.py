@@ -28,6 +28,7 @@ from zkplatform.server import hypercorn_fix, tls_port
 from zkplatform.server.listener import Listener
 from zkplatform.server.log_setup import configure_logging
 from zkplatform.server.metrics_port import LeakRevoker, metrics_port
+from zkplatform.server.open_files import raise_open_files_limit
 from zkplatform.server.startup import check_transparency, local_log_key_made, prepare_store
 from zkplatform.server.workers import AddressUnavailable, hold_address, listen, listening_socket, run_workers
 from zkplatform.store import StoreOpenError, StoreURLError, display_url
@@ -66,6 +67,7 @@ def serve(settings: Settings, serving: Serving) -> int:
     )
     listener.check()
     check_env()
+    raise_open_files_limit(settings.max_streams)  # before the workers start: they inherit it
     check_transparency(settings)
     # Fail on unusable settings here, before binding the port or spawning workers.
     asyncio.run(prepare_store(settings.store_url, migrate=serving.migrate))
