@@ -168,6 +168,25 @@ $(TS_BUILD_STAMP): $(NODE_STAMP) $(TS_CLIENT_SOURCES) $(TS_TOOLS_SOURCES)
 .PHONY: ts-build
 ts-build: $(TS_BUILD_STAMP) ## Compile the TypeScript client into clients/ts/dist/, its demos and tools into clients/ts/dist-tools/
 
+# The web vault page (clients/web-vault), built into build/web-vault/. It imports
+# "zkplatform-client" as a web app does: clients/web-vault/node_modules/zkplatform-client is a
+# link to clients/ts, which is what npm installs for a `file:../ts` dependency, so that tsc
+# (type check only) and esbuild resolve the package by its exports' `browser` conditions, on the
+# compiled clients/ts/dist and its pinned node_modules, and nothing new is downloaded.
+WEB_VAULT_DIR := build/web-vault
+WEB_VAULT_SOURCES := $(addprefix clients/web-vault/,index.html app.ts style.css tsconfig.json)
+$(WEB_VAULT_DIR)/.built: $(TS_BUILD_STAMP) $(WEB_VAULT_SOURCES)
+	mkdir -p clients/web-vault/node_modules $(WEB_VAULT_DIR)
+	ln -sfn ../../ts clients/web-vault/node_modules/zkplatform-client
+	clients/ts/node_modules/.bin/tsc -p clients/web-vault
+	clients/ts/node_modules/.bin/esbuild clients/web-vault/app.ts --bundle --platform=browser --format=esm \
+	  --log-level=warning --outfile=$(WEB_VAULT_DIR)/app.js
+	cp clients/web-vault/index.html clients/web-vault/style.css $(WEB_VAULT_DIR)/
+	@touch $@
+
+.PHONY: web-vault
+web-vault: $(WEB_VAULT_DIR)/.built ## Build the web vault page into build/web-vault/ (make dev serves it)
+
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,bench]'
@@ -181,9 +200,12 @@ bench: $(BENCH_STAMP) ## Load figures side by side (wrk, 127.0.0.1); writes docs
 run: $(STAMP) ## Serve on 127.0.0.1:8080 from var/zkplatform.db, or ARGS='--store URL'; migrates that store first
 	zkplatform serve --migrate $(ARGS)
 
+# The web vault page's origin under `make dev`: another origin than the API's, so CORS is real.
+WEB_VAULT_PORT ?= 8081
+
 .PHONY: dev
-dev: $(STAMP) ## Serve demo data on 127.0.0.1:8080; tokens in var/dev-credentials.json
-	zkplatform serve --dev $(ARGS)
+dev: $(STAMP) web-vault ## Serve demo data on 127.0.0.1:8080 (tokens in var/dev-credentials.json) and the web vault on localhost:8081
+	$(BIN)/python -m scripts.dev_server --page $(WEB_VAULT_DIR) --page-port $(WEB_VAULT_PORT) -- $(ARGS)
 
 LOCK_VENV := build/lock-venv
 
@@ -200,5 +222,5 @@ lock: ## Regenerate constraints.txt: resolve pyproject.toml's pins (dev and benc
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules, build output and caches (never var/: the database and the pepper)
-	rm -rf $(VENV) build dist *.egg-info clients/ts/node_modules clients/ts/dist clients/ts/dist-tools .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info clients/ts/node_modules clients/ts/dist clients/ts/dist-tools clients/web-vault/node_modules .pytest_cache .mypy_cache .ruff_cache
 	find src gen tests scripts bench -name __pycache__ -type d -prune -exec rm -rf {} +
