@@ -59,9 +59,13 @@ def steps(path: Path, start: str, end: str) -> list[Step]:
 
 def readme_steps() -> list[Step]:
     first, *rest = steps(README, "## First calls: development mode", "\n## Make targets")
-    # `make dev` is the server the test starts: the Makefile's `zkplatform serve --dev`.
+    # `make dev` is the server the test starts: the Makefile's scripts/dev_server.py runs
+    # `zkplatform serve --dev` (beside the web vault page, which the walk-through does not use).
     assert first.command.startswith("make dev "), first.command
-    assert re.search(r"^dev:.*\n\tzkplatform serve --dev ", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert re.search(
+        r"^dev:.*\n\t\$\(BIN\)/python -m scripts\.dev_server ", (ROOT / "Makefile").read_text(), re.MULTILINE
+    )
+    assert '[zkplatform(), "serve", "--dev", ' in (ROOT / "scripts" / "dev_server.py").read_text()
     return rest
 
 
