@@ -76,6 +76,11 @@ function explain(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+function showError(error: unknown): void {
+  $("error-text").textContent = explain(error);
+  $("error").hidden = false;
+}
+
 // Runs what a button asks for; what fails is shown, never thrown at the console.
 async function act(task: () => unknown): Promise<void> {
   $("error").hidden = true;
@@ -83,8 +88,7 @@ async function act(task: () => unknown): Promise<void> {
   try {
     await task();
   } catch (error) {
-    $("error-text").textContent = explain(error);
-    $("error").hidden = false;
+    showError(error);
   }
 }
 
@@ -220,16 +224,11 @@ function follow(vault: Vault): void {
   for (const id of ["share-button", "create-button"]) $<HTMLButtonElement>(id).disabled = session.keys === null;
   $("vault").hidden = false;
   renderItems();
-  sync.run().then(
-    () => undefined,
-    (error: unknown) => {
-      if (!current()) return;
-      $("sync-status").textContent = "stopped";
-      void act(() => {
-        throw error;
-      });
-    },
-  );
+  sync.run().catch((error: unknown) => {
+    if (!current()) return;
+    $("sync-status").textContent = "stopped";
+    showError(error);
+  });
 }
 
 function showSync(event: SyncEvent): void {

@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from tests.builds import make
-from tests.clients.test_sealing_interop import principal, python_open, python_seal, signed_by
+from tests.clients.test_sealing_interop import new_device, principal, python_open, python_seal, signed_by
 from tests.e2e.server import Server, eventually, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,6 +276,36 @@ def test_a_change_by_another_client_appears_live(page: Browser, server: Server, 
     page(click="#items tr[data-item='item-4'] button")  # still opens: the page was never reloaded
     page(wait="#item")
     assert json.loads(page(text="#plaintext"))["title"] == "Note 4 of acme-shared"
+
+
+@needs_chromium
+def test_a_key_log_that_does_not_verify_is_an_error_until_forgotten(
+    page: Browser, page_origin: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    first, second = tmp_path / "first", tmp_path / "second"
+    for directory in (first, second):
+        directory.mkdir()
+    with serving(first, "--dev", "--cors-origins", page_origin, port=port) as server:
+        credentials = first / "var" / "dev-credentials.json"
+        alice = principal(credentials, "alice")
+        # The log grows by a device, and the page verifies it so: size 5, kept in IndexedDB.
+        asyncio.run(new_device(server, credentials, alice, "X25519", "alice-tablet.jwe"))
+        sign_in(page, credentials, "alice")
+        page(click="#sign-out")
+    # `make dev` started again where the page expects it: a new log of 4 entries, a rollback to it.
+    with serving(second, "--dev", "--cors-origins", page_origin, port=port):
+        page(fill="#credentials", value=(second / "var" / "dev-credentials.json").read_text())
+        page(select="#principal", value="alice")
+        page(click="#sign-in-button")
+        page(wait="#forget-key-log")
+        refused = page(text="#error-text")
+        page(click="#forget-key-log")
+        page(wait="#status", hasText="The verified key logs are forgotten")
+        page(click="#sign-in-button")
+        page(wait="#whoami", hasText="as alice, device")
+
+    assert refused.startswith("The key log does not verify, so none of its keys is trusted: ")
 
 
 # --- make dev: the page and the API together ------------------------------------------------------
