@@ -198,6 +198,22 @@ def test_a_wrong_token_or_no_server_shows_an_error(page: Browser, server: Server
 
 
 @needs_chromium
+def test_a_token_alone_lists_the_vaults_and_items_and_opens_nothing(
+    page: Browser, server: Server, credentials_file: Path
+) -> None:
+    page(fill="#base-url", value=server.base_url)
+    page(fill="#token", value=principal(credentials_file, "alice")["token"])
+    page(click="#sign-in-button")
+    page(wait="#whoami", hasText="with a token alone")
+    open_vault(page, "acme-private")
+
+    assert page(texts="#vaults li") == ["acme-private members: alice", "acme-shared members: alice, bob, dave"]
+    assert {f"item-{n}" for n in range(1, 7)} <= set(listed(page))
+    assert None not in page(attributes="#items tr button", name="disabled")  # no keys, nothing opens
+    assert page(attributes="#create-button", name="disabled") == [""]
+
+
+@needs_chromium
 def test_the_vaults_and_items_are_listed_and_a_sealed_item_opens(page: Browser, credentials_file: Path) -> None:
     sign_in(page, credentials_file, "bob")
     open_vault(page)
