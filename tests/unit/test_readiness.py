@@ -159,20 +159,47 @@ async def test_calls_never_wait_while_the_store_is_up_and_are_refused_at_once_wh
     assert store.pings == 2
 
 
-async def test_until_down_returns_once_the_store_is_known_down_and_not_for_a_mark_a_probe_clears() -> None:
+async def test_on_down_is_called_once_the_store_is_known_down_and_not_for_a_mark_a_probe_clears() -> None:
     store, clock = Store(), Clock()
     readiness = Readiness(store.ping, clock=clock)
-    waiting = asyncio.ensure_future(readiness.until_down())
+    told = asyncio.Event()
+    readiness.on_down(told.set)
 
     readiness.mark_down()  # the store answers: the probe clears it
     await asyncio.sleep(0.05)
-    after_a_cleared_mark = waiting.done()
+    after_a_cleared_mark = (told.is_set(), readiness.known_down)
     store.down = True
     readiness.suspect()  # a connection to the store ended: probed now, though the answer is fresh
-    await asyncio.wait_for(waiting, timeout=10)
+    await asyncio.wait_for(told.wait(), timeout=10)
+    known = readiness.known_down
+    store.down, clock.now = False, clock.now + 1
+    back = await readiness.ready()
 
-    assert not after_a_cleared_mark
-    assert store.pings == 2
+    assert after_a_cleared_mark == (False, False)
+    assert known
+    assert back
+    assert not readiness.known_down
+    assert store.pings == 3
+
+
+async def test_on_down_is_called_for_a_mark_the_probe_does_not_clear_within_its_bound() -> None:
+    """A probe that hangs (a network that drops packets): the mark stands after ANSWER_WITHIN."""
+    ping_sent, released = asyncio.Event(), asyncio.Event()
+
+    async def hung_ping() -> None:
+        ping_sent.set()
+        await released.wait()
+
+    readiness = Readiness(hung_ping, clock=Clock(), answer_within=0.05)
+    told = asyncio.Event()
+    readiness.on_down(told.set)
+
+    readiness.mark_down()
+    await asyncio.wait_for(told.wait(), timeout=10)
+    released.set()
+
+    assert ping_sent.is_set()
+    assert readiness.known_down
 
 
 async def test_changes_are_sent_as_they_happen() -> None:

@@ -18,7 +18,9 @@ there are, and an outage shows as soon as anything meets it.
 While the store is known down, calls are refused at once (`refuses`), without waiting for a
 pooled connection that cannot come; once FRESH_FOR has passed, the next call or check probes
 again (waiting at most ANSWER_WITHIN), and the first probe that reaches the store lets calls
-through. Watches wait on `until_down` beside their changes, and end when it returns.
+through. Once the store is known down (marked down and not found back by the probe that
+followed, within ANSWER_WITHIN, or found down by a probe), the `on_down` listeners are called: the
+change feed's, which ends every watch of the worker at once, without a task per watch waiting.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class Readiness:
         self._marks = 0  # calls that found the store down: a probe begun before one cannot clear it
         self._probe: asyncio.Task[bool] | None = None
         self._changed = asyncio.Event()  # set, and replaced, at each change
+        self._known_down = False  # the listeners were told, and the store was not found back since
+        self._on_down: list[Callable[[], None]] = []
+        self._confirming: set[asyncio.Task[None]] = set()  # held so that they are not collected mid-way
 
     async def ready(self) -> bool:
         """Whether the store can be reached: the last answer while it is fresh and no probe runs,
@@ -83,14 +88,23 @@ class Readiness:
         """Something saw a connection to the store end: probe now, whatever the last answer."""
         self._start_probe()
 
-    async def until_down(self) -> None:
-        """Return once the store is known down: marked down and not found back by the probe that
-        followed (within ANSWER_WITHIN), or found down by a probe."""
-        while True:
-            changed = self._changed
-            if not self._ready and not await self.ready():
-                return
-            await changed.wait()
+    @property
+    def known_down(self) -> bool:
+        """Whether the store is known down: the `on_down` listeners were called, and no probe has
+        found it back since."""
+        return self._known_down
+
+    def on_down(self, callback: Callable[[], None]) -> None:
+        """`callback` is called each time the store becomes known down: marked down and not found
+        back by the probe that followed (within ANSWER_WITHIN), or found down by a probe."""
+        self._on_down.append(callback)
+
+    async def _confirm_down(self) -> None:
+        if self._known_down or await self.ready():
+            return  # told already, or a mark the probe cleared
+        self._known_down = True
+        for callback in self._on_down:
+            callback()
 
     async def changes(self) -> AsyncGenerator[bool]:
         """The readiness now, then each change of it, for as long as the caller iterates."""
@@ -156,3 +170,10 @@ class Readiness:
             )
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+        if ready:
+            self._known_down = False
+        elif self._on_down:
+            # One task an outage, whatever the watches: it waits, as a check would, for the probe.
+            confirming = asyncio.get_running_loop().create_task(self._confirm_down())
+            self._confirming.add(confirming)
+            confirming.add_done_callback(self._confirming.discard)

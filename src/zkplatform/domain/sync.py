@@ -170,7 +170,9 @@ class SyncUseCases:
         self._sizes = sizes
         self._policy = policy or WatchPolicy()
         self._timer = timer or LoopTimer()
-        self._readiness = readiness  # a watch ends once the store is known down
+        self._readiness = readiness
+        if readiness is not None:  # a watch ends once the store is known down
+            readiness.on_down(feed.store_down)
         self._abandoned: set[asyncio.Future[Any]] = set()  # reads of watches that ended first
         self.slots = WatchSlots(self._policy)
 
@@ -201,6 +203,8 @@ class SyncUseCases:
             # committed after it wakes the watch.
             subscription = self._feed.subscribe(vault_id, caller.token.token_id)
             try:
+                if self._readiness is not None and self._readiness.known_down:  # the feed flagged those before it
+                    raise StoreUnavailable
                 async for listed in self._follow(caller, vault_id, since_sequence, since_epoch, subscription):
                     yield listed
             finally:
@@ -223,24 +227,24 @@ class SyncUseCases:
                 raise TokenExpired
             due = timer.now() >= quiet_until
             if access or due:  # a revoked token or a removed member ends here, before anything is sent
-                await self._unless_down(self._recheck(caller, vault_id))
+                await self._unless_down(subscription, self._recheck(caller, vault_id))
                 access = False
             if due and caught_up:  # before, the backlog is being read: its next page comes at once
                 # A quiet vault reads no page: the epoch is read here, so that a store restored
                 # (and its epoch rotated) under an open watch ends it within a heartbeat period.
-                epoch = _same_epoch(epoch, await self._unless_down(self._items.epoch()))
+                epoch = _same_epoch(epoch, await self._unless_down(subscription, self._items.epoch()))
                 yield ListedChanges((), cursor, has_more=False, epoch=epoch)
                 # Measured from when the message was taken: a pull-driven stream asks for the next then.
                 quiet_until = timer.now() + period
             if woken:  # else a heartbeat period went by without a change: nothing to read
-                page = await self._unless_down(self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch))
+                page = await self._unless_down(subscription, self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch))
                 epoch = page.epoch
                 listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
                 if page.changes:
                     if caught_up and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
                     # Nothing reaches a caller whose token or membership went since the last check.
-                    await self._unless_down(self._recheck(caller, vault_id))
+                    await self._unless_down(subscription, self._recheck(caller, vault_id))
                 if page.changes or not caught_up:  # a page, or the empty backlog's marker
                     ends_backlog = not caught_up and not listed.has_more
                     cursor = listed.cursor
@@ -255,37 +259,27 @@ class SyncUseCases:
         """Whether the vault may have changed before the deadline (the feed wakes every
         watch of a vault on each of its changes, from any worker or host), and whether the
         caller's access may have (a revocation, a member removed). StoreUnavailable as soon as
-        the store is known down (readiness), rather than at the next read, which would wait for
-        a connection that cannot come."""
-        woken = asyncio.ensure_future(subscription.wait())
-        down = asyncio.ensure_future(self._readiness.until_down()) if self._readiness is not None else None
+        the store is known down (the feed flags every subscription then), rather than at the
+        next read, which would wait for a connection that cannot come. A wake-up that comes
+        with the deadline is not lost: its flag stays set for the next wait."""
         try:
             async with self._timer.timeout_at(deadline):
-                await asyncio.wait([task for task in (woken, down) if task is not None], return_when=FIRST_COMPLETED)
+                return True, await subscription.wait()
         except TimeoutError:
-            pass
-        finally:
-            woken.cancel()  # neither does anything once done
-            if down is not None:
-                down.cancel()
-        if woken.done() and not woken.cancelled():  # a wake-up that came with the deadline is not lost
-            return True, woken.result()
-        if down is not None and down.done() and not down.cancelled():
-            raise StoreUnavailable
-        return False, False
+            return False, False
 
-    async def _unless_down(self, operation: Coroutine[object, object, T]) -> T:
-        """A watch's read of the store, unless the store is known down first: StoreUnavailable
-        then, at once. The read is left to end by itself (cancelled, its driver may wait on a
-        network that drops packets for seconds more), held until it has."""
-        if self._readiness is None:
-            return await operation
+    async def _unless_down(self, subscription: ChangeSubscription, operation: Coroutine[object, object, T]) -> T:
+        """A watch's read of the store, unless the store is known down first (the subscription's
+        flag): StoreUnavailable then, at once. The read runs in a task of its own so that it can
+        be left to end by itself (cancelled, its driver may wait on a network that drops packets
+        for seconds more), held until it has."""
+        if subscription.down.done():
+            operation.close()
+            raise StoreUnavailable
         reading = asyncio.ensure_future(operation)
-        down = asyncio.ensure_future(self._readiness.until_down())
         try:
-            await asyncio.wait((reading, down), return_when=FIRST_COMPLETED)
+            await asyncio.wait((reading, subscription.down), return_when=FIRST_COMPLETED)
         finally:
-            down.cancel()
             if not reading.done():
                 reading.cancel()
                 self._abandoned.add(reading)

@@ -8,7 +8,9 @@ after its cursor), so a coalesced or lost notification delays a change, never lo
 it. A second flag says the caller's access may have changed (its token revoked, its
 principal's scopes narrowed, a member removed from the vault): the watch then checks its
 token, scopes and membership again before it sends anything, so a quiet watch ends at
-once instead of at its next heartbeat. What sets the flags depends on the store:
+once instead of at its next heartbeat. A third says the store is known down (domain/readiness.py
+calls `store_down`): every watch then ends at once, whether it waits or reads, with nothing
+waiting for it but the flag. What sets the first two depends on the store:
 
 - memory: the store itself, after each change, revocation or removal (in process);
 - SQLite: its own writes at once, and a poller for other processes on the file:
@@ -31,6 +33,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from zkplatform.domain.errors import StoreUnavailable
+
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_SECONDS = 0.2
@@ -41,20 +45,25 @@ CHANNEL = "zk_changes"
 
 
 class Subscription:
-    """One watch's two flags: its vault may have changed; its caller's access may have too."""
+    """One watch's three flags: its vault may have changed; its caller's access may have too;
+    the store is known down (a future, so that a read can be raced with it without a task)."""
 
-    __slots__ = ("_access", "_feed", "_woken", "token_id", "vault_id")
+    __slots__ = ("_access", "_feed", "_woken", "down", "token_id", "vault_id")
 
     def __init__(self, feed: ChangeFeed, vault_id: str, token_id: str) -> None:
         self._feed = feed
         self._woken = asyncio.Event()
         self._access = False
+        self.down: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.vault_id = vault_id
         self.token_id = token_id
 
     async def wait(self) -> bool:
-        """Return once the vault may have changed; True when the caller's access may have too."""
+        """Return once the vault may have changed; True when the caller's access may have too.
+        StoreUnavailable once the store is known down."""
         await self._woken.wait()
+        if self.down.done():
+            raise StoreUnavailable
         self._woken.clear()
         access, self._access = self._access, False
         return access
@@ -64,6 +73,11 @@ class Subscription:
 
     def wake_access(self) -> None:
         self._access = True
+        self._woken.set()
+
+    def wake_down(self) -> None:
+        if not self.down.done():
+            self.down.set_result(None)
         self._woken.set()
 
     def close(self) -> None:
@@ -134,6 +148,12 @@ class ChangeFeed:
         for token_id in token_ids:
             for subscription in self._by_token.get(token_id, ()):
                 subscription.wake_access()
+
+    def store_down(self) -> None:
+        """The store is known down: every watch ends, whether it waits or reads."""
+        for subscribers in self._by_vault.values():
+            for subscription in subscribers:
+                subscription.wake_down()
 
     def wake_all(self) -> None:
         """Anything may have changed, access included (what was missed is not known): every

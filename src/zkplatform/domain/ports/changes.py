@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
@@ -11,11 +12,16 @@ class ChangeSubscription(Protocol):
     coalesce: one wake-up may stand for any number of changes, so the watcher reads what is
     new itself."""
 
+    @property
+    def down(self) -> asyncio.Future[None]:
+        """Done once the store is known down (`ChangeFeed.store_down`)."""
+        ...
+
     async def wait(self) -> bool:
         """Return once the vault may have changed since the last return (or the subscription);
         True when the watch's token may have been revoked, its principal's scopes narrowed or a
         member removed from the vault since then too (the watcher checks them again: the
-        wake-up does not say whose)."""
+        wake-up does not say whose). StoreUnavailable once the store is known down."""
         ...
 
     def close(self) -> None: ...
@@ -27,6 +33,10 @@ class ChangeFeed(Protocol):
     whichever worker or host changed it. One per worker and store, shared by all its watches."""
 
     def subscribe(self, vault_id: str, token_id: str) -> ChangeSubscription: ...
+
+    def store_down(self) -> None:
+        """The store is known down: every subscription's `down` is done, and its `wait` raises."""
+        ...
 
     def on_lost(self, callback: Callable[[], None]) -> None:
         """Have `callback` called whenever what carries other processes' changes to this feed
