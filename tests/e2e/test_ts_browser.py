@@ -17,13 +17,9 @@ its verified key log in IndexedDB). Without Chromium these tests skip and say wh
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
 import json
-import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +27,8 @@ from typing import Any
 import pytest
 
 from tests.clients.test_sealing_interop import python_open, python_seal, signed_by
-from tests.e2e.server import Server, free_port, serving
+from tests.e2e.pages import CHROMIUM, NO_CHROMIUM, needs_chromium, static_site
+from tests.e2e.server import Server, serving
 from tests.e2e.test_client_packages import packages, project, run  # noqa: F401 # fixtures
 from tests.e2e.test_ts_key_transparency import VECTORS as KT_VECTORS
 from tests.e2e.test_ts_key_transparency import expected as kt_expected
@@ -43,10 +40,6 @@ ESBUILD = TS_CLIENT / "node_modules" / ".bin" / "esbuild"
 TESTDATA = ROOT / "clients" / "testdata"
 BROWSER = Path(__file__).resolve().parent / "browser"
 CHECKS = Path(__file__).resolve().parent / "clients"
-CHROMIUM = shutil.which("chromium") or next((p for p in ("/usr/bin/chromium",) if os.access(p, os.X_OK)), None)
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (make install installs it from Debian's packages as root)"
-)
 SUBPATHS = ["", "/client", "/auth", "/dpop", "/sync", "/sealing", "/key-directory", "/devices", "/statements", "/tlog"]
 VAULT = "acme-shared"
 
@@ -99,7 +92,7 @@ SHIMS = [
 def page_dir(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
     """The page and its modules, bundled from the installed package's browser entry."""
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make install installs it from Debian's packages as root)")
+        pytest.skip(NO_CHROMIUM)
     shutil.copytree(BROWSER, project / "browser", dirs_exist_ok=True)
     for name in ("key_transparency_checks.ts", "tlog_checks.ts"):
         shutil.copy(CHECKS / name, project / "browser" / name)
@@ -118,24 +111,11 @@ def page_dir(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:  
     return directory
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture(scope="module")
 def page_origin(page_dir: Path) -> Iterator[str]:
-    """The page's static server: http://localhost:PORT, another origin than the API's 127.0.0.1."""
-    handler = functools.partial(QuietHandler, directory=str(page_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://localhost:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    """The page's static server, on another origin than the API's."""
+    with static_site(page_dir) as origin:
+        yield origin
 
 
 def drive(origin: str, plan: list[dict[str, Any]], work: Path) -> list[dict[str, Any]]:

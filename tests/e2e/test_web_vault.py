@@ -17,12 +17,9 @@ Ctrl-C. Without Chromium the browser tests skip and say why."""
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,15 +33,13 @@ import pytest
 
 from tests.builds import make
 from tests.clients.test_sealing_interop import new_device, principal, python_open, python_seal, signed_by
+from tests.e2e.pages import CHROMIUM, NO_CHROMIUM, needs_chromium, static_site
 from tests.e2e.server import Server, eventually, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TS_CLIENT = ROOT / "clients" / "ts"
 PAGE = ROOT / "build" / "web-vault"
 UI = Path(__file__).resolve().parent / "browser" / "ui.mjs"
-CHROMIUM = shutil.which("chromium") or next((p for p in ("/usr/bin/chromium",) if os.access(p, os.X_OK)), None)
-NO_CHROMIUM = "chromium is not installed (make install installs it from Debian's packages as root)"
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 VAULT = "acme-shared"
 ANSWER_S = 120.0  # one UI command, the driver's own 60 s wait included, on a busy machine
 
@@ -56,26 +51,13 @@ def page_dir(ts_build: Path) -> Path:
     return PAGE
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture(scope="module")
 def page_origin(page_dir: Path) -> Iterator[str]:
-    """The page's static server: http://localhost:PORT, another origin than the API's 127.0.0.1."""
+    """The page's static server, on another origin than the API's."""
     if CHROMIUM is None:
         pytest.skip(NO_CHROMIUM)
-    handler = functools.partial(QuietHandler, directory=str(page_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://localhost:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with static_site(page_dir) as origin:
+        yield origin
 
 
 @pytest.fixture(scope="module")
