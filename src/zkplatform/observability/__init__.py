@@ -2,8 +2,8 @@
 
 - calls.py: the one record of each HTTP call and the outermost middleware that
   keeps it (procedure, protocol, final code, principal, request id), ending in
-  an access line and metrics; the error mapping (rpc/errors.py) writes the
-  final code into it, authentication (rpc/interceptors/auth.py) the caller;
+  an access line and metrics; the error mapping (rpc/errors.py) tells it the
+  final code, authentication (rpc/interceptors/auth.py) the caller's ids;
 - interceptor.py: with tracing on, the metadata interceptor that writes the
   final code and the principal onto the call's span;
 - metrics.py: the Prometheus series and their own listener;

@@ -1,18 +1,19 @@
 """The one record of each HTTP call, and the outermost middleware that keeps it.
 
 `ObserveCalls` times every request, takes or makes its request id (echoed in the
-answer's `X-Request-Id`), and watches the answer go out. The record (`Call`) is
-the only per-call state of the server, in one ContextVar: whoever learns
-something of the call writes it there. The error mapping (rpc/errors.py) and the
-front's refusals write the final code (`note_code`); authentication writes the
-caller and the proof (rpc/interceptors/auth.py); the mint attempt count its attempt
-(rpc/interceptors/mint_attempts.py). Otherwise the answer's grpc-status or HTTP status tells the
-code. The access line then names the procedure, protocol, code, duration,
-principal, token id, request id and peer: never the URL's query, a header's
-value other than the request id, a token or a payload. The peer is the client's
-address: the connection's, or behind a trusted proxy the one it forwarded (the
-`client` function given, rpc/origin.py's Origin.client), which the audit
-events of the call record too.
+answer's `X-Request-Id`), and watches the answer go out. The record (`Call`, in a
+ContextVar) holds what the access line and the metrics need and connectrpc's context
+does not carry: the request id, the client, the HTTP request itself (for the URL a
+DPoP proof must name). Others are told its ending: the error mapping
+(rpc/errors.py) and the front's refusals give the final code (`note_code`),
+authentication who called (`note_caller`); nothing reads the record to decide a
+call (the servicer takes its caller from rpc/call_auth.py). Otherwise the answer's
+grpc-status or HTTP status tells the code. The access line then names the procedure,
+protocol, code, duration, principal, token id, request id and peer: never the URL's
+query, a header's value other than the request id, a token or a payload. The peer is
+the client's address: the connection's, or behind a trusted proxy the one it
+forwarded (the `client` function given, rpc/origin.py's Origin.client), which the
+audit events of the call record too.
 """
 
 from __future__ import annotations
@@ -24,18 +25,13 @@ import secrets
 import time
 from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from connectrpc.code import Code
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.domain import tokens
 from zkplatform.observability.metrics import Metrics, refusal_reason
-
-if TYPE_CHECKING:
-    from zkplatform.domain.auth import Caller
-    from zkplatform.domain.broker import MintAttempt
-    from zkplatform.domain.dpop import ProofRequest
 
 access_log = logging.getLogger("zkplatform.access")
 
@@ -73,8 +69,8 @@ class Call:
     """What is known of one call so far."""
 
     __slots__ = (
-        "caller", "client", "code", "grpc_status", "http_status", "message", "mint_attempt", "procedure", "proof",
-        "request_id", "scope",
+        "client", "code", "grpc_status", "http_status", "message", "principal_id", "procedure", "request_id",
+        "scope", "token_id",
     )  # fmt: skip
 
     def __init__(self, procedure: str, request_id: str, scope: Scope, client: Sequence[Any] | None = None) -> None:
@@ -83,26 +79,17 @@ class Call:
         self.scope = scope  # the HTTP request, for what connectrpc's context does not carry (its URL)
         # The client's (address, port), the port None when a proxy forwarded none; None when unknown.
         self.client = client
-        self.caller: Caller | None = None  # once authenticated (rpc/interceptors/auth.py)
-        self.proof: ProofRequest | None = None  # the DPoP proof the call carried, with what it must name
-        self.mint_attempt: MintAttempt | None = None  # a mint's counted attempt (rpc/interceptors/mint_attempts.py)
+        self.principal_id = ""  # the caller's, once authenticated ("" until then)
+        self.token_id = ""
         self.code: Code | None = None
         self.message = ""  # the error's, read only to label an authentication refusal (metrics.refusal_reason)
         self.grpc_status: str | None = None
         self.http_status = 0
 
     @property
-    def principal_id(self) -> str:
-        return "" if self.caller is None else self.caller.principal.principal_id
-
-    @property
     def client_address(self) -> str:
         """The client's IP address ("" when unknown): the peer's, or a trusted proxy's forwarded one."""
         return "" if not self.client else str(self.client[0])
-
-    @property
-    def token_id(self) -> str:
-        return "" if self.caller is None else self.caller.token.token_id
 
     def final_code(self) -> str:
         if self.code is not None:
@@ -144,6 +131,12 @@ def note_code(code: Code, message: str = "") -> None:
     """The call being served ends with `code` and that error message."""
     if (call := _current.get(None)) is not None:
         call.code, call.message = code, message
+
+
+def note_caller(principal_id: str, token_id: str) -> None:
+    """The call being served was made by this principal, with this token (for the access line)."""
+    if (call := _current.get(None)) is not None:
+        call.principal_id, call.token_id = principal_id, token_id
 
 
 ClientOf = Callable[[Scope], Sequence[Any] | None]

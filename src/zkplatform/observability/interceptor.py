@@ -1,8 +1,8 @@
 """The metadata interceptor that writes a call's outcome onto its span, when tracing is on.
 
 It comes before the error mapping (rpc/errors.py) in the list, so its on_end runs
-after the mapping's, which has written the final code into the call's record
-(calls.py) by then; it never raises. Without tracing it is not mounted: the record needs no interceptor.
+after the mapping's, which has told the call's record (calls.py) the final code
+by then; it never raises. Without tracing it is not mounted: the record needs no interceptor.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The Authorization header must carry exactly one live token, with a DPoP proof
 when the token is key-bound (a token in the URL was refused earlier, at the
-front). The caller and the request's proof are then kept in the call's record,
-where servicers find them through `current_caller()` and `current_proof()`.
+front). The caller and the request's proof are then filed under the call's context
+(rpc/call_auth.py), where the servicer finds them, and the caller is told to the call's
+record for the access line (observability/calls.py's note_caller).
 """
 
 from __future__ import annotations
@@ -13,29 +14,12 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from zkplatform.domain.auth import Authenticator, Caller, Presented
+from zkplatform.domain.auth import Authenticator, Presented
 from zkplatform.domain.dpop import ProofRequest
 from zkplatform.domain.errors import ProofInvalid, TokenInvalid, TokenMissing
-from zkplatform.observability.calls import current_call
+from zkplatform.observability.calls import current_call, note_caller
+from zkplatform.rpc.call_auth import CallAuth, authenticated
 from zkplatform.rpc.origin import Origin
-
-
-def current_caller() -> Caller:
-    """The authenticated caller of the RPC being served."""
-    caller = current_call().caller
-    if caller is None:
-        msg = "no authenticated caller: Authenticate runs before every servicer of the platform"
-        raise RuntimeError(msg)
-    return caller
-
-
-def current_proof() -> ProofRequest:
-    """The DPoP proof the RPC being served carried, with the request it must describe."""
-    proof = current_call().proof
-    if proof is None:
-        msg = "no proof: Authenticate runs before every servicer of the platform"
-        raise RuntimeError(msg)
-    return proof
 
 
 class Authenticate:
@@ -54,7 +38,8 @@ class Authenticate:
         htu = self._origin.url(call.scope) if proofs else ""  # only a proof has an htu to compare
         proof = ProofRequest(proof=proofs[0] if proofs else None, htm=ctx.http_method, htu=htu)
         caller = await self._authenticator.authenticate(presented, proof, call.request_id, call.client_address)
-        call.caller, call.proof = caller, proof
+        authenticated(ctx, CallAuth(caller, proof))
+        note_caller(caller.principal.principal_id, caller.token.token_id)
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         return None

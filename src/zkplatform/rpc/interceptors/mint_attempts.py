@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from connectrpc.request import RequestContext
 
 from zkplatform.domain.broker import BrokerUseCases
-from zkplatform.observability.calls import current_call
-from zkplatform.rpc.interceptors.auth import current_caller
+from zkplatform.rpc.call_auth import authenticated, call_auth
 from zkplatform_api.platform.v1 import broker_pb2
 
 
@@ -22,7 +22,8 @@ class CountMintAttempts:
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         if ctx.method.input is broker_pb2.MintUserApiTokenRequest:
-            current_call().mint_attempt = await self._use_cases.count_attempt(current_caller())
+            auth = call_auth(ctx)
+            authenticated(ctx, replace(auth, mint_attempt=await self._use_cases.count_attempt(auth.caller)))
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None, /) -> None:
         return None

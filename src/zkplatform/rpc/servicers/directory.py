@@ -15,7 +15,7 @@ from zkplatform.messages.directory import (
     revoke_response,
 )
 from zkplatform.messages.request_ids import request_id_of
-from zkplatform.rpc.interceptors.auth import current_caller
+from zkplatform.rpc.call_auth import call_auth
 from zkplatform_api.platform.v1 import directory_pb2
 from zkplatform_api.platform.v1.directory_connect import DirectoryService
 
@@ -36,7 +36,7 @@ class DirectoryServicer(DirectoryService):
     ) -> directory_pb2.PublishDeviceResponse:
         _no_store(ctx)
         answer = await self._directory.publish_device(
-            current_caller(), request.statement, request.signature, request.endorsement
+            call_auth(ctx).caller, request.statement, request.signature, request.endorsement
         )
         return publish_response(answer)
 
@@ -44,14 +44,16 @@ class DirectoryServicer(DirectoryService):
         self, request: directory_pb2.RevokeDeviceRequest, ctx: RequestContext[Any, Any], /
     ) -> directory_pb2.RevokeDeviceResponse:
         _no_store(ctx)
-        answer = await self._directory.revoke_device(current_caller(), request.statement, request.signature)
+        answer = await self._directory.revoke_device(call_auth(ctx).caller, request.statement, request.signature)
         return revoke_response(answer)
 
     async def reset_principal(
         self, request: directory_pb2.ResetPrincipalRequest, ctx: RequestContext[Any, Any], /
     ) -> directory_pb2.ResetPrincipalResponse:
         _no_store(ctx)
-        answer = await self._directory.reset_principal(current_caller(), request.principal_id, request_id_of(request))
+        answer = await self._directory.reset_principal(
+            call_auth(ctx).caller, request.principal_id, request_id_of(request)
+        )
         return reset_response(answer)
 
     async def get_recipient_keys(
@@ -59,7 +61,7 @@ class DirectoryServicer(DirectoryService):
     ) -> directory_pb2.GetRecipientKeysResponse:
         _no_store(ctx)
         page = await self._directory.recipient_devices(
-            current_caller(), request.principal_ids, request.page_size, request.page_token
+            call_auth(ctx).caller, request.principal_ids, request.page_size, request.page_token
         )
         return recipient_keys_response(page)
 
@@ -68,6 +70,6 @@ class DirectoryServicer(DirectoryService):
     ) -> directory_pb2.ListKeyLogResponse:
         _no_store(ctx)
         page = await self._directory.key_log_page(
-            current_caller(), request.start_index, request.page_size, request.page_token
+            call_auth(ctx).caller, request.start_index, request.page_size, request.page_token
         )
         return key_log_response(page)

@@ -22,7 +22,7 @@ from zkplatform.messages.convert import (
     watch_message,
 )
 from zkplatform.messages.request_ids import request_id_of
-from zkplatform.rpc.interceptors.auth import current_caller
+from zkplatform.rpc.call_auth import call_auth
 from zkplatform_api.platform.v1 import vault_pb2
 from zkplatform_api.platform.v1.vault_connect import VaultService
 
@@ -47,7 +47,11 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.DeleteItemResponse:
         _no_store(ctx)
         tombstone = await self._use_cases.delete_item(
-            current_caller(), request.vault_id, request.item_id, request.base_version, request=request_id_of(request)
+            call_auth(ctx).caller,
+            request.vault_id,
+            request.item_id,
+            request.base_version,
+            request=request_id_of(request),
         )
         epoch = await self._use_cases.epoch()
         return change_response(tombstone, epoch, vault_pb2.DeleteItemResponse(), retention=self._retention)
@@ -57,7 +61,11 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.CreateItemResponse:
         _no_store(ctx)
         created = await self._use_cases.create_item(
-            current_caller(), request.vault_id, request.item_id, item_content(request), request=request_id_of(request)
+            call_auth(ctx).caller,
+            request.vault_id,
+            request.item_id,
+            item_content(request),
+            request=request_id_of(request),
         )
         epoch = await self._use_cases.epoch()
         return change_response(created, epoch, vault_pb2.CreateItemResponse(), retention=self._retention)
@@ -67,7 +75,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.UpdateItemResponse:
         _no_store(ctx)
         updated = await self._use_cases.update_item(
-            current_caller(),
+            call_auth(ctx).caller,
             request.vault_id,
             request.item_id,
             request.base_version,
@@ -81,7 +89,7 @@ class VaultServicer(VaultService):
         self, request: vault_pb2.GetItemRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.GetItemResponse:
         _no_store(ctx)
-        item = await self._use_cases.get_item(current_caller(), request.vault_id, request.item_id)
+        item = await self._use_cases.get_item(call_auth(ctx).caller, request.vault_id, request.item_id)
         return get_response(item, retention=self._retention)
 
     async def list_items(
@@ -89,7 +97,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.ListItemsResponse:
         _no_store(ctx)
         listed = await self._use_cases.list_items(
-            current_caller(), request.vault_id, request.page_size, request.page_token, request.show_deleted
+            call_auth(ctx).caller, request.vault_id, request.page_size, request.page_token, request.show_deleted
         )
         return list_response(request.vault_id, listed, retention=self._retention)
 
@@ -98,7 +106,7 @@ class VaultServicer(VaultService):
     ) -> vault_pb2.ListChangesResponse:
         _no_store(ctx)
         listed = await self._sync.list_changes(
-            current_caller(), request.vault_id, request.since_sequence, request.page_size, request.since_epoch
+            call_auth(ctx).caller, request.vault_id, request.since_sequence, request.page_size, request.since_epoch
         )
         return changes_response(request.vault_id, listed, retention=self._retention)
 
@@ -109,7 +117,7 @@ class VaultServicer(VaultService):
         # Closed however the stream ends (the client gone, the server stopping): the watch's
         # slot and subscription are given back at once, not when the generator is collected.
         watch = self._sync.watch_changes(
-            current_caller(), request.vault_id, request.since_sequence, request.since_epoch
+            call_auth(ctx).caller, request.vault_id, request.since_sequence, request.since_epoch
         )
         async with aclosing(watch) as pages:
             async for listed in pages:
@@ -119,11 +127,11 @@ class VaultServicer(VaultService):
         self, request: vault_pb2.ListVaultsRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.ListVaultsResponse:
         _no_store(ctx)
-        listed = await self._use_cases.list_vaults(current_caller(), request.page_size, request.page_token)
+        listed = await self._use_cases.list_vaults(call_auth(ctx).caller, request.page_size, request.page_token)
         return vaults_response(listed)
 
     async def get_vault(
         self, request: vault_pb2.GetVaultRequest, ctx: RequestContext[Any, Any], /
     ) -> vault_pb2.GetVaultResponse:
         _no_store(ctx)
-        return vault_response(await self._use_cases.get_vault(current_caller(), request.vault_id))
+        return vault_response(await self._use_cases.get_vault(call_auth(ctx).caller, request.vault_id))
