@@ -46,7 +46,6 @@ from zkplatform.rpc.interceptors.auth import Authenticate
 from zkplatform.rpc.interceptors.error_mapping import ErrorMapping
 from zkplatform.rpc.interceptors.leaked_fields import RevokeTokensInMessages
 from zkplatform.rpc.interceptors.mint_attempts import CountMintAttempts
-from zkplatform.rpc.interceptors.protocol_version import RequireProtocolVersion
 from zkplatform.rpc.interceptors.store_down import RefuseWhileStoreDown
 from zkplatform.rpc.interceptors.validation import Validate
 from zkplatform.rpc.origin import Origin
@@ -227,12 +226,12 @@ def build_front(
     limit = settings.max_body_bytes
     origin = Origin(settings.public_url, settings.forwarded_allow_ips)
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
+    codec_names = [codec.name() for codec in codecs]
     # ErrorMapping first: its on_end sees every later failure. Authentication runs
     # before the body is read, so a bad token answers before a malformed or oversized body.
     checks: list[Interceptor] = [
         *telemetry.interceptors(),
         ErrorMapping(limit, platform.readiness),
-        RequireProtocolVersion(),
         # Before the token is looked up, which would wait for the store.
         RefuseWhileStoreDown(platform.readiness),
         Authenticate(platform.authenticator, origin),
@@ -274,7 +273,10 @@ def build_front(
         (directory_pb2.DESCRIPTOR, directory_app),
         (health_pb2.DESCRIPTOR, health_app),
     ):
-        timed = RequestBody(RefuseBadProtocolHeaders(service_app), settings.body_read_timeout_seconds)
+        # Health needs no protocol version: load balancers probe it with whatever they send.
+        version_required = () if file is health_pb2.DESCRIPTOR else unary_paths(file)
+        checked = RefuseBadProtocolHeaders(service_app, version_required=version_required, codecs=codec_names)
+        timed = RequestBody(checked, settings.body_read_timeout_seconds)
         for path, methods, stream in _procedures(file):
             if stream:
                 streaming[path] = timed
@@ -313,6 +315,10 @@ def stream_budgets(settings: Settings, streaming: Iterable[str], tokenless: Cont
         settings.max_streams_without_token_per_connection,
     )
     return {path: without_token if path in tokenless else need_token for path in streaming}
+
+
+def unary_paths(file: FileDescriptor) -> list[str]:
+    return [path for path, _, stream in _procedures(file) if not stream]
 
 
 def _procedures(file: FileDescriptor) -> list[tuple[str, tuple[str, ...], bool]]:

@@ -188,7 +188,20 @@ def _metadata(error: domain.DomainError) -> dict[str, str]:  # noqa: C901, PLR09
 
 def _of_connectrpc(error: ConnectError, max_body_bytes: int | None) -> ConnectError:  # noqa: PLR0911 # one arm per refusal
     """The reason of an error connectrpc raised itself (connectrpc 0.13; rpc/internals.py names
-    the pin): it carries a code and a message, which say which refusal of the protocol it is."""
+    the pin): it carries a code and a message, which say which refusal of the protocol it is.
+
+    This is the one place that reads connectrpc's messages. Its errors are plain ConnectErrors,
+    with no subclass, detail or attribute of their own, so where one code stands for two
+    refusals only the message's start tells them apart:
+    - `unimplemented` "unknown compression: ..." (connectrpc/_compression.py,
+      unknown_compression_error) is an unsupported encoding; any other `unimplemented` from it
+      is a malformed request (a unary call of no message or several);
+    - `internal` "protocol error: ..." (connectrpc/_envelope.py, EnvelopeReader: a compressed
+      message without compression, invalid envelope flags, a truncated envelope, under
+      ConnectEnvelopeReader's code `internal`) is a broken envelope; any other `internal` is a
+      failure of connectrpc's own, answered as one.
+    tests/rpc/test_error_table.py provokes the unknown compression through connectrpc, so an
+    upgrade that rewords it fails there; its table of connectrpc's errors pins the rest."""
     code, message = error.code, error.message
     match code:
         case Code.RESOURCE_EXHAUSTED:  # a body, a decompressed body or a stream message over the limit
