@@ -1,13 +1,9 @@
 """Composition root: builds the platform from settings and the one ASGI app around it.
 
-The request path, outermost first (docs/architecture.md describes it):
-ObserveCalls -> CloseWhenStopping -> [Cors] -> ClientGone -> RevokeLeakedTokens -> RefuseMalformed
--> LowercaseCodings -> Routes -> [StreamLimits] -> RequestBody (reflection: FirstMessage)
--> RefuseBadProtocolHeaders
--> the service's Connect application, whose interceptors run
-[tracing] -> ErrorMapping -> RequireProtocolVersion -> Authenticate ->
-[CountMintAttempts] -> (the body is read and decoded) -> RevokeTokensInMessages -> Validate
--> servicer.
+The request path is declared once, outermost first: `front_stack` (the HTTP front), then
+Routes, then `procedure_stack` (StreamLimits before it for a stream), then the service's
+Connect application with `platform_interceptors` (health and reflection: the error mapping
+only), then the servicer. docs/architecture.md says what each layer does.
 """
 
 from __future__ import annotations
@@ -15,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.interceptor import Interceptor
@@ -39,6 +36,7 @@ from zkplatform.rpc.front.malformed import RefuseMalformed
 from zkplatform.rpc.front.protocol_headers import RefuseBadProtocolHeaders
 from zkplatform.rpc.front.request_body import RequestBody
 from zkplatform.rpc.front.routing import GET_OR_POST, POST_ONLY, Dispatch, Route, Routes
+from zkplatform.rpc.front.stack import Middleware, assemble, layer_of
 from zkplatform.rpc.front.stopping import CloseWhenStopping
 from zkplatform.rpc.front.streams import Budget, StreamLimits
 from zkplatform.rpc.front.unread import Unread
@@ -222,49 +220,38 @@ def build_front(
     vault: VaultService | None = None,
     broker: BrokerService | None = None,
 ) -> Front:
-    """The request path around the platform's services, health and reflection."""
+    """The request path around the platform's services, health and reflection: `front_stack`
+    around the routes; each procedure behind `procedure_stack`, a platform service's calls
+    through `platform_interceptors`, health's and reflection's through the error mapping only."""
     limit = settings.max_body_bytes
     origin = Origin(settings.public_url, settings.forwarded_allow_ips)
     codecs = [google_protobuf_binary_codec(), CompactJSONCodec()]
-    codec_names = [codec.name() for codec in codecs]
-    # ErrorMapping first: its on_end sees every later failure. Authentication runs
-    # before the body is read, so a bad token answers before a malformed or oversized body.
-    checks: list[Interceptor] = [
-        *telemetry.interceptors(),
-        ErrorMapping(limit, platform.readiness),
-        # Before the token is looked up, which would wait for the store.
-        RefuseWhileStoreDown(platform.readiness),
-        Authenticate(platform.authenticator, origin),
-    ]
-    # Before the field rules: a token in a field is revoked whatever else is wrong with the request.
-    leaked = RevokeTokensInMessages(platform.authenticator)
+    chain = partial(platform_interceptors, platform, telemetry, origin, limit)
     vault_app = VaultServiceASGIApplication(
         vault or VaultServicer(platform.vault, platform.sync, settings.tombstone_retention_seconds),
-        interceptors=[*checks, leaked, Validate()],
+        interceptors=chain(),
         read_max_bytes=limit,
         codecs=codecs,
     )
     broker_app = BrokerServiceASGIApplication(
         broker or BrokerServicer(platform.broker),
-        interceptors=[*checks, CountMintAttempts(platform.broker), leaked, Validate()],
+        interceptors=chain(CountMintAttempts(platform.broker)),
         read_max_bytes=limit,
         codecs=codecs,
     )
     directory_app = DirectoryServiceASGIApplication(
-        DirectoryServicer(platform.directory),
-        interceptors=[*checks, leaked, Validate()],
-        read_max_bytes=limit,
-        codecs=codecs,
+        DirectoryServicer(platform.directory), interceptors=chain(), read_max_bytes=limit, codecs=codecs
     )
     platform_files = (vault_pb2.DESCRIPTOR, broker_pb2.DESCRIPTOR, directory_pb2.DESCRIPTOR)
     served = [service.full_name for file in platform_files for service in file.services_by_name.values()]
-    # Health needs no token and no protocol header: load balancers probe it with whatever they send.
+    # Health needs no token and no protocol version: load balancers probe it with whatever they send.
     health_app = HealthASGIApplication(
         HealthServicer(served, platform.readiness),
-        interceptors=[ErrorMapping(limit), leaked],
+        interceptors=[ErrorMapping(limit), RevokeTokensInMessages(platform.authenticator)],
         read_max_bytes=limit,
         codecs=codecs,
     )
+    codec_names = [codec.name() for codec in codecs]
     unary: dict[str, Route] = {}
     streaming: dict[str, ASGIApp] = {}
     for file, service_app in (
@@ -273,36 +260,88 @@ def build_front(
         (directory_pb2.DESCRIPTOR, directory_app),
         (health_pb2.DESCRIPTOR, health_app),
     ):
-        # Health needs no protocol version: load balancers probe it with whatever they send.
         version_required = () if file is health_pb2.DESCRIPTOR else unary_paths(file)
-        checked = RefuseBadProtocolHeaders(service_app, version_required=version_required, codecs=codec_names)
-        timed = RequestBody(checked, settings.body_read_timeout_seconds)
+        stack = procedure_stack(settings, version_required=version_required, codecs=codec_names)
+        timed = assemble(stack, service_app)[0]
         for path, methods, stream in _procedures(file):
             if stream:
                 streaming[path] = timed
             else:
                 unary[path] = Route(timed, methods)
-    # Reflection sessions send requests whenever their client likes: only the first must come in time.
     reflection = reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
     for path, reflection_app in reflection.items():
-        streaming[path] = FirstMessage(RefuseBadProtocolHeaders(reflection_app), settings.body_read_timeout_seconds)
+        streaming[path] = assemble(procedure_stack(settings, reflection=True), reflection_app)[0]
     tokenless = {path for path, _, stream in _procedures(health_pb2.DESCRIPTOR) if stream} | set(reflection)
     streams = StreamLimits(Dispatch(streaming), stream_budgets(settings, streaming, tokenless))
     routes = unary | {path: Route(streams) for path in streaming}
-    app: ASGIApp = LowercaseCodings(Routes(routes, platform.readiness))
-    app = RefuseMalformed(app)
-    app = RevokeLeakedTokens(app, platform.authenticator)
+    front = front_stack(settings, platform, telemetry, origin, routes=routes, streaming=streaming)
+    layers = assemble(front, Routes(routes, platform.readiness))
+    return Front(layers[0], layer_of(layers, ObserveCalls), streams, layer_of(layers, CloseWhenStopping))
+
+
+def front_stack(  # noqa: PLR0913 # what the layers are built with
+    settings: Settings,
+    platform: Platform,
+    telemetry: Telemetry,
+    origin: Origin,
+    *,
+    routes: Collection[str],
+    streaming: Collection[str],
+) -> list[Middleware]:
+    """The HTTP front, outermost first: each layer sees a request before those after it, and its
+    answer after them (docs/architecture.md says what each does). Inside it, Routes."""
     unread = Unread(
         settings.client_stall_seconds, settings.max_unread_bytes_per_connection, settings.max_unread_bytes_per_worker
     )
-    app = ClientGone(app, unread)
-    if settings.cors_origins:
+    return [
+        Middleware(ObserveCalls, metrics=telemetry.metrics, procedures=routes, streams=streaming, client=origin.client),
+        Middleware(CloseWhenStopping),
         # Outside every refusal, so that a page sees why it was refused; inside CloseWhenStopping,
         # so that a preflight answered while stopping closes its connection too.
-        app = Cors(app, settings.cors_origins)
-    app = connections = CloseWhenStopping(app)
-    app = observed = ObserveCalls(app, telemetry.metrics, routes, streaming, origin.client)
-    return Front(app, observed, streams, connections)
+        *([Middleware(Cors, origins=settings.cors_origins)] if settings.cors_origins else []),
+        Middleware(ClientGone, unread=unread),
+        Middleware(RevokeLeakedTokens, authenticator=platform.authenticator),
+        Middleware(RefuseMalformed),
+        Middleware(LowercaseCodings),
+    ]
+
+
+def procedure_stack(
+    settings: Settings,
+    *,
+    version_required: Collection[str] = (),
+    codecs: Collection[str] = (),
+    reflection: bool = False,
+) -> list[Middleware]:
+    """What a procedure's request passes after Routes (and StreamLimits, for a stream), outermost
+    first, before its service's Connect application."""
+    # Reflection sessions send requests whenever their client likes: only the first must come in time.
+    body = FirstMessage if reflection else RequestBody
+    return [
+        Middleware(body, timeout_seconds=settings.body_read_timeout_seconds),
+        Middleware(RefuseBadProtocolHeaders, version_required=version_required, codecs=codecs),
+    ]
+
+
+def platform_interceptors(
+    platform: Platform, telemetry: Telemetry, origin: Origin, max_body_bytes: int, *own: Interceptor
+) -> list[Interceptor]:
+    """The interceptors of a platform service's calls, outermost first; `own`: the service's own,
+    after authentication and before the body is read."""
+    return [
+        *telemetry.interceptors(),
+        # First: its on_end sees every later failure.
+        ErrorMapping(max_body_bytes, platform.readiness),
+        # Before the token is looked up, which would wait for the store.
+        RefuseWhileStoreDown(platform.readiness),
+        # Before the body is read, so a bad token answers before a malformed or oversized body.
+        Authenticate(platform.authenticator, origin),
+        *own,
+        # (connectrpc reads and decodes the body here.) Before the field rules: a token in a
+        # field is revoked whatever else is wrong with the request.
+        RevokeTokensInMessages(platform.authenticator),
+        Validate(),
+    ]
 
 
 def stream_budgets(settings: Settings, streaming: Iterable[str], tokenless: Container[str]) -> dict[str, Budget]:
