@@ -268,7 +268,11 @@ def build_front(
                 streaming[path] = timed
             else:
                 unary[path] = Route(timed, methods)
-    reflection = reflection_routes([*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit)
+    # The error mapping only: a refused session (a message over the limit, one that does not
+    # decode) carries its reason.
+    reflection = reflection_routes(
+        [*platform_files, health_pb2.DESCRIPTOR], read_max_bytes=limit, interceptors=[ErrorMapping(limit)]
+    )
     for path, reflection_app in reflection.items():
         streaming[path] = assemble(procedure_stack(settings, reflection=True), reflection_app)[0]
     tokenless = {path for path, _, stream in _procedures(health_pb2.DESCRIPTOR) if stream} | set(reflection)

@@ -8,8 +8,9 @@ Reflection only reveals the public contract: it needs no token.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from connectrpc.interceptor import Interceptor
 from connectrpc_grpcreflect import (
     ServerReflectionAlphaASGIApplication,
     ServerReflectionAlphaService,
@@ -21,14 +22,14 @@ from protobuf import DescFile
 
 from zkplatform.asgi import ASGIApp
 from zkplatform.rpc.encoding.descriptors import load
-from zkplatform.rpc.interceptors.error_mapping import ErrorMapping
 
 
-def reflection_routes(files: Iterable[FileDescriptor], *, read_max_bytes: int) -> dict[str, ASGIApp]:
+def reflection_routes(
+    files: Iterable[FileDescriptor], *, read_max_bytes: int, interceptors: Sequence[Interceptor]
+) -> dict[str, ASGIApp]:
     """The reflection procedures, describing the services of these files."""
     descs = _loaded(tuple(files))
-    # ErrorMapping: a refused session (a message over the limit, one that does not decode) carries its reason.
-    mapping = [ErrorMapping(read_max_bytes)]
+    mapping = list(interceptors)
     apps: list[ASGIApp] = [
         ServerReflectionASGIApplication(
             ServerReflectionService(*descs), interceptors=mapping, read_max_bytes=read_max_bytes
