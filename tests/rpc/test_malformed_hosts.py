@@ -180,6 +180,17 @@ async def test_a_malformed_host_is_refused_on_every_path(client: httpx.AsyncClie
     assert_bad_host(response)
 
 
+async def test_a_host_is_judged_alike_every_time_it_is_sent(client: httpx.AsyncClient) -> None:
+    """The front remembers its answer for a Host: the same malformed one is refused again,
+    and a well-formed one, asked between and after, is served each time."""
+    for host in ["[::1]:99999", "[::1]:8443", "[::1]:99999", "[::1]:8443"]:
+        response = await client.get("/healthz", headers={"Host": host})
+        if host.endswith("99999"):
+            assert_bad_host(response)
+        else:
+            assert response.status_code == 200, response.text
+
+
 async def test_two_host_headers_are_refused(client: httpx.AsyncClient, world: World) -> None:
     body = {"vaultId": "acme-private", "itemId": "x", "baseVersion": 1}
     both = [*headers(JSON, world.token("alice")).items(), ("Host", "testserver"), ("Host", "elsewhere.example")]

@@ -27,6 +27,7 @@ the client itself, so it is never read. A member that is no IP address
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -134,9 +135,16 @@ def host_refusal(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
     hosts = [value for key, value in headers if key == b"host"]
     if len(hosts) > 1:
         return "more than one Host header"
-    if hosts and hosts[0] and parse_authority(hosts[0].decode("latin-1")) is None:
+    if hosts and hosts[0] and not _is_authority(hosts[0]):
         return "the Host header is not a host name or [IPv6 address] with an optional port from 1 to 65535"
     return None
+
+
+# Every call asks, and a server is addressed by a handful of names: the answer, pure, is kept
+# for the last few hundred (bounded, so that a client sending many Hosts only evicts).
+@functools.lru_cache(maxsize=256)
+def _is_authority(host: bytes) -> bool:
+    return parse_authority(host.decode("latin-1")) is not None
 
 
 def forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> list[str] | None:
