@@ -237,8 +237,12 @@ async def test_a_body_that_stalls_is_refused_at_the_call_deadline(
 
 
 async def test_a_body_that_stalls_is_refused_at_the_body_read_timeout(platform: Platform, world: World) -> None:
+    """Not before the bound (one sweeper per worker finds the late, a period after at most)."""
+    started = asyncio.get_running_loop().time()
+
     answer = await call_with_stalled_body(platform, bearer(world), Settings(body_read_timeout_seconds=1))
 
+    assert asyncio.get_running_loop().time() - started >= 1
     assert answer["status"] == 504
     assert brief(json.loads(answer["body"])) == {
         "code": "deadline_exceeded",

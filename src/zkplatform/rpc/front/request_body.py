@@ -1,6 +1,7 @@
 """A request body must arrive within a bound, and is read to its end before the answer starts.
 
-The bound: a client that stalls half-way holds nothing for long. The call's own
+The bound: a client that stalls half-way holds nothing for long (refused at most a
+sweeper's period past it: see RequestBody). The call's own
 deadline (Connect-Timeout-Ms, grpc-timeout) is connectrpc's; this is the
 server's bound for calls that set none, or a longer one.
 
@@ -35,32 +36,78 @@ class RequestBody:
     def __init__(self, app: ASGIApp, timeout_seconds: float) -> None:
         self._app = app
         self._timeout = timeout_seconds
+        self._stalled = f"the request body did not arrive within {timeout_seconds:g} s"
+        # The receives waiting for a body, and when each must give up: one sweeper per worker,
+        # running while any waits, finds those past it, rather than a timer armed for each call
+        # (most bodies are in hand by the time they are asked for).
+        self._waiting: dict[asyncio.Task[object], float] = {}
+        self._late: set[asyncio.Task[object]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        now = asyncio.get_running_loop().time()
-        deadline = now + self._timeout
-        call_deadline = _call_deadline(scope, now)
-        body_done = False
+        reading = _Reading(self, scope, receive, send)
+        await self._app(scope, reading.receive, reading.send)
 
-        async def receive_in_time() -> Message:
-            nonlocal body_done
-            if body_done:  # after the body, only a disconnect can come, whenever it likes
-                return await receive()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    message = await receive()
-            except TimeoutError:
-                stalled = f"the request body did not arrive within {self._timeout:g} s"
-                raise refusal(Code.DEADLINE_EXCEEDED, ErrorReason.BODY_READ_TIMEOUT, stalled) from None
-            body_done = message["type"] != "http.request" or not message.get("more_body", False)
-            return message
+    async def receive_in_time(self, receive: Receive, deadline: float) -> Message:
+        task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task
+        self._waiting[task] = deadline
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep())
+        try:
+            return await receive()
+        except asyncio.CancelledError:
+            if task not in self._late:
+                raise
+            task.uncancel()
+            raise refusal(Code.DEADLINE_EXCEEDED, ErrorReason.BODY_READ_TIMEOUT, self._stalled) from None
+        finally:
+            del self._waiting[task]
+            self._late.discard(task)
 
-        async def send_after_body(message: Message) -> None:
-            if not body_done and message["type"] == "http.response.start":
-                await _drain(receive_in_time, call_deadline)
-            await send(message)
+    async def _sweep(self) -> None:
+        """Cancel the receives past their deadline; ends once a period finds none waiting. A body is
+        refused at most a period after its bound: a quarter of it, or a second for a longer one."""
+        period = min(1.0, self._timeout / 4)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await asyncio.sleep(period)
+                if not self._waiting:
+                    return
+                now = loop.time()
+                for task, deadline in list(self._waiting.items()):
+                    if deadline <= now and task not in self._late:
+                        self._late.add(task)
+                        task.cancel()
+        finally:
+            self._sweeper = None
 
-        await self._app(scope, receive_in_time, send_after_body)
+
+class _Reading:
+    """One call's body as it is read, and its answer held until the body is in."""
+
+    __slots__ = ("_body", "_deadline", "_receive", "_scope", "_send", "_started", "done")
+
+    def __init__(self, body: RequestBody, scope: Scope, receive: Receive, send: Send) -> None:
+        self._body = body
+        self._scope = scope
+        self._receive = receive
+        self._send = send
+        self._started = asyncio.get_running_loop().time()
+        self._deadline = self._started + body._timeout  # noqa: SLF001 # its own middleware's bound
+        self.done = False
+
+    async def receive(self) -> Message:
+        if self.done:  # after the body, only a disconnect can come, whenever it likes
+            return await self._receive()
+        message = await self._body.receive_in_time(self._receive, self._deadline)
+        self.done = message["type"] != "http.request" or not message.get("more_body", False)
+        return message
+
+    async def send(self, message: Message) -> None:
+        if not self.done and message["type"] == "http.response.start":
+            await _drain(self.receive, _call_deadline(self._scope, self._started))
+        await self._send(message)
 
 
 async def _drain(receive: Receive, call_deadline: float | None) -> None:
