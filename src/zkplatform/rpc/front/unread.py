@@ -25,7 +25,7 @@ A call given up while its send waits for its client ends at once: the send raise
 ClientStalled. A message refused for want of room is not sent: the send returns why, and
 ClientGone ends the call at its next write, so that what the call built is freed as its
 frames return rather than held by an exception on its way out. Either way the server then
-resets the HTTP/2 stream or closes the HTTP/1.1 connection (hypercorn_fix.py), and a watch
+resets the HTTP/2 stream or closes the HTTP/1.1 connection (server/hypercorn_fix.py), and a watch
 so ended resumes from the last cursor its client read. Most sends return at once, so one
 sweeper per worker, running while sends are pending, finds those that waited the stall bound,
 rather than a timer armed for each.

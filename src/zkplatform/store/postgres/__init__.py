@@ -23,7 +23,7 @@ fewer than all of them (the pool cannot make one) has the database pinged; a
 ping that finds it unreachable, this one or readiness's, fails every call then
 waiting for a connection at once, with StoreUnavailable, rather than at its
 acquire timeout. Calls after that are refused before they get here, while
-readiness knows the store down (rpc/store_down.py).
+readiness knows the store down (rpc/interceptors/store_down.py).
 
 One module a port (directory, items, tokens, limits, audit, key_log), each a mixin over the
 one Database (database.py: the pool, the calls' connections and transactions, and the SQL more
