@@ -42,15 +42,20 @@ as soon as the feed says its access may have changed (its token revoked, its pri
 scopes narrowed, a member removed from the vault, by any worker or host): a quiet watch of
 a revoked token ends at once, not at its next heartbeat, and nothing committed after the
 revocation reaches it.
+
+The watches of a vault woken by the same wake-up share one read of its next page and one of
+the vault (its membership), not one each (domain/shared_reads.py says why none gets a page older
+than the change that woke it); the token is read by each watch for itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 from asyncio import FIRST_COMPLETED
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from zkplatform.domain.auth import Caller
@@ -73,6 +78,7 @@ from zkplatform.domain.ports.directory import DirectoryRepository
 from zkplatform.domain.ports.items import ItemRepository
 from zkplatform.domain.ports.tokens import TokenRepository
 from zkplatform.domain.readiness import Readiness
+from zkplatform.domain.shared_reads import SharedReads
 
 T = TypeVar("T")
 
@@ -175,6 +181,7 @@ class SyncUseCases:
             readiness.on_down(feed.store_down)
         self._abandoned: set[asyncio.Future[Any]] = set()  # reads of watches that ended first
         self.slots = WatchSlots(self._policy)
+        self._shared = SharedReads()  # the reads of a vault's watches woken by the same wake-up
 
     async def list_changes(
         self, caller: Caller, vault_id: str, since_sequence: int, page_size: int, since_epoch: str = ""
@@ -227,7 +234,7 @@ class SyncUseCases:
                 raise TokenExpired
             due = timer.now() >= quiet_until
             if access or due:  # a revoked token or a removed member ends here, before anything is sent
-                await self._unless_down(subscription, self._recheck(caller, vault_id))
+                await self._unless_down(subscription, self._recheck(caller, vault_id, subscription.generation))
                 access = False
             if due and caught_up:  # before, the backlog is being read: its next page comes at once
                 # A quiet vault reads no page: the epoch is read here, so that a store restored
@@ -237,14 +244,19 @@ class SyncUseCases:
                 # Measured from when the message was taken: a pull-driven stream asks for the next then.
                 quiet_until = timer.now() + period
             if woken:  # else a heartbeat period went by without a change: nothing to read
-                page = await self._unless_down(subscription, self._read(vault_id, cursor, DEFAULT_PAGE_SIZE, epoch))
+                generation, size = subscription.generation, DEFAULT_PAGE_SIZE
+                listing = self._shared.read(
+                    ("changes", vault_id, cursor, size, generation),
+                    partial(self._items.list_changes, vault_id, cursor, size + 1),
+                )
+                page = _usable(await self._unless_down(subscription, listing), cursor, epoch)
                 epoch = page.epoch
                 listed = self._listed(page, cursor, DEFAULT_PAGE_SIZE)
                 if page.changes:
                     if caught_up and page.sequence - cursor > self._policy.max_lag:
                         raise WatchBehind
                     # Nothing reaches a caller whose token or membership went since the last check.
-                    await self._unless_down(subscription, self._recheck(caller, vault_id))
+                    await self._unless_down(subscription, self._recheck(caller, vault_id, subscription.generation))
                 if page.changes or not caught_up:  # a page, or the empty backlog's marker
                     ends_backlog = not caught_up and not listed.has_more
                     cursor = listed.cursor
@@ -268,23 +280,23 @@ class SyncUseCases:
         except TimeoutError:
             return False, False
 
-    async def _unless_down(self, subscription: ChangeSubscription, operation: Coroutine[object, object, T]) -> T:
-        """A watch's read of the store, unless the store is known down first (the subscription's
-        flag): StoreUnavailable then, at once. The read runs in a task of its own so that it can
-        be left to end by itself (cancelled, its driver may wait on a network that drops packets
-        for seconds more), held until it has."""
-        if subscription.down.done():
-            operation.close()
-            raise StoreUnavailable
+    async def _unless_down(self, subscription: ChangeSubscription, operation: Awaitable[T]) -> T:
+        """A watch's read of the store (a coroutine, or a shared read's future), unless the store
+        is known down first (the subscription's flag): StoreUnavailable then, at once. The read
+        runs in a task of its own so that it can be left to end by itself (cancelled, its driver
+        may wait on a network that drops packets for seconds more), held until it has."""
         reading = asyncio.ensure_future(operation)
+        read = False
         try:
-            await asyncio.wait((reading, subscription.down), return_when=FIRST_COMPLETED)
+            if not subscription.down.done():
+                await asyncio.wait((reading, subscription.down), return_when=FIRST_COMPLETED)
+            read = reading.done()
         finally:
-            if not reading.done():
+            if not read:  # a shared read's future is done once cancelled: its read goes on for the others
                 reading.cancel()
                 self._abandoned.add(reading)
                 reading.add_done_callback(_forgotten(self._abandoned))
-        if reading.done():
+        if read:
             return reading.result()
         raise StoreUnavailable
 
@@ -292,11 +304,12 @@ class SyncUseCases:
         caller.require_scope(Scope.VAULT_ITEMS_READ)
         caller.require_member(await self._directory.get_vault(vault_id))
 
-    async def _recheck(self, caller: Caller, vault_id: str) -> None:
+    async def _recheck(self, caller: Caller, vault_id: str, generation: int) -> None:
         """What may have changed since the watch opened: the token (revoked, expired; disabling
         a principal revokes its tokens in the same transaction), its principal's scopes (an
         operator may narrow them) and the membership. Two reads by key, before each page, once
-        a quiet heartbeat period and when the feed says so."""
+        a quiet heartbeat period and when the feed says so; the vault's is shared by the watches
+        woken by the same wake-up (`generation`, the subscription's)."""
         found = await self._tokens.get_token_with_principal(caller.token.token_id)
         if found is None or found[0].revoked:
             raise TokenRevoked
@@ -304,20 +317,15 @@ class SyncUseCases:
         if not token.is_live(self._clock()):
             raise TokenExpired
         replace(caller, token=token, principal=principal).require_scope(Scope.VAULT_ITEMS_READ)
-        caller.require_member(await self._directory.get_vault(vault_id))
+        vault = self._shared.read(("vault", vault_id, generation), partial(self._directory.get_vault, vault_id))
+        caller.require_member(await vault)
 
     async def _read(self, vault_id: str, since: int, size: int, epoch: str) -> ChangePage:
         """The changes after `since`, at most `size` and one more (has_more only when something
         follows), once the cursor is found usable against the page's own snapshot: of the
         store's epoch, unless `epoch` is "" (not given); not below the purge horizon, unless it
         is 0 (from the start: everything that exists, whatever was purged); not beyond the vault."""
-        page = await self._items.list_changes(vault_id, since, size + 1)
-        _same_epoch(epoch, page.epoch)
-        if 0 < since < page.purge_horizon:
-            raise CursorExpired(page.epoch, page.purge_horizon)
-        if since > page.sequence:
-            raise CursorAhead(page.sequence)
-        return page
+        return _usable(await self._items.list_changes(vault_id, since, size + 1), since, epoch)
 
     def _listed(self, page: ChangePage, since: int, size: int) -> ListedChanges:
         """The page of at most `size` changes and a page's bytes, and where to resume after it."""
@@ -336,6 +344,16 @@ def _forgotten(held: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]]
             reading.exception()
 
     return forget
+
+
+def _usable(page: ChangePage, since: int, epoch: str) -> ChangePage:
+    """The page, once the cursor `since` is found usable against its snapshot (see _read)."""
+    _same_epoch(epoch, page.epoch)
+    if 0 < since < page.purge_horizon:
+        raise CursorExpired(page.epoch, page.purge_horizon)
+    if since > page.sequence:
+        raise CursorAhead(page.sequence)
+    return page
 
 
 def _same_epoch(expected: str, current: str) -> str:

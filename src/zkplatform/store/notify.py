@@ -68,6 +68,10 @@ class Subscription:
         access, self._access = self._access, False
         return access
 
+    @property
+    def generation(self) -> int:
+        return self._feed.generation(self.vault_id)
+
     def wake(self) -> None:
         self._woken.set()
 
@@ -99,9 +103,15 @@ class ChangeFeed:
         self._on_last = on_last
         self._stopping: asyncio.Task[None] | None = None  # held so that it is not collected mid-way
         self._lost: list[Callable[[], None]] = []
+        # Each subscribed vault's wake generation: the feed's wake-ups so far when its watches
+        # were last woken (or its first subscribed), so that no generation is ever given twice.
+        self._generations: dict[str, int] = {}
+        self._wakes = 0
 
     def subscribe(self, vault_id: str, token_id: str) -> Subscription:
         subscription = Subscription(self, vault_id, token_id)
+        if vault_id not in self._by_vault:
+            self._woke(vault_id)
         self._by_vault.setdefault(vault_id, set()).add(subscription)
         self._by_token.setdefault(token_id, set()).add(subscription)
         self._count += 1
@@ -114,6 +124,8 @@ class ChangeFeed:
         if subscribers is None or subscription not in subscribers:
             return
         _discard(self._by_vault, subscription.vault_id, subscription)
+        if subscription.vault_id not in self._by_vault:
+            del self._generations[subscription.vault_id]
         _discard(self._by_token, subscription.token_id, subscription)
         self._count -= 1
         if self._count == 0 and self._on_last is not None:
@@ -122,6 +134,13 @@ class ChangeFeed:
 
     def vaults(self) -> list[str]:
         return list(self._by_vault)
+
+    def generation(self, vault_id: str) -> int:
+        return self._generations[vault_id]
+
+    def _woke(self, vault_id: str) -> None:
+        self._wakes += 1
+        self._generations[vault_id] = self._wakes
 
     def on_lost(self, callback: Callable[[], None]) -> None:
         """`callback` is called whenever the connection carrying other processes' changes ends."""
@@ -134,11 +153,15 @@ class ChangeFeed:
 
     def notify(self, vault_id: str) -> None:
         """The vault changed."""
+        if vault_id in self._by_vault:
+            self._woke(vault_id)
         for subscription in self._by_vault.get(vault_id, ()):
             subscription.wake()
 
     def access_changed(self, vault_id: str) -> None:
         """A member left the vault: each of its watches checks its caller again."""
+        if vault_id in self._by_vault:
+            self._woke(vault_id)
         for subscription in self._by_vault.get(vault_id, ()):
             subscription.wake_access()
 
@@ -158,7 +181,8 @@ class ChangeFeed:
     def wake_all(self) -> None:
         """Anything may have changed, access included (what was missed is not known): every
         watch reads and checks again. Two reads by key each, so only for rare events."""
-        for subscribers in self._by_vault.values():
+        for vault_id, subscribers in self._by_vault.items():
+            self._woke(vault_id)
             for subscription in subscribers:
                 subscription.wake_access()
 

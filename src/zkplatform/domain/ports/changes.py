@@ -13,6 +13,13 @@ class ChangeSubscription(Protocol):
     new itself."""
 
     @property
+    def generation(self) -> int:
+        """The vault's wake generation: it moves on every wake-up of the vault's watches (a change,
+        an access change, all of them at once) and never comes back, whatever watches come and go,
+        so that a read started under one has seen what its wake-up announced."""
+        ...
+
+    @property
     def down(self) -> asyncio.Future[None]:
         """Done once the store is known down (`ChangeFeed.store_down`)."""
         ...
