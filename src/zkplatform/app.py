@@ -27,6 +27,7 @@ from zkplatform.domain.audit import Actor
 from zkplatform.observability.calls import ObserveCalls
 from zkplatform.observability.telemetry import Telemetry
 from zkplatform.rpc.encoding.codec import CompactJSONCodec
+from zkplatform.rpc.encoding.last_encoded import LastEncoded
 from zkplatform.rpc.front.client_gone import ClientGone
 from zkplatform.rpc.front.codings import LowercaseCodings
 from zkplatform.rpc.front.cors import Cors
@@ -231,7 +232,8 @@ def build_front(
         vault or VaultServicer(platform.vault, platform.sync, settings.tombstone_retention_seconds),
         interceptors=chain(),
         read_max_bytes=limit,
-        codecs=codecs,
+        # A change reaching many watches is one message: encoded once per codec.
+        codecs=[LastEncoded(codec) for codec in codecs],
     )
     broker_app = BrokerServiceASGIApplication(
         broker or BrokerServicer(platform.broker),

@@ -191,6 +191,25 @@ def watch_message(vault_id: str, listed: ListedChanges, *, retention: int) -> va
     return response
 
 
+class WatchMessages:
+    """watch_message, remembering the last one made: the watches of a vault woken by one change
+    send equal pages (the page they share, domain/shared_reads.py), so it is converted once, and,
+    being the same message, encoded once per codec (rpc/encoding/last_encoded.py). A message
+    handed out is never changed afterwards."""
+
+    def __init__(self, retention: int) -> None:
+        self._retention = retention
+        self._last: tuple[str, ListedChanges, vault_pb2.WatchChangesResponse] | None = None
+
+    def message(self, vault_id: str, listed: ListedChanges) -> vault_pb2.WatchChangesResponse:
+        last = self._last
+        if last is not None and last[0] == vault_id and last[1] == listed:
+            return last[2]
+        message = watch_message(vault_id, listed, retention=self._retention)
+        self._last = (vault_id, listed, message)
+        return message
+
+
 def vault_to_proto(vault: models.Vault, message: vault_pb2.Vault | None = None) -> vault_pb2.Vault:
     """The vault with its members, sorted; filled in place when a message is given."""
     message = vault_pb2.Vault() if message is None else message

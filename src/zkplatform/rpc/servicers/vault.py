@@ -11,6 +11,7 @@ from connectrpc.request import RequestContext
 from zkplatform.domain.sync import SyncUseCases
 from zkplatform.domain.vault import VaultUseCases
 from zkplatform.messages.convert import (
+    WatchMessages,
     change_response,
     changes_response,
     get_response,
@@ -19,7 +20,6 @@ from zkplatform.messages.convert import (
     list_response,
     vault_response,
     vaults_response,
-    watch_message,
 )
 from zkplatform.messages.request_ids import request_id_of
 from zkplatform.rpc.call_auth import call_auth
@@ -41,6 +41,7 @@ class VaultServicer(VaultService):
         self._sync = sync
         # What a tombstone's purge_time adds to its deletion: the retention the server purges with.
         self._retention = tombstone_retention_seconds
+        self._watch_messages = WatchMessages(tombstone_retention_seconds)
 
     async def delete_item(
         self, request: vault_pb2.DeleteItemRequest, ctx: RequestContext[Any, Any], /
@@ -121,7 +122,7 @@ class VaultServicer(VaultService):
         )
         async with aclosing(watch) as pages:
             async for listed in pages:
-                yield watch_message(request.vault_id, listed, retention=self._retention)
+                yield self._watch_messages.message(request.vault_id, listed)
 
     async def list_vaults(
         self, request: vault_pb2.ListVaultsRequest, ctx: RequestContext[Any, Any], /
