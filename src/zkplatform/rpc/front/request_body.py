@@ -25,6 +25,7 @@ from connectrpc.errors import ConnectError
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 from zkplatform.rpc.errors import refusal
+from zkplatform.rpc.front.sweeper import Sweeper
 from zkplatform.rpc.internals import GRPCServerProtocol, negotiate_server_protocol
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
@@ -42,7 +43,8 @@ class RequestBody:
         # (most bodies are in hand by the time they are asked for).
         self._waiting: dict[asyncio.Task[object], float] = {}
         self._late: set[asyncio.Task[object]] = set()
-        self._sweeper: asyncio.Task[None] | None = None
+        # A body is refused at most a period after its bound: a quarter of it, or a second for a longer one.
+        self._sweeper = Sweeper(min(1.0, timeout_seconds / 4), self._cancel_late)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         reading = _Reading(self, scope, receive, send)
@@ -51,8 +53,7 @@ class RequestBody:
     async def receive_in_time(self, receive: Receive, deadline: float) -> Message:
         task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task
         self._waiting[task] = deadline
-        if self._sweeper is None:
-            self._sweeper = asyncio.create_task(self._sweep())
+        self._sweeper.start()
         try:
             return await receive()
         except asyncio.CancelledError:
@@ -64,23 +65,15 @@ class RequestBody:
             del self._waiting[task]
             self._late.discard(task)
 
-    async def _sweep(self) -> None:
-        """Cancel the receives past their deadline; ends once a period finds none waiting. A body is
-        refused at most a period after its bound: a quarter of it, or a second for a longer one."""
-        period = min(1.0, self._timeout / 4)
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                await asyncio.sleep(period)
-                if not self._waiting:
-                    return
-                now = loop.time()
-                for task, deadline in list(self._waiting.items()):
-                    if deadline <= now and task not in self._late:
-                        self._late.add(task)
-                        task.cancel()
-        finally:
-            self._sweeper = None
+    def _cancel_late(self, now: float) -> bool:
+        """Cancel the receives past their deadline; False once none waits."""
+        if not self._waiting:
+            return False
+        for task, deadline in list(self._waiting.items()):
+            if deadline <= now and task not in self._late:
+                self._late.add(task)
+                task.cancel()
+        return True
 
 
 class _Reading:

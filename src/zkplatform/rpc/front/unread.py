@@ -38,6 +38,7 @@ from collections.abc import Hashable
 from typing import Final
 
 from zkplatform.asgi import Message, Send
+from zkplatform.rpc.front.sweeper import Sweeper
 
 CHUNK_BYTES: Final = 64 * 1024  # an HTTP/2 stream's default window: what a client that reads takes at once
 GRACE_S: Final = 1.0
@@ -89,7 +90,7 @@ class Unread:
         self._worker = _Bound(per_worker, "the server")
         self._connections: dict[Hashable, _Bound] = {}
         self._ended = asyncio.Event()  # a send given up has ended: room may have come
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweeper = Sweeper(min(1.0, self.stall_seconds / 4), self._give_up_stalled)
 
     async def send(self, send: Send, message: Message, connection: Hashable | None) -> str:
         """Send the message in chunks: "" once sent, or why it was not (no room: its call is given
@@ -104,8 +105,7 @@ class Unread:
         for bound in bounds:
             bound.sends[this] = None
             bound.unread += this.unread
-        if self._sweeper is None:
-            self._sweeper = asyncio.create_task(self._sweep())
+        self._sweeper.start()
         try:
             if this.unread and (no_room := await self._admit(this, bounds)):
                 return no_room
@@ -194,19 +194,12 @@ class Unread:
         if this.given_up:
             self._ended.set()
 
-    async def _sweep(self) -> None:
-        """Give up the sends that waited the stall bound; ends once a period finds none pending."""
-        period = min(1.0, self.stall_seconds / 4)
-        loop = asyncio.get_running_loop()
-        why = f"the client took nothing of the answer for {self.stall_seconds:g} s"
-        try:
-            while True:
-                await asyncio.sleep(period)
-                if not self._sends:
-                    return
-                oldest = loop.time() - self.stall_seconds
-                for waiting in list(self._sends.values()):
-                    if waiting.since <= oldest and not waiting.given_up:
-                        self._give_up(waiting, why)
-        finally:
-            self._sweeper = None
+    def _give_up_stalled(self, now: float) -> bool:
+        """Give up the sends that waited the stall bound; False once none is pending."""
+        if not self._sends:
+            return False
+        oldest = now - self.stall_seconds
+        for waiting in list(self._sends.values()):
+            if waiting.since <= oldest and not waiting.given_up:
+                self._give_up(waiting, f"the client took nothing of the answer for {self.stall_seconds:g} s")
+        return True
