@@ -112,12 +112,14 @@ HEADER = (
 )
 
 
-def measure(setups: tuple[WatchSetup, ...], work: Path, postgres: PostgresServer, rounds: int = 1) -> list[Run]:
-    """Each setup with the code before and this tree's, taking turns."""
+def measure(
+    setups: tuple[WatchSetup, ...], work: Path, postgres: PostgresServer, rounds: int = 1, before: str = BEFORE
+) -> list[Run]:
+    """Each setup with the code before (`before`, a commit) and this tree's, taking turns."""
     runs = []
     for setup in setups:
         for round_ in range(rounds):
-            for code in (BEFORE, ""):
+            for code in (before, ""):
                 directory = work / f"{setup.key}-{code or 'tree'}-{round_}"
                 directory.mkdir(parents=True)
                 run = _run(setup, code, directory, postgres)
@@ -317,9 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="setups by key, comma-separated: " + ",".join(s.key for s in SETUPS))
     parser.add_argument("--scale", type=float, default=1.0, help="a fraction of the watches, for a trial")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--before", default=BEFORE, help=f"the commit served beside this tree (default {BEFORE})")
     args: Any = parser.parse_args(argv)
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-watches-") as tmp:
-        runs = measure(chosen(args.only, args.scale), Path(tmp), PostgresServer(stack), args.rounds)
+        runs = measure(chosen(args.only, args.scale), Path(tmp), PostgresServer(stack), args.rounds, args.before)
     print(table(runs))
     return 0
 
