@@ -205,13 +205,26 @@ class Server:
                 return
 
 
+# The collector's thresholds once started (Python's are 700, 10, 10). The young generation is
+# collected whenever 700 more container objects were made than freed, and whatever is alive then
+# (a call in flight, a watch's wait) moves on to the older ones, where only a full collection
+# finds it dead; with thousands of open streams, whose state is millions of objects, that is a
+# pause that grows with the streams (bench/analysis.md, issue 42). A young generation of 20,000
+# lets a burst of work (a change sent to every watch) end before its objects are looked at, and a
+# full collection waits for 100 middle ones instead of 10 (and still, as Python requires, for the
+# objects moved to the oldest generation since the last one to number a quarter of those it left).
+COLLECTOR_THRESHOLDS = (20_000, 10, 100)
+
+
 def settle_heap() -> None:
     """At the end of start-up, move everything alive (modules, codecs, a seeded
     memory store) out of the garbage collector's generations: it lives as long
     as the process, and a full collection would otherwise walk all of it, a
-    pause that grows with the store (the p99 of every call made meanwhile)."""
+    pause that grows with the store (the p99 of every call made meanwhile).
+    Then collect young objects less often (COLLECTOR_THRESHOLDS)."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 def build_front(

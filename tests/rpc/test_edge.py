@@ -16,7 +16,7 @@ from google.protobuf import timestamp_pb2
 
 from tests.connect import BROKER_MINT, JSON, PROTO, VAULT_DELETE, Codec, brief, detail, error_of, headers
 from tests.world import World
-from zkplatform.app import create_app
+from zkplatform.app import COLLECTOR_THRESHOLDS, create_app
 from zkplatform.config import Settings
 from zkplatform.wiring import Platform
 from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
@@ -214,7 +214,7 @@ async def test_health_needs_no_protocol_header(client: httpx.AsyncClient) -> Non
     assert response.json() == {"status": "SERVING"}
 
 
-async def test_startup_moves_the_live_heap_out_of_the_collector(platform: Platform) -> None:
+async def test_startup_moves_the_live_heap_out_of_the_collector_and_sets_its_thresholds(platform: Platform) -> None:
     app = create_app(Settings(store_url="memory:"), platform=platform)
     phases = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
     frozen_at_startup: list[int] = []
@@ -227,10 +227,13 @@ async def test_startup_moves_the_live_heap_out_of_the_collector(platform: Platfo
             frozen_at_startup.append(gc.get_freeze_count())
 
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     try:
         await app({"type": "lifespan"}, receive, send)
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
     assert frozen_at_startup
     assert frozen_at_startup[0] > 0
