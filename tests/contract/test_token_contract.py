@@ -55,6 +55,21 @@ async def test_revoking_a_token_revokes_its_whole_subtree_and_nothing_else(seede
     assert await seeded.revoke_token_tree("tok_nope", OPERATOR) is None
 
 
+async def test_many_tokens_are_read_at_once_with_their_principals(seeded: MigratableStore) -> None:
+    """What the watches woken together check again: live or revoked, each with its principal."""
+    await tree(seeded)
+    await seeded.revoke_token_tree("tok_a1", OPERATOR)
+    wanted = ["tok_a", "tok_a1", "tok_nope", "tok_other", "tok_a"]
+
+    found = await seeded.get_tokens_with_principals(wanted)
+
+    assert sorted(found) == ["tok_a", "tok_a1", "tok_other"]
+    assert [found[t][0] for t in sorted(found)] == [await seeded.get_token(t) for t in sorted(found)]
+    assert found["tok_a1"][0].revoked
+    assert {(principal.principal_id, principal.role) for _, principal in found.values()} == {("p1", Role.OWNER)}
+    assert await seeded.get_tokens_with_principals([]) == {}
+
+
 async def test_a_revocation_cascades_down_the_tree_only(seeded: MigratableStore) -> None:
     await tree(seeded)
 

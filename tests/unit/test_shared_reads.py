@@ -5,14 +5,16 @@ served by it (a page older than the change that woke it would lose that change).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 
 import pytest
 
 from tests.unit.test_sync import SEEDED, next_of
 from tests.unit.test_vault_items import VAULT, caller, content
 from tests.world import PEPPER, FakeClock, World
-from zkplatform.domain.models import ChangePage, Vault
-from zkplatform.domain.shared_reads import SharedReads
+from zkplatform.domain.errors import StoreUnavailable
+from zkplatform.domain.models import ChangePage, Principal, Scope, TokenRecord, Vault
+from zkplatform.domain.shared_reads import BatchedReads, SharedReads
 from zkplatform.domain.sync import ListedChanges, WatchPolicy
 from zkplatform.store.memory import MemoryStore
 from zkplatform.wiring import Platform
@@ -21,13 +23,14 @@ LOOP_TURNS = 100  # bounds a wait for something that takes a few turns of the ev
 
 
 class CountingStore(MemoryStore):
-    """A memory store that counts its change and vault reads, and can hold its change reads
+    """A memory store that counts its change, vault and token reads, and can hold its change reads
     (each answers the store as it was when the read began, as a database's snapshot does)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.change_reads = 0
         self.vault_reads = 0
+        self.token_reads: list[Collection[str]] = []
         self.held = False
         self.released = asyncio.Event()
 
@@ -41,6 +44,10 @@ class CountingStore(MemoryStore):
     async def get_vault(self, vault_id: str) -> Vault | None:
         self.vault_reads += 1
         return await super().get_vault(vault_id)
+
+    async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
+        self.token_reads.append(list(token_ids))
+        return await super().get_tokens_with_principals(token_ids)
 
 
 @pytest.fixture
@@ -132,3 +139,54 @@ async def test_a_read_is_shared_only_while_it_runs_and_each_asker_may_leave_it()
     assert got == (7, 7)
     assert again == 7
     assert len(calls) == 3
+
+
+async def test_the_tokens_asked_for_in_one_step_are_read_at_once() -> None:
+    reads: list[list[str]] = []
+
+    async def read_many(keys: Collection[str]) -> dict[str, int]:
+        reads.append(sorted(keys))
+        return {key: len(key) for key in keys if key != "missing"}
+
+    batched: BatchedReads[str, int] = BatchedReads(read_many)
+    together = [batched.read(key) for key in ("a", "bb", "a", "missing")]
+    leaving = batched.read("ccc")
+    leaving.cancel()  # its asker ended: the others are answered all the same
+    answers = await asyncio.gather(*together)
+    later = await batched.read("dddd")  # asked after that read began: a read of its own
+
+    assert answers == [1, 2, 1, None]
+    assert later == 4
+    assert reads == [["a", "bb", "ccc", "missing"], ["dddd"]]
+
+
+async def test_a_failed_batch_fails_each_of_its_askers() -> None:
+    async def read_many(keys: Collection[str]) -> dict[str, int]:
+        raise StoreUnavailable
+
+    batched: BatchedReads[str, int] = BatchedReads(read_many)
+    outcomes = await asyncio.gather(batched.read("a"), batched.read("b"), return_exceptions=True)
+
+    assert [type(outcome) for outcome in outcomes] == [StoreUnavailable, StoreUnavailable]
+
+
+async def test_the_watches_woken_by_one_change_read_their_tokens_at_once(clock: FakeClock) -> None:
+    store = CountingStore()
+    platform = Platform.build(store, PEPPER, clock, watch_policy=WatchPolicy(heartbeat_seconds=3600))
+    world = await World.seed(platform)
+    readers = [await caller(world, "bob", [Scope.VAULT_ITEMS_READ]) for _ in range(5)]  # a token each
+    watches = [platform.sync.watch_changes(reader, VAULT, SEEDED) for reader in readers]
+    try:
+        for watch in watches:
+            assert (await next_of(watch)).caught_up
+        pending = [asyncio.ensure_future(next_of(watch)) for watch in watches]
+        for _ in range(LOOP_TURNS):  # every watch waits for a change
+            await asyncio.sleep(0)
+        store.token_reads.clear()
+        await platform.vault.create_item(await caller(world, "bob"), VAULT, "new-1", content())
+        await asyncio.gather(*pending)
+    finally:
+        for watch in watches:
+            await watch.aclose()
+
+    assert [sorted(read) for read in store.token_reads] == [sorted(reader.token.token_id for reader in readers)]

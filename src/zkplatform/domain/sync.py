@@ -45,7 +45,8 @@ revocation reaches it.
 
 The watches of a vault woken by the same wake-up share one read of its next page and one of
 the vault (its membership), not one each (domain/shared_reads.py says why none gets a page older
-than the change that woke it); the token is read by each watch for itself.
+than the change that woke it); the tokens of the watches that check theirs in the same step of
+the event loop are read together, in one read that starts after each of them asked.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from zkplatform.domain.ports.directory import DirectoryRepository
 from zkplatform.domain.ports.items import ItemRepository
 from zkplatform.domain.ports.tokens import TokenRepository
 from zkplatform.domain.readiness import Readiness
-from zkplatform.domain.shared_reads import SharedReads
+from zkplatform.domain.shared_reads import BatchedReads, SharedReads
 
 T = TypeVar("T")
 
@@ -182,6 +183,7 @@ class SyncUseCases:
         self._abandoned: set[asyncio.Future[Any]] = set()  # reads of watches that ended first
         self.slots = WatchSlots(self._policy)
         self._shared = SharedReads()  # the reads of a vault's watches woken by the same wake-up
+        self._tokens_read = BatchedReads(tokens.get_tokens_with_principals)  # the re-checks of a step, as one read
 
     async def list_changes(
         self, caller: Caller, vault_id: str, since_sequence: int, page_size: int, since_epoch: str = ""
@@ -309,8 +311,9 @@ class SyncUseCases:
         a principal revokes its tokens in the same transaction), its principal's scopes (an
         operator may narrow them) and the membership. Two reads by key, before each page, once
         a quiet heartbeat period and when the feed says so; the vault's is shared by the watches
-        woken by the same wake-up (`generation`, the subscription's)."""
-        found = await self._tokens.get_token_with_principal(caller.token.token_id)
+        woken by the same wake-up (`generation`, the subscription's), the token's read with those
+        the other watches ask for in the same step."""
+        found = await self._tokens_read.read(caller.token.token_id)
         if found is None or found[0].revoked:
             raise TokenRevoked
         token, principal = found

@@ -116,7 +116,6 @@ class Statements:
     add_token: str = f"INSERT INTO tokens ({rows.TOKEN_COLUMNS}) VALUES {_values(len(rows.TOKEN_COLUMNS.split(', ')))}"
     find_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?"
     find_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("secret_hash")
-    get_token_with_principal: str = rows.TOKEN_WITH_PRINCIPAL.format("token_id")
     get_token: str = f"SELECT {rows.TOKEN_COLUMNS} FROM tokens WHERE token_id = ?"
     token_tenant: str = "SELECT tenant_id FROM tokens WHERE token_id = ?"  # noqa: S105 # SQL, not a secret
     parent_revoked: str = "SELECT revoked FROM tokens WHERE token_id = ?"

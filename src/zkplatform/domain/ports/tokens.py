@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
 from zkplatform.domain.audit import Action, Actor
@@ -36,10 +37,10 @@ class TokenRepository(Protocol):
         """The token with that public id, live or not."""
         ...
 
-    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
-        """The token with that public id, live or not, and its principal as it is now, in one
-        lookup: what an open watch checks again (the token revoked or expired, the principal's
-        scopes narrowed)."""
+    async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
+        """The tokens with those public ids, live or not, each with its principal as it is now,
+        by id (an id no token has is left out), in one lookup: what open watches check again (the
+        token revoked or expired, the principal's scopes narrowed), all those woken together at once."""
         ...
 
     async def find_token(self, secret_hash: bytes) -> TokenRecord | None: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Collection
 from dataclasses import replace
 
 from zkplatform.domain import audit
@@ -63,9 +64,13 @@ class MemoryTokens(Tables):
         secret_hash = self._token_ids.get(token_id)
         return None if secret_hash is None else self._tokens[secret_hash]
 
-    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
-        token = await self.get_token(token_id)
-        return None if token is None else (token, self._principals[token.principal_id])
+    async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
+        found = {}
+        for token_id in token_ids:
+            if (secret_hash := self._token_ids.get(token_id)) is not None:
+                token = self._tokens[secret_hash]
+                found[token_id] = (token, self._principals[token.principal_id])
+        return found
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True

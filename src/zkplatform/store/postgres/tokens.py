@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor
 from zkplatform.domain.models import Principal, TokenRecord
@@ -13,6 +15,9 @@ from zkplatform.store.postgres.connection import Conn
 from zkplatform.store.postgres.database import Database, _claim, _fetchone, _insert, _lock_principal, _record, _settle
 from zkplatform.store.statements import POSTGRESQL as SQL
 from zkplatform.store.statements import token_listing
+
+# Many tokens by id, as one array.
+_TOKENS_WITH_PRINCIPALS = rows.TOKEN_WITH_PRINCIPAL.format("token_id").replace("= ?", "= ANY(%s)")
 
 
 class PostgresTokens(Database):
@@ -66,9 +71,11 @@ class PostgresTokens(Database):
         row = await self._one(SQL.get_token, (token_id,))
         return None if row is None else rows.token_from_row(row)
 
-    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
-        row = await self._one(SQL.get_token_with_principal, (token_id,))
-        return None if row is None else rows.token_with_principal_from_row(row)
+    async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
+        found = await self._all(_TOKENS_WITH_PRINCIPALS, (list(token_ids),))
+        return {
+            record.token_id: (record, principal) for record, principal in map(rows.token_with_principal_from_row, found)
+        }
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True

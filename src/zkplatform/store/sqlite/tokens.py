@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Collection
 
 from zkplatform.domain import audit
 from zkplatform.domain.audit import Action, Actor
@@ -14,6 +16,12 @@ from zkplatform.store import rows
 from zkplatform.store.sqlite.database import Database, _earlier, _insert, _record, _remember
 from zkplatform.store.statements import SQLITE as SQL
 from zkplatform.store.statements import token_listing
+
+# Many tokens by id, as one JSON array: SQLite has no arrays, and a list of placeholders would
+# be a statement of its own for every count.
+_TOKENS_WITH_PRINCIPALS = rows.TOKEN_WITH_PRINCIPAL.format("token_id").replace(
+    "= ?", "IN (SELECT value FROM json_each(?))"
+)
 
 
 class SQLiteTokens(Database):
@@ -60,9 +68,12 @@ class SQLiteTokens(Database):
         row = self._lookup(lambda c: c.execute(SQL.get_token, (token_id,)).fetchone())
         return None if row is None else rows.token_from_row(row)
 
-    async def get_token_with_principal(self, token_id: str) -> tuple[TokenRecord, Principal] | None:
-        row = self._lookup(lambda c: c.execute(SQL.get_token_with_principal, (token_id,)).fetchone())
-        return None if row is None else rows.token_with_principal_from_row(row)
+    async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
+        ids = json.dumps(list(token_ids))
+        found = self._lookup(lambda c: c.execute(_TOKENS_WITH_PRINCIPALS, (ids,)).fetchall())
+        return {
+            record.token_id: (record, principal) for record, principal in map(rows.token_with_principal_from_row, found)
+        }
 
     async def revoke_token_tree(
         self, token_id: str, actor: Actor, action: Action = Action.TOKEN_REVOKED, *, audited: bool = True
