@@ -10,7 +10,9 @@ the working tree's, alternating, in one sitting:
 
 - memory-h1: the memory store (`serve --dev`), one worker, one HTTP/1.1 Connect watch a connection;
 - memory-h2-connect, memory-h2-grpc: the same over HTTP/2, 100 watches a connection (hypercorn's most);
-- postgresql-h1: PostgreSQL (seeded as bench/seed.py does), two workers, twice the watches.
+- postgresql-h1: PostgreSQL (seeded as bench/seed.py does), two workers, twice the watches;
+- noop-h1: the floor, as memory-h1 but served by bench/noop_watches.py (hypercorn and connectrpc
+  doing none of a watch's work), once, not beside another commit.
 
 Every watch is of one vault, of one principal, from the vault's latest sequence (its first
 message is the caught-up marker). The watchers are bench/watchers.py, processes of their own
@@ -64,7 +66,7 @@ LAYOUT = Layout(vault_size=1000, items=1000, minters=1)
 @dataclass(frozen=True, slots=True)
 class WatchSetup:
     key: str
-    store: str  # "memory" or "postgresql"
+    store: str  # "memory", "postgresql" or "noop"
     workers: int
     watches: int
     protocol: str  # bench/watchers.py's: "http1", "connect-h2", "grpc-h2"
@@ -76,7 +78,9 @@ SETUPS = (
     WatchSetup("memory-h2-connect", "memory", 1, 10_000, "connect-h2", 1),
     WatchSetup("memory-h2-grpc", "memory", 1, 10_000, "grpc-h2", 1),
     WatchSetup("postgresql-h1", "postgresql", 2, 20_000, "http1", 2),
+    WatchSetup("noop-h1", "noop", 1, 10_000, "http1", 1),
 )
+NOOP = "no-op handler"  # the code column of the floor's rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,7 @@ def measure(
     runs = []
     for setup in setups:
         for round_ in range(rounds):
-            for code in (before, ""):
+            for code in (before, "") if setup.store != "noop" else (NOOP,):
                 directory = work / f"{setup.key}-{code or 'tree'}-{round_}"
                 directory.mkdir(parents=True)
                 run = _run(setup, code, directory, postgres)
@@ -129,18 +133,25 @@ def measure(
 
 
 def _run(setup: WatchSetup, code: str, work: Path, postgres: PostgresServer) -> Run:
-    per_worker = -(-setup.watches // setup.workers) if setup.store == "memory" else setup.watches
+    per_worker = -(-setup.watches // setup.workers) if setup.store != "postgresql" else setup.watches
     env = {
-        "PYTHONPATH": pythonpath(code),
+        "PYTHONPATH": pythonpath("" if code == NOOP else code),
         "ZKPLATFORM_STATE_DIR": str(work),
         **PEPPER_ENV,
         "ZKPLATFORM_MAX_STREAMS": str(per_worker + 100),
         "ZKPLATFORM_WATCH_MAX_PER_WORKER": str(per_worker + 100),
         "ZKPLATFORM_WATCH_MAX_PER_PRINCIPAL": str(per_worker + 100),
     }
-    cores = Cores.split() if setup.workers == 1 and setup.store == "memory" else None
+    cores = Cores.split() if setup.workers == 1 and setup.store != "postgresql" else None
     with ExitStack() as stack:
-        if setup.store == "memory":
+        if setup.store == "noop":
+            command = [sys.executable, "-m", "hypercorn", "--bind", "127.0.0.1:{port}", "--backlog", "1024"]
+            command += ["bench.noop_watches:app()"]
+            server = stack.enter_context(
+                serving(command, env, work / "server.log", ROOT, None if cores is None else cores.server)
+            )
+            token, vault = "no token", "v-0"
+        elif setup.store == "memory":
             credentials = work / "credentials.json"
             command = [sys.executable, "-m", "zkplatform", "serve", "--bind", "127.0.0.1:{port}", "--dev"]
             command += ["--dev-credentials", str(credentials)]

@@ -1,0 +1,82 @@
+"""The floor of an open watch: connectrpc's WatchChanges under hypercorn, doing none of a watch's work.
+
+    python -m hypercorn --bind 127.0.0.1:PORT --backlog 1024 'bench.noop_watches:app()'
+
+bench/watches10k.py serves it as its `noop-h1` setup, measured as the platform is: each stream
+sends the caught-up marker, then an empty message (a heartbeat) HEARTBEAT_S after its last one,
+and every UpdateItem's change (UpdateItem and ListChanges answer just enough for the harness).
+No authentication, no store, no re-check, none of the platform's front: what is left is
+hypercorn, h11, connectrpc, the binary codec and one wait per stream, which a watch of the platform
+pays as well. Its memory and idle CPU per watch are the least this stack allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from connectrpc.compat import google_protobuf_binary_codec
+from connectrpc.request import RequestContext
+
+from bench.noop import FixedVault, _lifespan
+from zkplatform.asgi import ASGIApp, Receive, Scope, Send
+from zkplatform.rpc.encoding.codec import CompactJSONCodec
+from zkplatform_api.platform.v1 import vault_pb2
+from zkplatform_api.platform.v1.vault_connect import VaultServiceASGIApplication
+
+HEARTBEAT_S = 15  # the platform's default period
+
+
+class WatchedVault(FixedVault):
+    """One vault whose UpdateItem makes a change that every open WatchChanges sends."""
+
+    def __init__(self) -> None:
+        self._sequence = 1
+        self._item = vault_pb2.Item(item_id="b-0", vault_id="v-0", version=1, kind="note")
+        self._next: asyncio.Future[vault_pb2.WatchChangesResponse] | None = None
+
+    def _cursor(self) -> vault_pb2.Cursor:
+        return vault_pb2.Cursor(vault_id="v-0", sequence=self._sequence)
+
+    def _change(self) -> asyncio.Future[vault_pb2.WatchChangesResponse]:
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        return self._next
+
+    async def list_changes(
+        self, request: vault_pb2.ListChangesRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.ListChangesResponse:
+        change = vault_pb2.ItemChange(item=self._item, sequence=self._sequence)
+        return vault_pb2.ListChangesResponse(changes=[change], cursor=self._cursor())
+
+    async def update_item(
+        self, request: vault_pb2.UpdateItemRequest, ctx: RequestContext[Any, Any], /
+    ) -> vault_pb2.UpdateItemResponse:
+        self._sequence += 1
+        self._item = vault_pb2.Item(item_id="b-0", vault_id="v-0", version=self._item.version + 1, kind="note")
+        change = vault_pb2.ItemChange(item=self._item, sequence=self._sequence)
+        changed, self._next = self._change(), None
+        changed.set_result(vault_pb2.WatchChangesResponse(changes=[change], cursor=self._cursor()))
+        return vault_pb2.UpdateItemResponse(item=self._item, cursor=self._cursor())
+
+    async def watch_changes(
+        self, request: vault_pb2.WatchChangesRequest, ctx: RequestContext[Any, Any], /
+    ) -> AsyncIterator[vault_pb2.WatchChangesResponse]:
+        yield vault_pb2.WatchChangesResponse(cursor=self._cursor(), caught_up=True)
+        while True:
+            change = self._change()
+            done, _ = await asyncio.wait((change,), timeout=HEARTBEAT_S)
+            yield change.result() if done else vault_pb2.WatchChangesResponse(cursor=self._cursor())
+
+
+def app() -> ASGIApp:
+    vault = VaultServiceASGIApplication(WatchedVault(), codecs=[google_protobuf_binary_codec(), CompactJSONCodec()])
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        await vault(scope, receive, send)
+
+    return route
