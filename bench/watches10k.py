@@ -1,6 +1,6 @@
 """Ten thousand watches per worker (issue 42): what they cost the server, idle and on a change.
 
-    python -m bench.watches10k [--only KEY,...] [--scale 0.05] [--rounds 1] [--before COMMIT]
+    python -m bench.watches10k [--only KEY,...] [--scale 0.05] [--rounds 1] [--before COMMIT] [--keep DIR]
     BENCH_ONLY=watches make bench
 
 Each setup is the real `zkplatform serve`, its watch limits raised to the setup's watches
@@ -331,9 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="a fraction of the watches, for a trial")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--before", default=BEFORE, help=f"the commit served beside this tree (default {BEFORE})")
+    parser.add_argument("--keep", type=Path, help="a new directory to keep the servers' logs and state in")
     args: Any = parser.parse_args(argv)
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="zk-watches-") as tmp:
-        runs = measure(chosen(args.only, args.scale), Path(tmp), PostgresServer(stack), args.rounds, args.before)
+    with ExitStack() as stack:
+        work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zk-watches-")))
+        runs = measure(chosen(args.only, args.scale), work, PostgresServer(stack), args.rounds, args.before)
     print(table(runs))
     return 0
 
