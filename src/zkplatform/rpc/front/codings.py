@@ -7,6 +7,7 @@ are put in lower case before connectrpc reads them; nothing else changes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Final
 
 from zkplatform.asgi import ASGIApp, Receive, Scope, Send
@@ -29,9 +30,11 @@ class LowercaseCodings:
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         headers = scope["headers"]
-        if any(name in _CODING_HEADERS and value != value.lower() for name, value in headers):
-            lowered = [(name, value.lower() if name in _CODING_HEADERS else value) for name, value in headers]
-            scope = {**scope, "headers": lowered}
-        await self._app(scope, receive, send)
+        for name, value in headers:  # a loop, not any(): no generator to run for every call
+            if name in _CODING_HEADERS and value != value.lower():
+                lowered = [(name, value.lower() if name in _CODING_HEADERS else value) for name, value in headers]
+                scope = {**scope, "headers": lowered}
+                break
+        return self._app(scope, receive, send)

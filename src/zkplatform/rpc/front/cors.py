@@ -32,7 +32,7 @@ headers depends on the Origin.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import Final
 
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
@@ -82,19 +82,18 @@ class Cors:
         self._app = app
         self._origins = frozenset(origin.encode() for origin in origins)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         origin, preflight = self._read(scope)
         if preflight:
-            await _answer_preflight(send, origin)
-            return
-        added = [_VARY] if origin is None else [(b"access-control-allow-origin", origin), _EXPOSE, _VARY]
+            return _answer_preflight(send, origin)
+        added = (_VARY,) if origin is None else ((b"access-control-allow-origin", origin), _EXPOSE, _VARY)
 
-        async def send_with_cors(message: Message) -> None:
+        def send_with_cors(message: Message) -> Awaitable[None]:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), *added]}
-            await send(message)
+            return send(message)
 
-        await self._app(scope, receive, send_with_cors)
+        return self._app(scope, receive, send_with_cors)
 
     def _read(self, scope: Scope) -> tuple[bytes | None, bool]:
         """The request's origin when it is allowed (one Origin header, listed), and whether it is a preflight."""

@@ -11,7 +11,7 @@ business of rpc/interceptors/leaked_fields.py, once the message is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from urllib.parse import parse_qsl
 
 from connectrpc.code import Code
@@ -35,17 +35,20 @@ class RevokeLeakedTokens:
         self._app = app
         self._authenticator = authenticator
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         path: str = scope["path"]
         query: bytes = scope["query_string"]
         in_header = tokens_in_request_ids(scope["headers"])
         if not query and tokens.PREFIX not in path and not in_header:  # the common case: two substring searches
-            await self._app(scope, receive, send)
-            return
+            return self._app(scope, receive, send)
         places, found = leaks_in(path, query)
         if not places and not in_header:
-            await self._app(scope, receive, send)
-            return
+            return self._app(scope, receive, send)
+        return self._refuse(scope, send, places, found, in_header)
+
+    async def _refuse(
+        self, scope: Scope, send: Send, places: list[str], found: list[str], in_header: list[str]
+    ) -> None:
         await self._authenticator.revoke_leaked(found, request_id(), client_address())
         await self._authenticator.revoke_leaked(in_header, request_id(), client_address(), "as a request id")
         violations = [FieldViolation(place, _ADVICE) for place in places]

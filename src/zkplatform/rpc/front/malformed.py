@@ -9,6 +9,8 @@ it 400 on every path, and so does this.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 
@@ -25,11 +27,10 @@ class RefuseMalformed:
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if (refusal := _malformed(scope)) is not None:
-            await send_error(send, scope, refusal)
-            return
-        await self._app(scope, receive, send)
+            return send_error(send, scope, refusal)
+        return self._app(scope, receive, send)
 
 
 def _malformed(scope: Scope) -> ConnectError | None:

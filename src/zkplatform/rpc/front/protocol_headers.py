@@ -19,7 +19,7 @@ to say so, as when an interceptor checked it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import Final
 from urllib.parse import parse_qs, parse_qsl
 
@@ -46,7 +46,7 @@ class RefuseBadProtocolHeaders:
         self._version_required = frozenset(version_required)
         self._codecs = frozenset(codecs)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         headers: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
             headers.setdefault(key, value)  # connectrpc reads a header's first value
@@ -54,9 +54,8 @@ class RefuseBadProtocolHeaders:
         if refused is None and scope["path"] in self._version_required:
             refused = _version_missing(scope, headers, self._codecs)
         if refused is not None:
-            await send_error(send, scope, refused)
-            return
-        await self._app(scope, receive, send)
+            return send_error(send, scope, refused)
+        return self._app(scope, receive, send)
 
 
 def _version_missing(  # noqa: PLR0911 # one return per answer, in connectrpc's order

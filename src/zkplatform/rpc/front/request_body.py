@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Final
 
 from connectrpc.code import Code
@@ -46,9 +47,9 @@ class RequestBody:
         # A body is refused at most a period after its bound: a quarter of it, or a second for a longer one.
         self._sweeper = Sweeper(min(1.0, timeout_seconds / 4), self._cancel_late)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         reading = _Reading(self, scope, receive, send)
-        await self._app(scope, reading.receive, reading.send)
+        return self._app(scope, reading.receive, reading.send)
 
     async def receive_in_time(self, receive: Receive, deadline: float) -> Message:
         task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task
@@ -90,16 +91,23 @@ class _Reading:
         self._deadline = self._started + body._timeout  # noqa: SLF001 # its own middleware's bound
         self.done = False
 
-    async def receive(self) -> Message:
+    def receive(self) -> Awaitable[Message]:
         if self.done:  # after the body, only a disconnect can come, whenever it likes
-            return await self._receive()
+            return self._receive()
+        return self._receive_body()
+
+    async def _receive_body(self) -> Message:
         message = await self._body.receive_in_time(self._receive, self._deadline)
         self.done = message["type"] != "http.request" or not message.get("more_body", False)
         return message
 
-    async def send(self, message: Message) -> None:
+    def send(self, message: Message) -> Awaitable[None]:
         if not self.done and message["type"] == "http.response.start":
-            await _drain(self.receive, _call_deadline(self._scope, self._started))
+            return self._drain_then_send(message)
+        return self._send(message)
+
+    async def _drain_then_send(self, message: Message) -> None:
+        await _drain(self.receive, _call_deadline(self._scope, self._started))
         await self._send(message)
 
 

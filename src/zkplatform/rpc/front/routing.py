@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 
 from connectrpc.code import Code
@@ -36,9 +36,15 @@ class Routes:
         self._routes = dict(routes)
         self._readiness = readiness
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        route = self._routes.get(scope["path"])
+        if route is not None and scope["method"] in route.methods:
+            return route.app(scope, receive, send)
+        return self._answer(scope, send, route)
+
+    async def _answer(self, scope: Scope, send: Send, route: Route | None) -> None:
+        """What the front answers itself: the probes, an unknown path, a method not taken."""
         path, method = scope["path"], scope["method"]
-        route = self._routes.get(path)
         if route is None:
             if path == "/healthz" and method in ("GET", "HEAD"):
                 await send_plain(send, 200, b"ok\n")
@@ -52,13 +58,10 @@ class Routes:
             unknown = refusal(Code.UNIMPLEMENTED, ErrorReason.PROCEDURE_NOT_FOUND, f"unknown procedure {path}")
             await send_error(send, scope, unknown, http_status=404)
             return
-        if method not in route.methods:
-            allowed = ", ".join(route.methods)
-            message = f"{method} is not allowed: this procedure takes {allowed}"
-            refused = refusal(Code.UNIMPLEMENTED, ErrorReason.HTTP_METHOD_NOT_ALLOWED, message)
-            await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
-            return
-        await route.app(scope, receive, send)
+        allowed = ", ".join(route.methods)
+        message = f"{method} is not allowed: this procedure takes {allowed}"
+        refused = refusal(Code.UNIMPLEMENTED, ErrorReason.HTTP_METHOD_NOT_ALLOWED, message)
+        await send_error(send, scope, refused, http_status=405, headers=[(b"allow", allowed.encode())])
 
 
 class Dispatch:
@@ -67,5 +70,5 @@ class Dispatch:
     def __init__(self, apps: Mapping[str, ASGIApp]) -> None:
         self._apps = dict(apps)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._apps[scope["path"]](scope, receive, send)
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        return self._apps[scope["path"]](scope, receive, send)

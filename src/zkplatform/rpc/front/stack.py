@@ -2,6 +2,11 @@
 
 The list is the one statement of the order (app.py declares it; docs point at it):
 `Middleware(cls, **options)` is built as `cls(app, **options)` around the layers after it.
+
+A layer with nothing left to do once the layers after it return hands back their awaitable
+from a plain `def __call__` rather than awaiting it; so does a send or a receive it wraps when
+it only looks at a message on its way. A stream then holds no frame of that layer for its
+whole life, and its messages pass through no coroutine of it.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ clearly safe to send again, to a server that stays.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from zkplatform.asgi import ASGIApp, Message, Receive, Scope, Send
 
 _CLOSE = (b"connection", b"close")
@@ -20,14 +22,22 @@ class CloseWhenStopping:
         self._app = app
         self.stopping = False
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["http_version"] == "2":  # HTTP/2 has its own GOAWAY, which hypercorn sends
-            await self._app(scope, receive, send)
-            return
+            return self._app(scope, receive, send)
+        return self._app(scope, receive, _Closing(self, send).send)
 
-        async def send_closing(message: Message) -> None:
-            if self.stopping and message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), _CLOSE]}
-            await send(message)
 
-        await self._app(scope, receive, send_closing)
+class _Closing:
+    """One HTTP/1.1 answer: its start closes the connection if the server is stopping by then."""
+
+    __slots__ = ("_layer", "_send")
+
+    def __init__(self, layer: CloseWhenStopping, send: Send) -> None:
+        self._layer = layer
+        self._send = send
+
+    def send(self, message: Message) -> Awaitable[None]:
+        if self._layer.stopping and message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), _CLOSE]}
+        return self._send(message)
