@@ -23,7 +23,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -171,21 +171,8 @@ class ObserveCalls:
         request_id, protocol = _read_headers(scope)
         call = Call(procedure, request_id, scope, scope.get("client") if self._client is None else self._client(scope))
         _current.set(call)
-        echoed = (REQUEST_ID_HEADER, call.request_id.encode())
-        grpc = protocol != "connect"  # only gRPC and gRPC-Web answers carry a grpc-status
-
-        async def observed(message: Message) -> None:
-            kind = message["type"]
-            if kind == "http.response.start":
-                call.http_status = message["status"]
-                headers = message.get("headers", ())
-                if grpc:
-                    call.grpc_status = _grpc_status(headers)
-                message = {**message, "headers": [*headers, echoed]}
-            elif kind == "http.response.trailers":
-                call.grpc_status = _grpc_status(message.get("headers", ())) or call.grpc_status
-            await send(message)
-
+        # Only gRPC and gRPC-Web answers carry a grpc-status.
+        answer = _Answer(call, send, grpc=protocol != "connect")
         metrics = self._metrics
         stream = path in self._streams
         if metrics is not None:
@@ -194,7 +181,7 @@ class ObserveCalls:
                 metrics.streams.inc()
         self.in_flight += 1
         try:
-            await self._app(scope, receive, observed)
+            await self._app(scope, receive, answer.send)
         finally:
             self.in_flight -= 1
             seconds = time.perf_counter() - started
@@ -203,6 +190,31 @@ class ObserveCalls:
                 _count_end(metrics, call, protocol, code, seconds, stream=stream)
             if access_log.isEnabledFor(logging.INFO):
                 _log_access(scope, call, protocol, code, seconds)
+
+
+class _Answer:
+    """A call's answer as it goes out: its status and grpc-status noted on the call's record,
+    its request id echoed."""
+
+    __slots__ = ("_call", "_grpc", "_send")
+
+    def __init__(self, call: Call, send: Send, *, grpc: bool) -> None:
+        self._call = call
+        self._send = send
+        self._grpc = grpc
+
+    def send(self, message: Message) -> Awaitable[None]:
+        kind = message["type"]
+        if kind == "http.response.start":
+            call = self._call
+            call.http_status = message["status"]
+            headers = message.get("headers", ())
+            if self._grpc:
+                call.grpc_status = _grpc_status(headers)
+            message = {**message, "headers": [*headers, (REQUEST_ID_HEADER, call.request_id.encode())]}
+        elif kind == "http.response.trailers":
+            self._call.grpc_status = _grpc_status(message.get("headers", ())) or self._call.grpc_status
+        return self._send(message)
 
 
 def _count_end(metrics: Metrics, call: Call, protocol: str, code: str, seconds: float, *, stream: bool) -> None:  # noqa: PLR0913

@@ -183,35 +183,45 @@ async def _spawn_app(
     send: Callable[[Any], Awaitable[None]],
 ) -> Callable[[Any], Awaitable[None]]:
     """TaskGroup.spawn_app, whose queue takes nothing more, and holds no reader back, once the application ended."""
-    queue: asyncio.Queue[Any] = asyncio.Queue(config.max_app_queue_size)
-    ended = False
-
-    async def send_noting_the_end(message: Any) -> None:
-        nonlocal ended
-        if message is None:  # the application has ended (and closing its stream puts a disconnect)
-            ended = True
-            while not queue.empty():  # a reader waiting for room goes on
-                queue.get_nowait()
-        await send(message)
-
-    async def put(message: Any) -> None:
-        if not ended:
-            await queue.put(message)
-
-    def call_soon(func: Callable[..., Any], *args: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(func(*args), self._loop).result()
-
+    channel = _AppChannel(asyncio.Queue(config.max_app_queue_size), send, self._loop)
     self.spawn(
         task_group._handle,  # noqa: SLF001 # the original's application runner
         app,
         config,
         scope,
-        queue.get,
-        send_noting_the_end,
+        channel.queue.get,
+        channel.send,
         partial(self._loop.run_in_executor, None),
-        call_soon,
+        channel.call_soon,
     )
-    return put
+    return channel.put
+
+
+class _AppChannel:
+    """What passes between a stream and its application: what the client sends, queued until the
+    application ends, and what the application sends, which tells when it has ended."""
+
+    __slots__ = ("_loop", "_send", "ended", "queue")
+
+    def __init__(self, queue: asyncio.Queue[Any], send: Callable[[Any], Awaitable[None]], loop: Any) -> None:
+        self.queue = queue
+        self._send = send
+        self._loop = loop
+        self.ended = False
+
+    def send(self, message: Any) -> Awaitable[None]:
+        if message is None:  # the application has ended (and closing its stream puts a disconnect)
+            self.ended = True
+            while not self.queue.empty():  # a reader waiting for room goes on
+                self.queue.get_nowait()
+        return self._send(message)
+
+    async def put(self, message: Any) -> None:
+        if not self.ended:
+            await self.queue.put(message)
+
+    def call_soon(self, func: Callable[..., Any], *args: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(func(*args), self._loop).result()
 
 
 async def _idle_timeout(self: TCPServer) -> None:
