@@ -15,7 +15,7 @@ logged `canceled`, its answer unfinished.
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Awaitable, Hashable
 
 from connectrpc.code import Code
 
@@ -30,33 +30,45 @@ class ClientGone:
         self._unread = unread
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = False
-        given_up = ""  # why, once the call is given up
+        client = _Client(scope, receive, send, self._unread)
+        try:  # noqa: SIM105 # contextlib.suppress: one object more, held for a stream's life
+            await self._app(scope, client.receive, client.send)
+        except ClientStalled:  # the answer unfinished: the server resets its stream
+            pass
+        if client.given_up:  # the last word on the call, whatever its layers made of it on their way out
+            note_code(Code.CANCELED, client.given_up)
+
+
+class _Client:
+    """One call's client: whether it has gone, and why the call was given up (unread.py's Caller)."""
+
+    __slots__ = ("_receive", "_send", "_unread", "connection", "given_up", "gone")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, unread: Unread) -> None:
+        self._receive = receive
+        self._send = send
+        self._unread = unread
         client = scope.get("client")
-        connection = tuple(client) if client else None  # the peer's address and port: one connection
+        # The peer's address and port: one connection.
+        self.connection: Hashable | None = tuple(client) if client else None
+        self.gone = False
+        self.given_up = ""  # why, once the call is given up
 
-        async def receive_noting_departure() -> Message:
-            nonlocal gone
-            message = await receive()
-            gone = gone or message["type"] == "http.disconnect"
-            return message
+    async def receive(self) -> Message:
+        message = await self._receive()
+        self.gone = self.gone or message["type"] == "http.disconnect"
+        return message
 
-        async def send_unless_gone(message: Message) -> None:
-            nonlocal gone, given_up
-            if given_up:
-                raise ClientStalled(given_up)
-            if gone:
-                return
-            try:
-                # A message refused for want of room returns here, and the call unwinds from
-                # its next write: what the call built is freed as its frames return, instead
-                # of being held by the exception's traceback on its way out.
-                given_up = await self._unread.send(send, message, connection)
-            except ClientStalled as stalled:
-                given_up = str(stalled)
-                raise
+    def send(self, message: Message) -> Awaitable[None]:
+        if self.given_up:
+            raise ClientStalled(self.given_up)
+        if self.gone:
+            return _dropped()
+        # A message refused for want of room returns, and the call unwinds from its next write:
+        # what the call built is freed as its frames return, instead of being held by the
+        # exception's traceback on its way out.
+        return self._unread.send(self._send, message, self)
 
-        with contextlib.suppress(ClientStalled):  # the answer unfinished: the server resets its stream
-            await self._app(scope, receive_noting_departure, send_unless_gone)
-        if given_up:  # the last word on the call, whatever its layers made of it on their way out
-            note_code(Code.CANCELED, given_up)
+
+async def _dropped() -> None:
+    """A write to a client that has gone: nothing."""

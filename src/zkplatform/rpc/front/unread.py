@@ -22,20 +22,20 @@ unread bytes of calls not given up stay within the bound, and those of calls giv
 not yet ended within as much again.
 
 A call given up while its send waits for its client ends at once: the send raises
-ClientStalled. A message refused for want of room is not sent: the send returns why, and
-ClientGone ends the call at its next write, so that what the call built is freed as its
-frames return rather than held by an exception on its way out. Either way the server then
-resets the HTTP/2 stream or closes the HTTP/1.1 connection (server/hypercorn_fix.py), and a watch
-so ended resumes from the last cursor its client read. Most sends return at once, so one
-sweeper per worker, running while sends are pending, finds those that waited the stall bound,
-rather than a timer armed for each.
+ClientStalled. A message refused for want of room is not sent: the send notes why on its
+caller and returns, and ClientGone ends the call at its next write, so that what the call
+built is freed as its frames return rather than held by an exception on its way out. Either
+way the server then resets the HTTP/2 stream or closes the HTTP/1.1 connection
+(server/hypercorn_fix.py), and a watch so ended resumes from the last cursor its client read.
+Most sends return at once, so one sweeper per worker, running while sends are pending, finds
+those that waited the stall bound, rather than a timer armed for each.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
-from typing import Final
+from typing import Final, Protocol
 
 from zkplatform.asgi import Message, Send
 from zkplatform.rpc.front.sweeper import Sweeper
@@ -50,6 +50,14 @@ class ClientStalled(BaseException):  # not an error of the call: it unwinds the 
     A BaseException, as CancelledError is, so that no error handling on the way
     (connectrpc's, the error mapping's `internal`) takes it for a failure to report: it
     only ends the call."""
+
+
+class Caller(Protocol):
+    """The call a message is sent for: its connection (what tells it from the worker's others;
+    None: unknown), and why it was given up ("" until then), which Unread writes."""
+
+    connection: Hashable | None
+    given_up: str
 
 
 class _Send:
@@ -92,27 +100,31 @@ class Unread:
         self._ended = asyncio.Event()  # a send given up has ended: room may have come
         self._sweeper = Sweeper(min(1.0, self.stall_seconds / 4), self._give_up_stalled)
 
-    async def send(self, send: Send, message: Message, connection: Hashable | None) -> str:
-        """Send the message in chunks: "" once sent, or why it was not (no room: its call is given
-        up); ClientStalled once the call is given up while it waits.
-        `connection`: what tells the call's connection from the worker's others (None: unknown)."""
-        task: asyncio.Task[object] = asyncio.current_task()  # type: ignore[assignment] # always in a task
+    async def send(self, send: Send, message: Message, caller: Caller) -> None:
+        """Send the message in chunks; when there is no room for it, its call is given up (the
+        caller's `given_up` says why) and nothing is sent; ClientStalled once the call is given up
+        while it waits."""
         loop = asyncio.get_running_loop()
+        task: asyncio.Task[object] = asyncio.current_task(loop)  # type: ignore[assignment] # always in a task
         body = message.get("body", b"") if message["type"] == "http.response.body" else b""
-        this = _Send(task, connection, len(body), loop.time())
+        this = _Send(task, caller.connection, len(body), loop.time())
         self._sends[task] = this
-        bounds = this.bounds = self._bounds_of(this) if this.unread else ()
-        for bound in bounds:
-            bound.sends[this] = None
-            bound.unread += this.unread
+        over = False  # a bound is exceeded: room must be made, or found lacking
+        if this.unread:
+            bounds = this.bounds = self._bounds_of(this)
+            for bound in bounds:
+                bound.sends[this] = None
+                bound.unread += this.unread
+                over = over or bound.unread > bound.at_most
         self._sweeper.start()
         try:
-            if this.unread and (no_room := await self._admit(this, bounds)):
-                return no_room
+            if over and (no_room := await self._admit(this, this.bounds)):
+                caller.given_up = no_room
+                return
             this.sending = True
             if len(body) <= CHUNK_BYTES:
                 await send(message)
-                return ""
+                return
             more = message.get("more_body", False)
             for start in range(0, len(body), CHUNK_BYTES):
                 chunk = body[start : start + CHUNK_BYTES]
@@ -121,16 +133,16 @@ class Unread:
                 this.since = loop.time()
                 if not this.given_up:
                     this.unread -= len(chunk)
-                    for bound in bounds:
+                    for bound in this.bounds:
                         bound.unread -= len(chunk)
         except asyncio.CancelledError:
             if not this.given_up:
                 raise
             task.uncancel()
+            caller.given_up = this.given_up
             raise ClientStalled(this.given_up) from None
         finally:
             self._forget(this)
-        return ""
 
     def _bounds_of(self, this: _Send) -> tuple[_Bound, ...]:
         if this.connection is None:
