@@ -64,7 +64,7 @@ class StreamLimits:
         self._budgets = dict(budgets)
         self._open: Counter[Budget] = Counter()
         self._on_connection: Counter[tuple[Budget, Hashable]] = Counter()
-        self._calls: dict[asyncio.Task[None], _Call] = {}
+        self._calls: dict[asyncio.Future[None], _Call] = {}
         self._closing = False
 
     def __len__(self) -> int:
@@ -84,14 +84,27 @@ class StreamLimits:
         self._open[budget] += 1
         if place is not None:
             self._on_connection[place] += 1
+        # The application runs in a task of its own, so that ending the stream
+        # cancels the application and not the server's task, which then writes the end.
+        served = asyncio.ensure_future(self._app(scope, receive, call.send))
+        self._calls[served] = call
         try:
-            await self._serve(call, scope, receive)
+            await served  # a cancellation of the server's task cancels it too
+        except asyncio.CancelledError:
+            if not call.ending or _being_cancelled():
+                raise
         finally:
-            self._open[budget] -= 1
-            if place is not None:
-                self._on_connection[place] -= 1
-                if not self._on_connection[place]:
-                    del self._on_connection[place]
+            self._calls.pop(served, None)
+            self._release(budget, place)
+        if call.ending:  # only after end_all, which refuses every new stream: the places released stay unused
+            await _bounded(call.end())
+
+    def _release(self, budget: Budget, place: tuple[Budget, Hashable] | None) -> None:
+        self._open[budget] -= 1
+        if place is not None:
+            self._on_connection[place] -= 1
+            if not self._on_connection[place]:
+                del self._on_connection[place]
 
     def _refusal(self, budget: Budget, place: tuple[Budget, Hashable] | None) -> ConnectError | None:
         if self._open[budget] >= budget.at_most:
@@ -111,24 +124,6 @@ class StreamLimits:
             metadata={"limit": str(limit)},
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
-
-    async def _serve(self, call: _Call, scope: Scope, receive: Receive) -> None:
-        # The application runs in a task of its own, so that ending the stream
-        # cancels the application and not the server's task, which then writes the end.
-        async def run() -> None:
-            await self._app(scope, receive, call.send)
-
-        served = asyncio.create_task(run())
-        self._calls[served] = call
-        try:
-            await served  # a cancellation of the server's task cancels it too
-        except asyncio.CancelledError:
-            if not call.ending or _being_cancelled():
-                raise
-        finally:
-            self._calls.pop(served, None)
-        if call.ending:
-            await _bounded(call.end())
 
     def end_all(self) -> None:
         """End every open stream with `unavailable`, and refuse new ones so from now on."""
@@ -180,6 +175,7 @@ class _Call:
             self.ended = True
         self._pending = asyncio.ensure_future(self._send(message))
         await asyncio.shield(self._pending)
+        self._pending = None  # sent: nothing for end() to wait for (nor to hold while the stream idles)
 
     async def end(self) -> None:
         """End the response with `unavailable`, as connectrpc ends a stream with an error."""
