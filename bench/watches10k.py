@@ -99,8 +99,12 @@ class Run:
     max_ms: float
     missing: int
     load_average: float
+    failed: str = ""  # why the run stopped before its figures: they are then zero
 
     def row(self) -> str:
+        if self.failed:
+            code = self.code or "this tree"
+            return f"| {self.setup} | {code} | failed: {self.failed} |||||||| {self.load_average:.2f} |"
         refused = ",".join(f"{code} {n}" for code, n in sorted(self.refused.items())) or "0"
         return (
             f"| {self.setup} | {self.code or 'this tree'} | {self.opened:,} | {self.resets} | {refused} "
@@ -126,7 +130,10 @@ def measure(
             for code in (before, "") if setup.store != "noop" else (NOOP,):
                 directory = work / f"{setup.key}-{code or 'tree'}-{round_}"
                 directory.mkdir(parents=True)
-                run = _run(setup, code, directory, postgres)
+                try:
+                    run = _run(setup, code, directory, postgres)
+                except RuntimeError as error:  # a call refused, a watcher gone: the other code still runs
+                    run = Run(setup.key, code, 0, 0, {}, 0, 0, 0, 0, 0, 0, 0, 0, os.getloadavg()[0], str(error))
                 print(run.row(), file=sys.stderr, flush=True)
                 runs.append(run)
     return runs
