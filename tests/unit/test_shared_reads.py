@@ -9,6 +9,7 @@ from collections.abc import Collection
 
 import pytest
 
+from tests.rpc.test_watch_pacing import PERIOD, FakeTimer
 from tests.unit.test_sync import SEEDED, next_of
 from tests.unit.test_vault_items import VAULT, caller, content
 from tests.world import PEPPER, FakeClock, World
@@ -31,6 +32,8 @@ class CountingStore(MemoryStore):
         self.change_reads = 0
         self.vault_reads = 0
         self.token_reads: list[Collection[str]] = []
+        self.epoch_reads = 0
+        self.epochs_held = False
         self.held = False
         self.released = asyncio.Event()
 
@@ -44,6 +47,12 @@ class CountingStore(MemoryStore):
     async def get_vault(self, vault_id: str) -> Vault | None:
         self.vault_reads += 1
         return await super().get_vault(vault_id)
+
+    async def epoch(self) -> str:
+        self.epoch_reads += 1
+        if self.epochs_held:
+            await self.released.wait()
+        return await super().epoch()
 
     async def get_tokens_with_principals(self, token_ids: Collection[str]) -> dict[str, tuple[TokenRecord, Principal]]:
         self.token_reads.append(list(token_ids))
@@ -190,3 +199,33 @@ async def test_the_watches_woken_by_one_change_read_their_tokens_at_once(clock: 
             await watch.aclose()
 
     assert [sorted(read) for read in store.token_reads] == [sorted(reader.token.token_id for reader in readers)]
+
+
+async def test_heartbeats_due_while_an_epoch_read_runs_share_it(clock: FakeClock) -> None:
+    """On a database, heartbeats that come due together would each wait for a connection to
+    read the same row; they share the one in flight instead."""
+    store, timer = CountingStore(), FakeTimer()
+    policy = WatchPolicy(heartbeat_seconds=PERIOD)
+    platform = Platform.build(store, PEPPER, clock, watch_policy=policy, watch_timer=timer)
+    world = await World.seed(platform)
+    watches = [platform.sync.watch_changes(await caller(world, "bob"), VAULT, SEEDED) for _ in range(3)]
+    try:
+        for watch in watches:
+            assert (await next_of(watch)).caught_up
+        beats = [asyncio.ensure_future(next_of(watch)) for watch in watches]
+        for _ in watches:
+            await timer.next_wait()  # each watch waits for its heartbeat
+        store.epochs_held, reads_before = True, store.epoch_reads
+        timer.advance(PERIOD)
+        for _ in range(LOOP_TURNS):  # every watch, due, asks for the epoch
+            await asyncio.sleep(0)
+        reads_while_held = store.epoch_reads - reads_before
+        store.released.set()
+        heartbeats = await asyncio.gather(*beats)
+    finally:
+        store.released.set()
+        for watch in watches:
+            await watch.aclose()
+
+    assert reads_while_held == 1
+    assert [(listed.changes, listed.caught_up) for listed in heartbeats] == [((), False)] * 3

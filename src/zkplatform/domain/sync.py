@@ -241,7 +241,9 @@ class SyncUseCases:
             if due and caught_up:  # before, the backlog is being read: its next page comes at once
                 # A quiet vault reads no page: the epoch is read here, so that a store restored
                 # (and its epoch rotated) under an open watch ends it within a heartbeat period.
-                epoch = _same_epoch(epoch, await self._unless_down(subscription, self._items.epoch()))
+                # Shared with the heartbeats that come while it runs (queued for a connection, say).
+                current = self._shared.read(("epoch",), self._items.epoch)
+                epoch = _same_epoch(epoch, await self._unless_down(subscription, current))
                 yield ListedChanges((), cursor, has_more=False, epoch=epoch)
                 # Measured from when the message was taken: a pull-driven stream asks for the next then.
                 quiet_until = timer.now() + period
