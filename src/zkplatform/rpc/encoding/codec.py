@@ -7,11 +7,11 @@ from typing import TypeVar
 
 from connectrpc.code import Code
 from connectrpc.codec import Codec
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from zkplatform.domain.errors import InvalidArgument
 from zkplatform.messages.json_input import from_json
+from zkplatform.messages.json_output import message_to_dict
 from zkplatform.rpc.errors import refusal
 from zkplatform_api.platform.v1.errors_pb2 import ErrorReason
 
@@ -25,7 +25,7 @@ class CompactJSONCodec(Codec[Message, _M]):
         return "json"
 
     def encode(self, message: Message) -> bytes:
-        as_dict = json_format.MessageToDict(message)
+        as_dict = message_to_dict(message)
         return json.dumps(as_dict, separators=(",", ":"), ensure_ascii=False).encode()
 
     def decode(self, data: bytes | bytearray, message_class: type[_M]) -> _M:
