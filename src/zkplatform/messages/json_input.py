@@ -159,7 +159,7 @@ _DEEPEST = 64  # Google's parser refuses messages nested 100 deep: well short of
 def _read_plainly(data: bytes | bytearray | str, message_class: type[M]) -> M | None:
     """The message the document makes, if the plan covers everything it holds; else None."""
     try:
-        document = json.loads(data if isinstance(data, str) else bytes(data).decode(), object_pairs_hook=_object)
+        document = _DECODER.decode(data if isinstance(data, str) else bytes(data).decode())
         if not isinstance(document, dict):
             return None
         message = message_class()
@@ -174,6 +174,10 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(document) != len(pairs):
         raise _Declined  # a key twice, which Google's parser refuses
     return document
+
+
+# Made once: json.loads with a hook builds a decoder on every call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _fill(message: Message, document: dict[str, Any], depth: int) -> None:  # noqa: C901 # one branch per kind

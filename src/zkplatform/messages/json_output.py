@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -23,6 +24,9 @@ from google.protobuf.message import Message
 Write = Callable[[Any], Any]
 
 _TIMESTAMP = "google.protobuf.Timestamp"
+_EPOCH = datetime(1970, 1, 1)  # noqa: DTZ001 # naive, as ToJsonString's: isoformat() then has no offset
+_FIRST_SECOND = -62135596800  # 0001-01-01T00:00:00Z
+_LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z
 _INTEGERS = (
     FieldDescriptor.TYPE_INT32,
     FieldDescriptor.TYPE_SINT32,
@@ -109,5 +113,11 @@ def _base64(value: bytes) -> str:
     return base64.b64encode(value).decode()
 
 
-def _timestamp(value: Message) -> str:
-    return value.ToJsonString()  # type: ignore[attr-defined,no-any-return] # a Timestamp
+def _timestamp(value: Any) -> str:
+    """A Timestamp as ToJsonString writes it. The contract's timestamps are whole seconds, written
+    here without its checks and conversions; a fraction, or seconds outside years 1 to 9999
+    (which it refuses), go to it."""
+    seconds = value.seconds
+    if value.nanos or not _FIRST_SECOND <= seconds <= _LAST_SECOND:
+        return value.ToJsonString()  # type: ignore[no-any-return]
+    return (_EPOCH + timedelta(seconds=seconds)).isoformat() + "Z"
