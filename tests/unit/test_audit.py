@@ -18,7 +18,9 @@ from zkplatform.domain.audit import (
     Head,
     appended,
     by_tenant,
+    item_event,
 )
+from zkplatform.domain.models import Item
 
 ALICE = Actor(ActorKind.PRINCIPAL, 1_800_000_000, "alice", "tok_a", "req-1", "203.0.113.7")
 
@@ -119,3 +121,11 @@ def test_events_are_appended_tenant_by_tenant_in_one_order() -> None:
     grouped = by_tenant(events)
     assert [tenant for tenant, _ in grouped] == ["a", "b", "c"]
     assert [len(group) for _, group in grouped] == [2, 2, 1]
+
+
+def test_an_item_event_names_its_item_and_vault_as_any_event_names_its_targets() -> None:
+    item = Item("i", "acme", "v", 2, "login", "", 1_800_000_000, None, (), deleted=True)
+
+    event = item_event(ALICE, Action.ITEM_DELETED, item)
+
+    assert event == ALICE.event("acme", Action.ITEM_DELETED, item="i", vault="v")

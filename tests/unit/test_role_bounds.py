@@ -6,9 +6,19 @@ from __future__ import annotations
 import pytest
 
 from tests.actors import OPERATOR
-from zkplatform.domain.errors import DomainError, NotFound, ScopesNotHeld
+from zkplatform.domain.auth import Caller
+from zkplatform.domain.errors import DomainError, NotFound, ScopeMissing, ScopesNotHeld
 from zkplatform.domain.issuing import ScopesNotGranted
-from zkplatform.domain.models import ALL_SCOPES, MEMBER_SCOPES, Principal, Role, Scope, ScopesBeyondRole, Tenant
+from zkplatform.domain.models import (
+    ALL_SCOPES,
+    MEMBER_SCOPES,
+    Principal,
+    Role,
+    Scope,
+    ScopesBeyondRole,
+    Tenant,
+    TokenRecord,
+)
 from zkplatform.wiring import Platform
 
 MINT, READ = Scope.BROKER_TOKENS_MINT, Scope.VAULT_ITEMS_READ
@@ -71,3 +81,28 @@ async def test_issue_for_gives_the_principals_role_with_the_token(platform: Plat
     assert issued.record.scopes == MEMBER_SCOPES
     with pytest.raises(NotFound, match="no principal nobody"):
         await platform.issuer.issue_for("nobody", 600)
+
+
+@pytest.mark.parametrize(
+    ("token", "grant", "role", "allowed"),
+    [
+        ({READ, MINT}, {READ, MINT}, Role.SERVICE, True),
+        ({READ}, {READ, MINT}, Role.SERVICE, False),  # the token lacks it
+        ({READ, MINT}, {READ}, Role.SERVICE, False),  # the principal's grant lacks it
+        ({READ, MINT}, {READ, MINT}, Role.MEMBER, False),  # a grant stored beyond the role's bound
+    ],
+)
+def test_a_call_may_do_what_its_token_its_grant_and_its_role_all_allow(
+    token: set[Scope], grant: set[Scope], role: Role, allowed: bool
+) -> None:
+    principal = Principal("p", "t", role, frozenset(grant))  # as a store rebuilds it: the bound not checked
+    record = TokenRecord("tok_1", b"", "t", "p", frozenset(token), issued_at=0, expires_at=60)
+    caller = Caller(record, principal, secret="")
+
+    assert (MINT in caller.scopes) is allowed
+    if allowed:
+        caller.require_scope(MINT)
+    else:
+        with pytest.raises(ScopeMissing):
+            caller.require_scope(MINT)
+    caller.require_scope(READ)

@@ -77,7 +77,8 @@ class Caller:
         return self.token.scopes & self.principal.scopes
 
     def require_scope(self, scope: Scope) -> None:
-        if scope not in self.scopes:
+        # Asked of each set, not of `scopes`, which builds their intersection: every use case asks.
+        if scope not in self.token.scopes or not self.principal.may_hold(scope):
             raise ScopeMissing(scope)
 
     def require_tenant(self, tenant_id: str) -> None:

@@ -90,6 +90,10 @@ class Principal:
         """The scopes this principal may hold: its grant, within its role's bound."""
         return self.allowed_scopes & self.role.scope_bound
 
+    def may_hold(self, scope: Scope) -> bool:
+        """Whether `scope` is one of `scopes`, without building them."""
+        return scope in self.allowed_scopes and scope in self.role.scope_bound
+
 
 class ScopeEdit(StrEnum):
     SET = "set"
