@@ -49,6 +49,11 @@ the instant of the shutdown) was still started, then cut: once the close of an
 idle connection has begun, what is read from it is dropped, so such a request
 goes unanswered, never half-served.
 
+The sender's order. Each HTTP/2 connection's sender asked RFC 7540's priority tree
+for the next stream to serve, a walk over every stream of the connection with
+nothing to send: with many watches on one connection, every message paid for all
+of them. A connection's streams with data now take turns (server/h2_sending.py).
+
 A full request queue after the application ended. What a client sends on a
 stream waits in a queue of ten messages for the application to receive it; the
 connection reads nothing more while it is full. Once the application has ended
@@ -81,6 +86,8 @@ from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h2 import BUFFER_LOW_WATER, H2Protocol, StreamBuffer
 from hypercorn.protocol.h11 import H11Protocol
 
+from zkplatform.server.h2_sending import RoundRobin
+
 log = logging.getLogger(__name__)
 
 FIXED_VERSION = "0.18.0"  # the version this was written for and tested with
@@ -89,8 +96,9 @@ _applied = False
 
 def apply() -> None:
     """Guard hypercorn's HTTP/2 event loop against data for closed streams, let idle
-    cleartext HTTP/2 connections close, bound each stream's response buffer, and end
-    the streams and connections of unfinished answers (idempotent)."""
+    cleartext HTTP/2 connections close, bound each stream's response buffer, end
+    the streams and connections of unfinished answers, and serve a connection's
+    streams in turn (server/h2_sending.py) (idempotent)."""
     global _applied  # noqa: PLW0603 # the class is patched once per process
     if _applied:
         return
@@ -125,6 +133,14 @@ def apply() -> None:
             await self.send(Updated(idle=True))
 
     H2Protocol.initiate = initiate_idle  # type: ignore[method-assign]
+
+    h2_init = H2Protocol.__init__
+
+    def init_round_robin(self: H2Protocol, *args: Any, **kwargs: Any) -> None:
+        h2_init(self, *args, **kwargs)
+        self.priority = RoundRobin()  # type: ignore[assignment] # what the sender asks of it, and no more
+
+    H2Protocol.__init__ = init_round_robin  # type: ignore[method-assign]
     StreamBuffer.pop = _pop  # type: ignore[method-assign]
     _release_closed_streams()
     TCPServer._idle_timeout = _idle_timeout  # type: ignore[method-assign] # noqa: SLF001
