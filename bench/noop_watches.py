@@ -36,15 +36,10 @@ class WatchedVault(FixedVault):
     def __init__(self) -> None:
         self._sequence = 1
         self._item = vault_pb2.Item(item_id="b-0", vault_id="v-0", version=1, kind="note")
-        self._next: asyncio.Future[vault_pb2.WatchChangesResponse] | None = None
+        self._waiting: set[asyncio.Future[vault_pb2.WatchChangesResponse]] = set()  # a future a waiting stream
 
     def _cursor(self) -> vault_pb2.Cursor:
         return vault_pb2.Cursor(vault_id="v-0", sequence=self._sequence)
-
-    def _change(self) -> asyncio.Future[vault_pb2.WatchChangesResponse]:
-        if self._next is None:
-            self._next = asyncio.get_running_loop().create_future()
-        return self._next
 
     async def list_changes(
         self, request: vault_pb2.ListChangesRequest, ctx: RequestContext[Any, Any], /
@@ -58,8 +53,10 @@ class WatchedVault(FixedVault):
         self._sequence += 1
         self._item = vault_pb2.Item(item_id="b-0", vault_id="v-0", version=self._item.version + 1, kind="note")
         change = vault_pb2.ItemChange(item=self._item, sequence=self._sequence)
-        changed, self._next = self._change(), None
-        changed.set_result(vault_pb2.WatchChangesResponse(changes=[change], cursor=self._cursor()))
+        message = vault_pb2.WatchChangesResponse(changes=[change], cursor=self._cursor())
+        waiting, self._waiting = self._waiting, set()
+        for waiter in waiting:
+            waiter.set_result(message)
         return vault_pb2.UpdateItemResponse(item=self._item, cursor=self._cursor())
 
     async def watch_changes(
@@ -67,9 +64,16 @@ class WatchedVault(FixedVault):
     ) -> AsyncIterator[vault_pb2.WatchChangesResponse]:
         yield vault_pb2.WatchChangesResponse(cursor=self._cursor(), caught_up=True)
         while True:
-            change = self._change()
-            done, _ = await asyncio.wait((change,), timeout=HEARTBEAT_S)
-            yield change.result() if done else vault_pb2.WatchChangesResponse(cursor=self._cursor())
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.add(waiter)
+            try:
+                async with asyncio.timeout(HEARTBEAT_S):
+                    message = await waiter
+            except TimeoutError:
+                message = vault_pb2.WatchChangesResponse(cursor=self._cursor())
+            finally:
+                self._waiting.discard(waiter)
+            yield message
 
 
 def app() -> ASGIApp:
