@@ -6,10 +6,23 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
+
 _STRINGS = ("", "a", 'é\u00e9 "quoted" \\ \n', "tok_ünïcode \U0001f511", "x" * 40)
+
+
+def api_messages(side: str) -> list[tuple[str, Descriptor]]:
+    """Every request (`side` "input") or response ("output") message of the API's RPCs, by name."""
+    found = {
+        getattr(method, f"{side}_type").full_name: getattr(method, f"{side}_type")
+        for module in (vault_pb2, broker_pb2, directory_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        for method in service.methods
+    }
+    return sorted(found.items())
 
 
 def filled(message: Message, rng: random.Random, depth: int = 0) -> Message:

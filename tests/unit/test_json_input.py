@@ -11,19 +11,12 @@ import pytest
 from google.protobuf import json_format, message_factory
 from google.protobuf.message import Message
 
-from tests.filled import filled
+from tests.filled import api_messages, filled
 from zkplatform.domain.errors import InvalidArgument
 from zkplatform.messages.json_input import _read_plainly, from_json
-from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
+from zkplatform_api.platform.v1 import broker_pb2, vault_pb2
 
-_REQUESTS = sorted(
-    {
-        method.input_type.full_name: method.input_type
-        for module in (vault_pb2, broker_pb2, directory_pb2)
-        for service in module.DESCRIPTOR.services_by_name.values()
-        for method in service.methods
-    }.items()
-)
+_REQUESTS = api_messages("input")
 
 # Documents the plan must leave to Google's parser, or refuse as it does: proto names, unknown
 # fields, null, numbers in every spelling, types that do not fit, duplicates, odd strings.

@@ -12,20 +12,13 @@ import pytest
 from google.protobuf import duration_pb2, json_format, message_factory, struct_pb2, timestamp_pb2
 from google.rpc import error_details_pb2
 
-from tests.filled import filled
+from tests.filled import api_messages, filled
 from zkplatform.messages.json_output import message_to_dict
 from zkplatform.rpc.encoding.codec import CompactJSONCodec
 from zkplatform_api.grpc.health.v1 import health_pb2
-from zkplatform_api.platform.v1 import broker_pb2, directory_pb2, vault_pb2
+from zkplatform_api.platform.v1 import vault_pb2
 
-_ANSWERED = sorted(
-    {
-        method.output_type.full_name: method.output_type
-        for module in (vault_pb2, broker_pb2, directory_pb2)
-        for service in module.DESCRIPTOR.services_by_name.values()
-        for method in service.methods
-    }.items()
-)
+_ANSWERED = api_messages("output")
 
 
 def _encoded(as_dict: Any) -> str:

@@ -5,7 +5,7 @@ served by it (a page older than the change that woke it would lose that change).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import AsyncGenerator, Callable, Collection
 
 import pytest
 
@@ -76,21 +76,30 @@ async def test_one_change_costs_one_page_read_and_one_vault_read_for_all_its_wat
     world, store = counted
     bob = await caller(world, "bob")
     watches = [world.platform.sync.watch_changes(bob, VAULT, SEEDED) for _ in range(5)]
+    reads_before: list[int] = []
+    live = await after_one_change(world, watches, lambda: reads_before.extend((store.change_reads, store.vault_reads)))
+
+    assert [ids(listed) for listed in live] == [[SEEDED + 1]] * 5
+    assert (store.change_reads - reads_before[0], store.vault_reads - reads_before[1]) == (1, 1)
+
+
+async def after_one_change(
+    world: World, watches: list[AsyncGenerator[ListedChanges, None]], mark: Callable[[], object]
+) -> list[ListedChanges]:
+    """What each watch sends once it has sent its caught-up marker and waits, and bob creates an
+    item: `mark` is called after the create, which suspends nowhere (no watch has run yet)."""
     try:
         for watch in watches:
             assert (await next_of(watch)).caught_up
         pending = [asyncio.ensure_future(next_of(watch)) for watch in watches]
         for _ in range(LOOP_TURNS):  # every watch waits for a change
             await asyncio.sleep(0)
-        await world.platform.vault.create_item(bob, VAULT, "new-1", content())  # suspends nowhere: no watch ran
-        reads_before = (store.change_reads, store.vault_reads)
-        live = await asyncio.gather(*pending)
+        await world.platform.vault.create_item(await caller(world, "bob"), VAULT, "new-1", content())
+        mark()
+        return await asyncio.gather(*pending)
     finally:
         for watch in watches:
             await watch.aclose()
-
-    assert [ids(listed) for listed in live] == [[SEEDED + 1]] * 5
-    assert (store.change_reads - reads_before[0], store.vault_reads - reads_before[1]) == (1, 1)
 
 
 async def test_a_watch_woken_after_a_read_began_is_not_served_by_it(counted: tuple[World, CountingStore]) -> None:
@@ -185,18 +194,7 @@ async def test_the_watches_woken_by_one_change_read_their_tokens_at_once(clock: 
     world = await World.seed(platform)
     readers = [await caller(world, "bob", [Scope.VAULT_ITEMS_READ]) for _ in range(5)]  # a token each
     watches = [platform.sync.watch_changes(reader, VAULT, SEEDED) for reader in readers]
-    try:
-        for watch in watches:
-            assert (await next_of(watch)).caught_up
-        pending = [asyncio.ensure_future(next_of(watch)) for watch in watches]
-        for _ in range(LOOP_TURNS):  # every watch waits for a change
-            await asyncio.sleep(0)
-        store.token_reads.clear()
-        await platform.vault.create_item(await caller(world, "bob"), VAULT, "new-1", content())
-        await asyncio.gather(*pending)
-    finally:
-        for watch in watches:
-            await watch.aclose()
+    await after_one_change(world, watches, store.token_reads.clear)
 
     assert [sorted(read) for read in store.token_reads] == [sorted(reader.token.token_id for reader in readers)]
 
