@@ -10,10 +10,10 @@ from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.events import Event
 from hypercorn.protocol.h2 import H2Protocol
-from priority.priority import DeadlockError, DuplicateStreamError, MissingStreamError
+from priority.priority import DeadlockError, DuplicateStreamError, MissingStreamError, TooManyStreamsError
 
 from zkplatform.server import hypercorn_fix
-from zkplatform.server.h2_sending import RoundRobin
+from zkplatform.server.h2_sending import MAXIMUM_STREAMS, RoundRobin
 
 
 def turns(streams: RoundRobin, count: int) -> list[int]:
@@ -58,6 +58,18 @@ def test_unknown_and_duplicate_streams_are_refused_as_the_tree_refused_them() ->
             call(9)
     streams.reprioritize(1, depends_on=None, weight=200)  # priorities are ignored
     assert next(streams) == 1
+
+
+def test_no_more_streams_are_known_than_the_tree_knew() -> None:
+    """PRIORITY frames name streams without opening them: without a bound, a client could fill a
+    connection's memory with streams that never come."""
+    streams = RoundRobin()
+    for stream_id in range(1, 2 * MAXIMUM_STREAMS, 2):
+        streams.insert_stream(stream_id)
+    with pytest.raises(TooManyStreamsError):
+        streams.insert_stream(2 * MAXIMUM_STREAMS + 1)
+    streams.remove_stream(1)
+    streams.insert_stream(2 * MAXIMUM_STREAMS + 1)  # a place freed is taken again
 
 
 async def test_hypercorn_http2_connections_use_it() -> None:

@@ -12,7 +12,11 @@ and gives each its turn: an ask costs the same however many streams wait.
 
 from __future__ import annotations
 
-from priority.priority import DeadlockError, DuplicateStreamError, MissingStreamError
+from priority.priority import DeadlockError, DuplicateStreamError, MissingStreamError, TooManyStreamsError
+
+# The tree's bound on the streams it knows (a PRIORITY frame names a stream without opening it): a
+# client cannot grow the set without end by naming streams it never opens.
+MAXIMUM_STREAMS = 1000
 
 
 class RoundRobin:
@@ -28,6 +32,8 @@ class RoundRobin:
         """A new stream, ready to send (as the tree's are): hypercorn blocks it at once."""
         if stream_id in self._streams:
             raise DuplicateStreamError(stream_id)
+        if len(self._streams) >= MAXIMUM_STREAMS:
+            raise TooManyStreamsError(stream_id)
         self._streams.add(stream_id)
         self._ready[stream_id] = None
 
