@@ -124,8 +124,7 @@ _quote: Callable[[str], str] = json.encoder.encode_basestring  # the C one, as j
 
 
 def item_event(actor: Actor, action: Action, item: Item) -> Event:
-    # Its target built as Actor.event sorts it, without the keywords: every change of an item makes one.
-    return Event(item.tenant_id, actor, action, (("item", item.item_id), ("vault", item.vault_id)))
+    return actor.event(item.tenant_id, action, vault=item.vault_id, item=item.item_id)
 
 
 def key_event(actor: Actor, action: Action, tenant_id: str, principal_id: str, key_id: str) -> Event:
